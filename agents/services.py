@@ -1,0 +1,75 @@
+"""Writes to agent runtimes and state machines, each recording who and why."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterable
+
+from django.core.exceptions import ValidationError
+
+from agents.models import AgentRuntime, StateMachine
+from rules.models import DecisionPoint
+from rules.services.revisions import Actor, audited_delete, audited_save, config_change
+
+TOKEN_PREFIX = "arb_"
+
+
+def token_hash(token: str) -> str:
+    # Tokens carry 256 random bits, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def _points_by_key(keys: Iterable[str]) -> list[DecisionPoint]:
+    keys = list(dict.fromkeys(k.strip() for k in keys if k.strip()))
+    found = {p.key: p for p in DecisionPoint.objects.filter(key__in=keys)}
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise ValidationError(f"Unknown decision point: {', '.join(missing)}.")
+    return [found[k] for k in keys]
+
+
+def agent_create(*, name: str, point_keys: Iterable[str], actor: Actor, reason: str) -> tuple[AgentRuntime, str]:
+    """Create an agent runtime and return it with its token — the only time the token is seen."""
+    points = _points_by_key(point_keys)
+    token = _new_token()
+    agent = AgentRuntime(name=name, token_hash=token_hash(token), token_prefix=token[:12])
+    with config_change(actor=actor, reason=reason):
+        audited_save(agent, actor=actor, reason=reason)
+        agent.points.set(points)
+    return agent, token
+
+
+def agent_rotate_token(*, agent: AgentRuntime, actor: Actor, reason: str) -> str:
+    """Replace the agent's token; the old one stops working at once."""
+    token = _new_token()
+    agent.token_hash = token_hash(token)
+    agent.token_prefix = token[:12]
+    audited_save(agent, actor=actor, reason=reason)
+    return token
+
+
+def agent_set_points(*, agent: AgentRuntime, point_keys: Iterable[str], actor: Actor, reason: str) -> AgentRuntime:
+    points = _points_by_key(point_keys)
+    with config_change(actor=actor, reason=reason):
+        agent.points.set(points)
+        audited_save(agent, actor=actor, reason=reason)
+    return agent
+
+
+def agent_save(*, agent: AgentRuntime, actor: Actor, reason: str) -> AgentRuntime:
+    audited_save(agent, actor=actor, reason=reason)
+    return agent
+
+
+def machine_save(*, machine: StateMachine, actor: Actor, reason: str) -> StateMachine:
+    audited_save(machine, actor=actor, reason=reason)
+    return machine
+
+
+def machine_delete(*, machine: StateMachine, actor: Actor, reason: str) -> None:
+    audited_delete(machine, actor=actor, reason=reason)

@@ -1,0 +1,3 @@
+from decision_service.celery import app as celery_app
+
+__all__ = ["celery_app"]

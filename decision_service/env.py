@@ -1,0 +1,87 @@
+"""Every environment variable Arbiter reads, read here and nowhere else.
+
+Settings modules import the values from this module; domain code never looks at ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def _bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def parse_database_url(url: str) -> dict[str, Any]:
+    """Turn ``postgres://user:pass@host:port/name`` or ``sqlite:///path`` into a DATABASES entry."""
+    parsed = urlparse(url)
+    scheme = parsed.scheme.lower()
+    if scheme in {"postgres", "postgresql", "pgsql"}:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": _int("DATABASE_CONN_MAX_AGE", 60),
+            "CONN_HEALTH_CHECKS": True,
+        }
+    if scheme == "sqlite":
+        # sqlite:///relative.db and sqlite:////absolute/path.db, as in the common URL convention.
+        path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path or str(BASE_DIR / "db.sqlite3")}
+    raise ValueError(f"DATABASE_URL: unsupported scheme {scheme!r} (use postgres:// or sqlite:///)")
+
+
+def _local_secret_key() -> str:
+    """A key generated once and kept beside the project, so local sessions survive restarts."""
+    path = BASE_DIR / ".secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+DATABASE_URL = _str("DATABASE_URL")
+DATABASE: dict[str, Any] = (
+    parse_database_url(DATABASE_URL)
+    if DATABASE_URL
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": str(BASE_DIR / "db.sqlite3")}
+)
+
+SECRET_KEY = _str("SECRET_KEY")
+DEBUG = _bool("DEBUG", False)
+ALLOWED_HOSTS = [h.strip() for h in _str("ALLOWED_HOSTS", "").split(",") if h.strip()]
+CSRF_TRUSTED_ORIGINS = [h.strip() for h in _str("CSRF_TRUSTED_ORIGINS", "").split(",") if h.strip()]
+
+CELERY_BROKER_URL = _str("CELERY_BROKER_URL")
+CELERY_RESULT_BACKEND = _str("CELERY_RESULT_BACKEND")
+REDIS_URL = _str("REDIS_URL")
+
+TIME_ZONE = _str("TIME_ZONE", "UTC")
+LOG_LEVEL = _str("LOG_LEVEL", "INFO")
+
+
+def local_secret_key() -> str:
+    return SECRET_KEY or _local_secret_key()

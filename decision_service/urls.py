@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+admin.site.site_header = "Arbiter"
+admin.site.site_title = "Arbiter"
+admin.site.index_title = "Decision rules, thresholds and agents"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+]

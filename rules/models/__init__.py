@@ -1,0 +1,35 @@
+from rules.models.config import (
+    Condition,
+    ConditionKind,
+    DecisionPoint,
+    FactType,
+    KeywordList,
+    KeywordTerm,
+    MatchMode,
+    NoCandidatePolicy,
+    Operator,
+    Rule,
+    RuleCategory,
+    RuleCombinator,
+    RuleMode,
+    Threshold,
+)
+from rules.models.revisions import ConfigRevision
+
+__all__ = [
+    "Condition",
+    "ConditionKind",
+    "ConfigRevision",
+    "DecisionPoint",
+    "FactType",
+    "KeywordList",
+    "KeywordTerm",
+    "MatchMode",
+    "NoCandidatePolicy",
+    "Operator",
+    "Rule",
+    "RuleCategory",
+    "RuleCombinator",
+    "RuleMode",
+    "Threshold",
+]

@@ -1,0 +1,509 @@
+"""Configuration records operations staff own: decision points, rules, keyword lists, thresholds.
+
+Every model here is audited with django-simple-history. Invariants that a database can hold are
+constraints; the rest lives in ``clean()`` so that services (``full_clean``) and admin forms refuse
+the same things with the same messages. Writes go through ``rules.services``, never ``save()``
+directly: the services record who and why, and cut a new configuration revision.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import F, Q
+from simple_history.models import HistoricalRecords
+
+from rules.normalize import normalize_text
+
+key_validator = RegexValidator(
+    r"^[a-z][a-z0-9_]{0,63}$",
+    "Use lower-case letters, digits and underscores, starting with a letter (at most 64).",
+)
+
+
+def _key_field(help_text: str = "") -> models.CharField:
+    return models.CharField(max_length=64, validators=[key_validator], help_text=help_text)
+
+
+class FactType(models.TextChoices):
+    STRING = "string", "text"
+    NUMBER = "number", "number"
+    INTEGER = "integer", "whole number"
+    BOOLEAN = "boolean", "yes/no"
+    STRING_LIST = "string_list", "list of texts"
+
+
+class NoCandidatePolicy(models.TextChoices):
+    ASK = "ask", "ask the agent for an LLM candidate"
+    DEFAULT = "default", "answer the default outcome"
+
+
+class RuleCategory(models.TextChoices):
+    COMPLIANCE = "compliance", "compliance"
+    RISK = "risk", "risk"
+    BUSINESS = "business", "business"
+    QUALITY = "quality", "quality"
+
+
+HIGH_RISK_CATEGORIES = frozenset({RuleCategory.COMPLIANCE, RuleCategory.RISK})
+
+
+class RuleCombinator(models.TextChoices):
+    ALL = "all", "all conditions hold"
+    ANY = "any", "any condition holds"
+
+
+class RuleMode(models.TextChoices):
+    ENFORCE = "enforce", "enforce (decides)"
+    SHADOW = "shadow", "shadow (recorded, never decides)"
+    OFF = "off", "off"
+
+
+class MatchMode(models.TextChoices):
+    SUBSTRING = "substring", "substring"
+    WORD = "word", "whole word"
+    REGEX = "regex", "regular expression"
+
+
+class ConditionKind(models.TextChoices):
+    INPUT_CONTAINS = "input_contains", "input contains a keyword of list"
+    FACT = "fact", "fact compared with a threshold or value"
+    CANDIDATE_IN = "candidate_in", "candidate is one of"
+    CANDIDATE_NOT_IN = "candidate_not_in", "candidate is none of"
+    CANDIDATE_NOT_IN_WHITELIST = "candidate_not_in_whitelist", "candidate is not in the point's whitelist"
+    CANDIDATE_CONFIDENCE_BELOW = "candidate_confidence_below", "candidate confidence below threshold"
+    TIME_WINDOW = "time_window", "time of day within a window"
+    SESSION_STATE_IN = "session_state_in", "session state is one of"
+
+
+class Operator(models.TextChoices):
+    LT = "<", "<"
+    LE = "<=", "<="
+    GT = ">", ">"
+    GE = ">=", ">="
+    EQ = "==", "=="
+    NE = "!=", "!="
+    IN = "in", "in"
+
+
+ORDERING_OPERATORS = frozenset({Operator.LT, Operator.LE, Operator.GT, Operator.GE})
+
+
+def _check_key_list(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValidationError({field: "Give a list of keys."})
+    dupes = sorted({v for v in value if value.count(v) > 1})
+    if dupes:
+        raise ValidationError({field: f"Listed more than once: {', '.join(dupes)}."})
+    bad = [v for v in value if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", v)]
+    if bad:
+        raise ValidationError({field: f"Not a valid key: {', '.join(bad)}."})
+    return value
+
+
+class Threshold(models.Model):
+    """A named number that rules refer to by key, so operations change one number in one place."""
+
+    key = _key_field("Rules refer to the threshold by this key; it cannot change later.")
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    value = models.DecimalField(max_digits=18, decimal_places=6)
+    unit = models.CharField(max_length=32, blank=True, help_text="For people: CNY, seconds, ratio…")
+    min_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    max_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    high_risk = models.BooleanField(
+        default=False, help_text="Changes to a high-risk threshold need a second person's approval."
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [
+            models.UniqueConstraint(fields=["key"], name="threshold_key_unique"),
+            models.CheckConstraint(
+                condition=Q(min_value__isnull=True) | Q(max_value__isnull=True) | Q(min_value__lte=F("max_value")),
+                name="threshold_bounds_ordered",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_value__isnull=True) | Q(value__gte=F("min_value")), name="threshold_value_ge_min"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_value__isnull=True) | Q(value__lte=F("max_value")), name="threshold_value_le_max"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def bounds_text(self) -> str:
+        low = "−∞" if self.min_value is None else _plain(self.min_value)
+        high = "+∞" if self.max_value is None else _plain(self.max_value)
+        return f"{low} … {high}{(' ' + self.unit) if self.unit else ''}"
+
+    def clean(self) -> None:
+        if self.min_value is not None and self.max_value is not None and self.min_value > self.max_value:
+            raise ValidationError({"max_value": "The upper bound is below the lower bound."})
+        if self.value is None:
+            return
+        if (self.min_value is not None and self.value < self.min_value) or (
+            self.max_value is not None and self.value > self.max_value
+        ):
+            raise ValidationError(
+                {"value": f"{_plain(self.value)} is outside the allowed bounds {self.bounds_text()}."}
+            )
+
+
+def _plain(value: Decimal) -> str:
+    """``Decimal('0.650000')`` → ``'0.65'``; ``Decimal('500.000000')`` → ``'500'``."""
+    text = format(value.normalize(), "f")
+    return text
+
+
+class KeywordList(models.Model):
+    """Named, normalised terms shared by many rules."""
+
+    key = _key_field("Rules refer to the list by this key; it cannot change later.")
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    match_mode = models.CharField(max_length=16, choices=MatchMode.choices, default=MatchMode.SUBSTRING)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [
+            models.UniqueConstraint(fields=["key"], name="keyword_list_key_unique"),
+            models.CheckConstraint(condition=Q(match_mode__in=MatchMode.values), name="keyword_list_match_mode_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class KeywordTerm(models.Model):
+    keyword_list = models.ForeignKey(KeywordList, on_delete=models.CASCADE, related_name="terms")
+    term = models.CharField(max_length=200, help_text="Stored normalised (NFKC, case-folded).")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["keyword_list", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["keyword_list", "term"], name="keyword_term_unique_in_list"),
+            models.CheckConstraint(condition=~Q(term=""), name="keyword_term_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.term
+
+    def clean(self) -> None:
+        self.term = normalize_text(self.term or "")
+        if not self.term:
+            raise ValidationError({"term": "A term cannot be empty."})
+        if self.keyword_list_id is None:
+            return
+        if self.keyword_list.match_mode == MatchMode.REGEX:
+            try:
+                re.compile(self.term)
+            except re.error as exc:
+                raise ValidationError({"term": f"Not a valid regular expression: {exc}."}) from exc
+        clash = KeywordTerm.objects.filter(keyword_list_id=self.keyword_list_id, term=self.term)
+        if self.pk:
+            clash = clash.exclude(pk=self.pk)
+        if clash.exists():
+            raise ValidationError({"term": f"'{self.term}' is already in list {self.keyword_list.key}."})
+
+
+class DecisionPoint(models.Model):
+    """One place in an agent's flow where something is decided."""
+
+    key = _key_field("Agents call the point by this key; it cannot change later.")
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    facts = models.JSONField(
+        default=dict, blank=True, help_text="Declared facts and their types, e.g. {\"refund_amount\": \"number\"}."
+    )
+    outcomes = models.JSONField(default=list, help_text="The only answers this point can give.")
+    candidate_whitelist = models.JSONField(
+        default=list, blank=True, help_text="Outcomes an LLM may propose and have accepted."
+    )
+    default_outcome = models.CharField(max_length=64, help_text="What happens when nothing else decides.")
+    no_candidate = models.CharField(
+        max_length=16,
+        choices=NoCandidatePolicy.choices,
+        default=NoCandidatePolicy.ASK,
+        help_text="When no rule decides and the agent sent no candidate.",
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [
+            models.UniqueConstraint(fields=["key"], name="decision_point_key_unique"),
+            models.CheckConstraint(
+                condition=Q(no_candidate__in=NoCandidatePolicy.values), name="decision_point_no_candidate_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if not isinstance(self.facts, dict):
+            errors["facts"] = "Give the facts as a mapping of name to type."
+        else:
+            for name, typ in self.facts.items():
+                if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", str(name)):
+                    errors["facts"] = f"Fact name '{name}' is not a valid key."
+                elif typ not in FactType.values:
+                    errors["facts"] = f"Fact '{name}' has unknown type '{typ}' (use {', '.join(FactType.values)})."
+        try:
+            outcomes = _check_key_list(self.outcomes, "outcomes")
+        except ValidationError as exc:
+            raise ValidationError({**errors, **exc.message_dict}) from exc
+        if not outcomes:
+            errors["outcomes"] = "A decision point needs at least one outcome."
+        try:
+            whitelist = _check_key_list(self.candidate_whitelist, "candidate_whitelist")
+        except ValidationError as exc:
+            raise ValidationError({**errors, **exc.message_dict}) from exc
+        stray = [w for w in whitelist if w not in outcomes]
+        if stray:
+            errors["candidate_whitelist"] = f"Not an outcome of this point: {', '.join(stray)}."
+        if self.default_outcome and self.default_outcome not in outcomes:
+            errors["default_outcome"] = f"'{self.default_outcome}' is not an outcome of this point."
+        if self.pk:
+            used = sorted(
+                {r.outcome for r in self.rules.all() if r.outcome not in outcomes}
+                | {
+                    o
+                    for c in Condition.objects.filter(rule__point=self, kind__in=CANDIDATE_LIST_KINDS)
+                    for o in c.outcomes or []
+                    if o not in outcomes
+                }
+            )
+            if used:
+                errors["outcomes"] = f"Still used by rules of this point: {', '.join(used)}."
+        if errors:
+            raise ValidationError(errors)
+
+
+class Rule(models.Model):
+    point = models.ForeignKey(DecisionPoint, on_delete=models.CASCADE, related_name="rules")
+    key = _key_field("Unique within the point; it cannot change later.")
+    description = models.CharField(max_length=300, blank=True, help_text="Shown as the reason for a decision.")
+    priority = models.PositiveIntegerField(help_text="Lower number wins; ties are broken by key.")
+    category = models.CharField(max_length=16, choices=RuleCategory.choices)
+    combinator = models.CharField(max_length=8, choices=RuleCombinator.choices, default=RuleCombinator.ALL)
+    outcome = models.CharField(max_length=64)
+    mode = models.CharField(max_length=16, choices=RuleMode.choices, default=RuleMode.ENFORCE)
+    effective_from = models.DateTimeField(null=True, blank=True)
+    effective_until = models.DateTimeField(null=True, blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["point", "priority", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["point", "key"], name="rule_key_unique_in_point"),
+            models.CheckConstraint(condition=Q(priority__gte=0), name="rule_priority_non_negative"),
+            models.CheckConstraint(condition=Q(category__in=RuleCategory.values), name="rule_category_valid"),
+            models.CheckConstraint(condition=Q(combinator__in=RuleCombinator.values), name="rule_combinator_valid"),
+            models.CheckConstraint(condition=Q(mode__in=RuleMode.values), name="rule_mode_valid"),
+            models.CheckConstraint(
+                condition=Q(effective_from__isnull=True)
+                | Q(effective_until__isnull=True)
+                | Q(effective_from__lt=F("effective_until")),
+                name="rule_effective_range_ordered",
+            ),
+        ]
+        indexes = [models.Index(fields=["point", "priority"], name="rule_point_priority_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.point.key}.{self.key}" if self.point_id else self.key
+
+    @property
+    def is_high_risk(self) -> bool:
+        return self.category in HIGH_RISK_CATEGORIES
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.point_id and self.outcome and self.outcome not in (self.point.outcomes or []):
+            errors["outcome"] = f"'{self.outcome}' is not an outcome of {self.point.key}."
+        if self.effective_from and self.effective_until and self.effective_from >= self.effective_until:
+            errors["effective_until"] = "The end of the effective period must come after its start."
+        if errors:
+            raise ValidationError(errors)
+
+
+CANDIDATE_LIST_KINDS = (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN)
+
+
+class Condition(models.Model):
+    """One structured test of a rule. Which fields matter depends on ``kind``."""
+
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="conditions")
+    position = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=32, choices=ConditionKind.choices)
+    keyword_list = models.ForeignKey(
+        KeywordList, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions"
+    )
+    threshold = models.ForeignKey(
+        Threshold, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions"
+    )
+    fact = models.CharField(max_length=64, blank=True)
+    operator = models.CharField(max_length=4, choices=Operator.choices, blank=True)
+    value = models.JSONField(null=True, blank=True, help_text="A literal to compare the fact with (instead of a threshold).")
+    outcomes = models.JSONField(default=list, blank=True)
+    states = models.JSONField(default=list, blank=True)
+    window_start = models.TimeField(null=True, blank=True)
+    window_end = models.TimeField(null=True, blank=True)
+    timezone = models.CharField(max_length=64, blank=True, help_text="IANA name, e.g. Asia/Shanghai.")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["rule", "position", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=ConditionKind.values), name="condition_kind_valid"),
+            models.CheckConstraint(
+                condition=~Q(kind=ConditionKind.INPUT_CONTAINS) | Q(keyword_list__isnull=False),
+                name="condition_input_contains_has_list",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind=ConditionKind.CANDIDATE_CONFIDENCE_BELOW) | Q(threshold__isnull=False),
+                name="condition_confidence_has_threshold",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind=ConditionKind.FACT)
+                | (~Q(fact="") & ~Q(operator="") & (Q(threshold__isnull=False) | Q(value__isnull=False))),
+                name="condition_fact_complete",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind=ConditionKind.TIME_WINDOW)
+                | (Q(window_start__isnull=False) & Q(window_end__isnull=False) & ~Q(timezone="")),
+                name="condition_time_window_complete",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return describe_condition(self)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        kind = self.kind
+        point = self.rule.point if self.rule_id else None
+        if kind == ConditionKind.INPUT_CONTAINS and self.keyword_list_id is None:
+            errors["keyword_list"] = "Choose the keyword list the input must contain a term of."
+        elif kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW and self.threshold_id is None:
+            errors["threshold"] = "Choose the threshold the candidate's confidence is compared with."
+        elif kind == ConditionKind.FACT:
+            facts = point.facts if point else {}
+            if not self.fact:
+                errors["fact"] = "Name the fact to compare."
+            elif point is not None and self.fact not in facts:
+                errors["fact"] = f"'{self.fact}' is not a declared fact of {point.key}."
+            if not self.operator:
+                errors["operator"] = "Choose an operator."
+            if (self.threshold_id is None) == (self.value is None):
+                errors["value"] = "Compare with either a threshold or a literal value, not both or neither."
+            typ = facts.get(self.fact) if isinstance(facts, dict) else None
+            if typ and self.operator:
+                problem = _fact_compare_problem(typ, self.operator, self.threshold_id is not None, self.value)
+                if problem:
+                    errors["operator" if "operator" in problem else "value"] = problem
+        elif kind in CANDIDATE_LIST_KINDS:
+            try:
+                outcomes = _check_key_list(self.outcomes, "outcomes")
+            except ValidationError as exc:
+                raise ValidationError(exc.message_dict) from exc
+            if not outcomes:
+                errors["outcomes"] = "List at least one outcome."
+            elif point is not None:
+                stray = [o for o in outcomes if o not in point.outcomes]
+                if stray:
+                    errors["outcomes"] = f"Not an outcome of {point.key}: {', '.join(stray)}."
+        elif kind == ConditionKind.TIME_WINDOW:
+            if self.window_start is None:
+                errors["window_start"] = "Give the start of the window (HH:MM)."
+            if self.window_end is None:
+                errors["window_end"] = "Give the end of the window (HH:MM)."
+            if not self.timezone:
+                errors["timezone"] = "Give the time zone the window is in."
+            elif not _valid_timezone(self.timezone):
+                errors["timezone"] = f"'{self.timezone}' is not a known time zone."
+            if self.window_start is not None and self.window_start == self.window_end:
+                errors["window_end"] = "The window is empty: start and end are the same time."
+        elif kind == ConditionKind.SESSION_STATE_IN:
+            try:
+                states = _check_key_list(self.states, "states")
+            except ValidationError as exc:
+                raise ValidationError(exc.message_dict) from exc
+            if not states:
+                errors["states"] = "List at least one state."
+        if errors:
+            raise ValidationError(errors)
+
+
+def _valid_timezone(name: str) -> bool:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def _fact_compare_problem(typ: str, operator: str, uses_threshold: bool, value: Any) -> str | None:
+    numeric = typ in {FactType.NUMBER, FactType.INTEGER}
+    if operator in ORDERING_OPERATORS and not numeric:
+        return f"The operator {operator} needs a number fact; this one is {typ}."
+    if uses_threshold:
+        if not numeric:
+            return f"A threshold compares with number facts only; this one is {typ}."
+        if operator == Operator.IN:
+            return "The operator in takes a list of values, not a threshold."
+        return None
+    if operator == Operator.IN:
+        if not isinstance(value, list) or not value:
+            return "The operator in takes a non-empty list of values."
+        items = value
+    else:
+        items = [value]
+    for item in items:
+        if not _literal_fits(typ, item):
+            return f"The value {item!r} does not fit a {typ} fact."
+    return None
+
+
+def _literal_fits(typ: str, item: Any) -> bool:
+    if typ in {FactType.NUMBER, FactType.INTEGER}:
+        return isinstance(item, int | float) and not isinstance(item, bool)
+    if typ == FactType.BOOLEAN:
+        return isinstance(item, bool)
+    return isinstance(item, str)
+
+
+def describe_condition(c: Condition) -> str:
+    """A short human sentence for lists and the why panel."""
+    kind = c.kind
+    if kind == ConditionKind.INPUT_CONTAINS:
+        return f"input contains a term of {c.keyword_list.key if c.keyword_list_id else '?'}"
+    if kind == ConditionKind.FACT:
+        rhs = c.threshold.key if c.threshold_id else repr(c.value)
+        return f"{c.fact} {c.operator} {rhs}"
+    if kind == ConditionKind.CANDIDATE_IN:
+        return f"candidate in {', '.join(c.outcomes or [])}"
+    if kind == ConditionKind.CANDIDATE_NOT_IN:
+        return f"candidate not in {', '.join(c.outcomes or [])}"
+    if kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
+        return "candidate not in the whitelist"
+    if kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
+        return f"candidate confidence below {c.threshold.key if c.threshold_id else '?'}"
+    if kind == ConditionKind.TIME_WINDOW:
+        return f"time within {c.window_start}–{c.window_end} {c.timezone}"
+    if kind == ConditionKind.SESSION_STATE_IN:
+        return f"session state in {', '.join(c.states or [])}"
+    return kind

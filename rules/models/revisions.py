@@ -1,0 +1,26 @@
+from django.conf import settings
+from django.db import models
+
+
+class ConfigRevision(models.Model):
+    """An immutable snapshot of the whole configuration the engine needs, numbered monotonically.
+
+    Created only by ``rules.services.revisions``; decisions record the number they were made under
+    so that any decision can be replayed under exactly the configuration it saw.
+    """
+
+    number = models.PositiveIntegerField(unique=True)
+    snapshot = models.JSONField()
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the canonical snapshot JSON.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.CheckConstraint(condition=models.Q(number__gte=1), name="revision_number_positive")]
+
+    def __str__(self) -> str:
+        return f"revision {self.number}"

@@ -1,0 +1,191 @@
+"""Reads of configuration. ``config_document`` is the one canonical shape of the whole configuration:
+
+it is what a revision snapshots, what ``export_config`` writes as YAML and what ``import_config``
+compares a file against. Keeping one shape means export → import → export cannot drift.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from rules.models import (
+    Condition,
+    ConditionKind,
+    ConfigRevision,
+    DecisionPoint,
+    KeywordList,
+    Threshold,
+)
+
+CONFIG_FORMAT_VERSION = 1
+
+
+def number_out(value: Decimal | None) -> int | float | None:
+    """Decimals leave as the plainest JSON number: ``500`` rather than ``500.0``, ``0.65`` exact."""
+    if value is None:
+        return None
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+def time_out(value: dt.time | None) -> str | None:
+    if value is None:
+        return None
+    return value.strftime("%H:%M:%S" if value.second else "%H:%M")
+
+
+def datetime_out(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _drop_empty(item: dict[str, Any], *optional: str) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if not (k in optional and v in (None, "", [], {}))}
+
+
+def condition_document(c: Condition) -> dict[str, Any]:
+    kind = c.kind
+    if kind == ConditionKind.INPUT_CONTAINS:
+        return {"input_contains": c.keyword_list.key}
+    if kind == ConditionKind.FACT:
+        doc: dict[str, Any] = {"fact": c.fact, "op": c.operator}
+        if c.threshold_id is not None:
+            doc["threshold"] = c.threshold.key
+        else:
+            doc["value"] = c.value
+        return doc
+    if kind in (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN):
+        return {kind: list(c.outcomes)}
+    if kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
+        return {"candidate_not_in_whitelist": True}
+    if kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
+        return {"candidate_confidence_below": c.threshold.key}
+    if kind == ConditionKind.TIME_WINDOW:
+        return {"time_window": {"from": time_out(c.window_start), "to": time_out(c.window_end), "tz": c.timezone}}
+    if kind == ConditionKind.SESSION_STATE_IN:
+        return {"session_state_in": list(c.states)}
+    raise ValueError(f"unknown condition kind {kind!r}")
+
+
+def config_document() -> dict[str, Any]:
+    """The whole live configuration as plain, JSON- and YAML-safe data in a deterministic order."""
+    from agents.models import StateMachine  # agents depends on rules, not the other way round
+
+    thresholds = [
+        _drop_empty(
+            {
+                "key": t.key,
+                "name": t.name,
+                "description": t.description,
+                "value": number_out(t.value),
+                "unit": t.unit,
+                "min": number_out(t.min_value),
+                "max": number_out(t.max_value),
+                "high_risk": t.high_risk,
+            },
+            "name",
+            "description",
+            "unit",
+            "min",
+            "max",
+        )
+        for t in Threshold.objects.order_by("key")
+    ]
+    keyword_lists = [
+        _drop_empty(
+            {
+                "key": kl.key,
+                "name": kl.name,
+                "description": kl.description,
+                "match": kl.match_mode,
+                "terms": [term.term for term in kl.terms.order_by("id")],
+            },
+            "name",
+            "description",
+        )
+        for kl in KeywordList.objects.order_by("key").prefetch_related("terms")
+    ]
+    points = []
+    for p in DecisionPoint.objects.order_by("key"):
+        rules = []
+        for r in p.rules.order_by("priority", "key"):
+            conditions = [
+                condition_document(c)
+                for c in r.conditions.select_related("keyword_list", "threshold").order_by("position", "id")
+            ]
+            rules.append(
+                _drop_empty(
+                    {
+                        "key": r.key,
+                        "description": r.description,
+                        "priority": r.priority,
+                        "category": r.category,
+                        "match": r.combinator,
+                        "mode": r.mode,
+                        "outcome": r.outcome,
+                        "effective_from": datetime_out(r.effective_from),
+                        "effective_until": datetime_out(r.effective_until),
+                        "conditions": conditions,
+                    },
+                    "description",
+                    "effective_from",
+                    "effective_until",
+                )
+            )
+        points.append(
+            _drop_empty(
+                {
+                    "key": p.key,
+                    "name": p.name,
+                    "description": p.description,
+                    "facts": dict(p.facts),
+                    "outcomes": list(p.outcomes),
+                    "candidate_whitelist": list(p.candidate_whitelist),
+                    "default_outcome": p.default_outcome,
+                    "when_no_candidate": p.no_candidate,
+                    "rules": rules,
+                },
+                "name",
+                "description",
+                "facts",
+            )
+        )
+    machines = [
+        _drop_empty(
+            {
+                "key": m.key,
+                "name": m.name,
+                "description": m.description,
+                "states": list(m.states),
+                "initial": m.initial_state,
+                "handoff": m.handoff_state,
+                "terminal": list(m.terminal_states),
+                "transitions": {s: list(m.transitions.get(s, [])) for s in m.states if m.transitions.get(s)},
+                "actions": {s: list(m.actions[s]) for s in m.states if s in m.actions},
+                "timeouts": {s: m.timeouts[s] for s in m.states if s in m.timeouts},
+                "max_anomalies": m.max_anomalies,
+            },
+            "name",
+            "description",
+            "actions",
+            "timeouts",
+        )
+        for m in StateMachine.objects.order_by("key")
+    ]
+    return {
+        "version": CONFIG_FORMAT_VERSION,
+        "thresholds": thresholds,
+        "keyword_lists": keyword_lists,
+        "points": points,
+        "machines": machines,
+    }
+
+
+def revision_latest() -> ConfigRevision | None:
+    return ConfigRevision.objects.order_by("-number").first()
+
+
+def revision_get(*, number: int) -> ConfigRevision | None:
+    return ConfigRevision.objects.filter(number=number).first()

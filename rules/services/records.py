@@ -1,0 +1,116 @@
+"""Create, update and delete configuration records through one audited path.
+
+Admin classes, YAML import and the shell all call these; none of them saves a model directly.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from rules.models import Condition, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
+from rules.normalize import normalize_text
+from rules.services.revisions import Actor, audited_delete, audited_save, config_change
+
+M = TypeVar("M", bound=models.Model)
+
+
+def threshold_save(*, threshold: Threshold, actor: Actor, reason: str) -> Threshold:
+    """Create or update a threshold; the value must stay within its bounds."""
+    audited_save(threshold, actor=actor, reason=reason)
+    return threshold
+
+
+def threshold_delete(*, threshold: Threshold, actor: Actor, reason: str) -> None:
+    _refuse_if_used(threshold, "threshold", Condition.objects.filter(threshold=threshold))
+    audited_delete(threshold, actor=actor, reason=reason)
+
+
+def keyword_list_save(*, keyword_list: KeywordList, actor: Actor, reason: str) -> KeywordList:
+    with config_change(actor=actor, reason=reason):
+        audited_save(keyword_list, actor=actor, reason=reason)
+        # A switch to regex mode must not leave terms behind that do not compile.
+        for term in keyword_list.terms.all():
+            term.keyword_list = keyword_list
+            term.full_clean()
+    return keyword_list
+
+
+def keyword_list_delete(*, keyword_list: KeywordList, actor: Actor, reason: str) -> None:
+    _refuse_if_used(keyword_list, "keyword list", Condition.objects.filter(keyword_list=keyword_list))
+    with config_change(actor=actor, reason=reason):
+        for term in list(keyword_list.terms.all()):
+            audited_delete(term, actor=actor, reason=reason)
+        audited_delete(keyword_list, actor=actor, reason=reason)
+
+
+def keyword_term_save(*, term: KeywordTerm, actor: Actor, reason: str) -> KeywordTerm:
+    """Save one term, normalised (NFKC, case-folded); a duplicate in the same list is refused."""
+    term.term = normalize_text(term.term or "")
+    audited_save(term, actor=actor, reason=reason)
+    return term
+
+
+def keyword_term_delete(*, term: KeywordTerm, actor: Actor, reason: str) -> None:
+    audited_delete(term, actor=actor, reason=reason)
+
+
+def keyword_terms_add(*, keyword_list: KeywordList, terms: list[str], actor: Actor, reason: str) -> list[KeywordTerm]:
+    """Add many terms at once (the admin's paste box); refuses the whole batch if any is a duplicate."""
+    normalised = [normalize_text(t) for t in terms]
+    normalised = [t for t in normalised if t]
+    existing = set(keyword_list.terms.values_list("term", flat=True)) if keyword_list.pk else set()
+    seen: set[str] = set()
+    dupes: list[str] = []
+    for t in normalised:
+        if t in existing or t in seen:
+            dupes.append(t)
+        seen.add(t)
+    if dupes:
+        raise ValidationError(f"Already in list {keyword_list.key}: {', '.join(sorted(set(dupes)))}.")
+    created = []
+    with config_change(actor=actor, reason=reason):
+        for t in normalised:
+            created.append(keyword_term_save(term=KeywordTerm(keyword_list=keyword_list, term=t), actor=actor, reason=reason))
+    return created
+
+
+def point_save(*, point: DecisionPoint, actor: Actor, reason: str) -> DecisionPoint:
+    audited_save(point, actor=actor, reason=reason)
+    return point
+
+
+def point_delete(*, point: DecisionPoint, actor: Actor, reason: str) -> None:
+    with config_change(actor=actor, reason=reason):
+        for rule in list(point.rules.all()):
+            rule_delete(rule=rule, actor=actor, reason=reason)
+        audited_delete(point, actor=actor, reason=reason)
+
+
+def rule_save(*, rule: Rule, actor: Actor, reason: str) -> Rule:
+    audited_save(rule, actor=actor, reason=reason)
+    return rule
+
+
+def rule_delete(*, rule: Rule, actor: Actor, reason: str) -> None:
+    with config_change(actor=actor, reason=reason):
+        for condition in list(rule.conditions.all()):
+            audited_delete(condition, actor=actor, reason=reason)
+        audited_delete(rule, actor=actor, reason=reason)
+
+
+def condition_save(*, condition: Condition, actor: Actor, reason: str) -> Condition:
+    audited_save(condition, actor=actor, reason=reason)
+    return condition
+
+
+def condition_delete(*, condition: Condition, actor: Actor, reason: str) -> None:
+    audited_delete(condition, actor=actor, reason=reason)
+
+
+def _refuse_if_used(instance: models.Model, what: str, conditions: models.QuerySet[Condition]) -> None:
+    users = sorted({str(c.rule) for c in conditions.select_related("rule__point")})
+    if users:
+        raise ValidationError(f"The {what} {instance} is used by rules {', '.join(users)}; change those rules first.")
