@@ -12,7 +12,7 @@ from agents.models import AgentRuntime, StateMachine
 from rules.models import DecisionPoint
 from rules.services.revisions import Actor, audited_delete, audited_save, config_change
 
-TOKEN_PREFIX = "arb_"
+TOKEN_PREFIX = "arb_"  # noqa: S105 - a public marker, not a secret
 
 
 def token_hash(token: str) -> str:

@@ -48,10 +48,11 @@ def _drop_empty(item: dict[str, Any], *optional: str) -> dict[str, Any]:
 def condition_document(c: Condition) -> dict[str, Any]:
     kind = c.kind
     if kind == ConditionKind.INPUT_CONTAINS:
+        assert c.keyword_list is not None  # guaranteed by a database constraint
         return {"input_contains": c.keyword_list.key}
     if kind == ConditionKind.FACT:
         doc: dict[str, Any] = {"fact": c.fact, "op": c.operator}
-        if c.threshold_id is not None:
+        if c.threshold is not None:
             doc["threshold"] = c.threshold.key
         else:
             doc["value"] = c.value
@@ -61,6 +62,7 @@ def condition_document(c: Condition) -> dict[str, Any]:
     if kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
         return {"candidate_not_in_whitelist": True}
     if kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
+        assert c.threshold is not None  # guaranteed by a database constraint
         return {"candidate_confidence_below": c.threshold.key}
     if kind == ConditionKind.TIME_WINDOW:
         return {"time_window": {"from": time_out(c.window_start), "to": time_out(c.window_end), "tz": c.timezone}}

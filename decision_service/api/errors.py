@@ -30,9 +30,7 @@ _DRF_CODES: dict[type[exceptions.APIException], tuple[str, str]] = {
 }
 
 
-def problem_response(
-    *, status_code: int, code: str, title: str, detail: str, errors: Any = None
-) -> Response:
+def problem_response(*, status_code: int, code: str, title: str, detail: str, errors: Any = None) -> Response:
     body: dict[str, Any] = {
         "type": f"https://arbiter.invalid/problems/{code}",
         "title": title,
@@ -55,14 +53,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     if isinstance(exc, exceptions.APIException):
-        code, title = next(
-            (v for k, v in _DRF_CODES.items() if isinstance(exc, k)), ("error", "Request refused")
-        )
+        code, title = next((v for k, v in _DRF_CODES.items() if isinstance(exc, k)), ("error", "Request refused"))
         errors = exc.detail if isinstance(exc, exceptions.ValidationError) else None
         detail = "The request has invalid fields." if errors is not None else str(exc.detail)
-        response = problem_response(
-            status_code=exc.status_code, code=code, title=title, detail=detail, errors=errors
-        )
+        response = problem_response(status_code=exc.status_code, code=code, title=title, detail=detail, errors=errors)
         if isinstance(exc, exceptions.Throttled) and exc.wait:
             response["Retry-After"] = str(int(exc.wait))
         return response

@@ -225,7 +225,7 @@ class DecisionPoint(models.Model):
     name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     facts = models.JSONField(
-        default=dict, blank=True, help_text="Declared facts and their types, e.g. {\"refund_amount\": \"number\"}."
+        default=dict, blank=True, help_text='Declared facts and their types, e.g. {"refund_amount": "number"}.'
     )
     outcomes = models.JSONField(default=list, help_text="The only answers this point can give.")
     candidate_whitelist = models.JSONField(
@@ -352,12 +352,12 @@ class Condition(models.Model):
     keyword_list = models.ForeignKey(
         KeywordList, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions"
     )
-    threshold = models.ForeignKey(
-        Threshold, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions"
-    )
+    threshold = models.ForeignKey(Threshold, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions")
     fact = models.CharField(max_length=64, blank=True)
     operator = models.CharField(max_length=4, choices=Operator.choices, blank=True)
-    value = models.JSONField(null=True, blank=True, help_text="A literal to compare the fact with (instead of a threshold).")
+    value = models.JSONField(
+        null=True, blank=True, help_text="A literal to compare the fact with (instead of a threshold)."
+    )
     outcomes = models.JSONField(default=list, blank=True)
     states = models.JSONField(default=list, blank=True)
     window_start = models.TimeField(null=True, blank=True)
@@ -411,7 +411,7 @@ class Condition(models.Model):
             if (self.threshold_id is None) == (self.value is None):
                 errors["value"] = "Compare with either a threshold or a literal value, not both or neither."
             typ = facts.get(self.fact) if isinstance(facts, dict) else None
-            if typ and self.operator:
+            if typ and self.operator and "value" not in errors:
                 problem = _fact_compare_problem(typ, self.operator, self.threshold_id is not None, self.value)
                 if problem:
                     errors["operator" if "operator" in problem else "value"] = problem
@@ -490,9 +490,9 @@ def describe_condition(c: Condition) -> str:
     """A short human sentence for lists and the why panel."""
     kind = c.kind
     if kind == ConditionKind.INPUT_CONTAINS:
-        return f"input contains a term of {c.keyword_list.key if c.keyword_list_id else '?'}"
+        return f"input contains a term of {c.keyword_list.key if c.keyword_list else '?'}"
     if kind == ConditionKind.FACT:
-        rhs = c.threshold.key if c.threshold_id else repr(c.value)
+        rhs = c.threshold.key if c.threshold else repr(c.value)
         return f"{c.fact} {c.operator} {rhs}"
     if kind == ConditionKind.CANDIDATE_IN:
         return f"candidate in {', '.join(c.outcomes or [])}"
@@ -501,7 +501,7 @@ def describe_condition(c: Condition) -> str:
     if kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
         return "candidate not in the whitelist"
     if kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
-        return f"candidate confidence below {c.threshold.key if c.threshold_id else '?'}"
+        return f"candidate confidence below {c.threshold.key if c.threshold else '?'}"
     if kind == ConditionKind.TIME_WINDOW:
         return f"time within {c.window_start}–{c.window_end} {c.timezone}"
     if kind == ConditionKind.SESSION_STATE_IN:

@@ -73,7 +73,9 @@ def keyword_terms_add(*, keyword_list: KeywordList, terms: list[str], actor: Act
     created = []
     with config_change(actor=actor, reason=reason):
         for t in normalised:
-            created.append(keyword_term_save(term=KeywordTerm(keyword_list=keyword_list, term=t), actor=actor, reason=reason))
+            created.append(
+                keyword_term_save(term=KeywordTerm(keyword_list=keyword_list, term=t), actor=actor, reason=reason)
+            )
     return created
 
 

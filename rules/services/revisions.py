@@ -100,7 +100,7 @@ def revision_create(*, actor: Actor, reason: str) -> ConfigRevision:
         latest = revision_latest()
         if latest is not None and latest.digest == digest:
             return latest
-        user = actor if actor is not None and getattr(actor, "pk", None) else None
+        user: Any = actor if actor is not None and getattr(actor, "pk", None) else None
         return ConfigRevision.objects.create(
             number=(latest.number + 1) if latest else 1,
             snapshot=snapshot,
