@@ -33,11 +33,25 @@ def _points_by_key(keys: Iterable[str]) -> list[DecisionPoint]:
     return [found[k] for k in keys]
 
 
-def agent_create(*, name: str, point_keys: Iterable[str], actor: Actor, reason: str) -> tuple[AgentRuntime, str]:
+def agent_create(
+    *,
+    name: str,
+    point_keys: Iterable[str],
+    actor: Actor,
+    reason: str,
+    description: str = "",
+    is_active: bool = True,
+) -> tuple[AgentRuntime, str]:
     """Create an agent runtime and return it with its token — the only time the token is seen."""
     points = _points_by_key(point_keys)
     token = _new_token()
-    agent = AgentRuntime(name=name, token_hash=token_hash(token), token_prefix=token[:12])
+    agent = AgentRuntime(
+        name=name,
+        description=description,
+        is_active=is_active,
+        token_hash=token_hash(token),
+        token_prefix=token[:12],
+    )
     with config_change(actor=actor, reason=reason):
         audited_save(agent, actor=actor, reason=reason)
         agent.points.set(points)

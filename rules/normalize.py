@@ -11,3 +11,11 @@ import unicodedata
 
 def normalize_text(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().strip()
+
+
+def normalize_term(term: str, match_mode: str) -> str:
+    """How a keyword term is stored. Regular expressions are only trimmed: case folding would turn
+    ``\\D`` into ``\\d``; the engine matches them case-insensitively against normalised input instead."""
+    if match_mode == "regex":
+        return term.strip()
+    return normalize_text(term)

@@ -7,6 +7,7 @@ compares a file against. Keeping one shape means export → import → export ca
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -41,8 +42,14 @@ def datetime_out(value: dt.datetime | None) -> str | None:
     return None if value is None else value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def _drop_empty(item: dict[str, Any], *optional: str) -> dict[str, Any]:
+def drop_empty(item: dict[str, Any], *optional: str) -> dict[str, Any]:
     return {k: v for k, v in item.items() if not (k in optional and v in (None, "", [], {}))}
+
+
+def _by_key(records: Iterable[Any]) -> list[Any]:
+    # Sorted in Python, not by the database: collations differ (underscores sort differently under a
+    # PostgreSQL locale than under SQLite), and the snapshot digest must not depend on the database.
+    return sorted(records, key=lambda r: r.key)
 
 
 def condition_document(c: Condition) -> dict[str, Any]:
@@ -76,7 +83,7 @@ def config_document() -> dict[str, Any]:
     from agents.models import StateMachine  # agents depends on rules, not the other way round
 
     thresholds = [
-        _drop_empty(
+        drop_empty(
             {
                 "key": t.key,
                 "name": t.name,
@@ -93,10 +100,10 @@ def config_document() -> dict[str, Any]:
             "min",
             "max",
         )
-        for t in Threshold.objects.order_by("key")
+        for t in _by_key(Threshold.objects.all())
     ]
     keyword_lists = [
-        _drop_empty(
+        drop_empty(
             {
                 "key": kl.key,
                 "name": kl.name,
@@ -107,18 +114,18 @@ def config_document() -> dict[str, Any]:
             "name",
             "description",
         )
-        for kl in KeywordList.objects.order_by("key").prefetch_related("terms")
+        for kl in _by_key(KeywordList.objects.prefetch_related("terms"))
     ]
     points = []
-    for p in DecisionPoint.objects.order_by("key"):
+    for p in _by_key(DecisionPoint.objects.all()):
         rules = []
-        for r in p.rules.order_by("priority", "key"):
+        for r in sorted(p.rules.all(), key=lambda r: (r.priority, r.key)):
             conditions = [
                 condition_document(c)
                 for c in r.conditions.select_related("keyword_list", "threshold").order_by("position", "id")
             ]
             rules.append(
-                _drop_empty(
+                drop_empty(
                     {
                         "key": r.key,
                         "description": r.description,
@@ -137,7 +144,7 @@ def config_document() -> dict[str, Any]:
                 )
             )
         points.append(
-            _drop_empty(
+            drop_empty(
                 {
                     "key": p.key,
                     "name": p.name,
@@ -155,7 +162,7 @@ def config_document() -> dict[str, Any]:
             )
         )
     machines = [
-        _drop_empty(
+        drop_empty(
             {
                 "key": m.key,
                 "name": m.name,
@@ -174,7 +181,7 @@ def config_document() -> dict[str, Any]:
             "actions",
             "timeouts",
         )
-        for m in StateMachine.objects.order_by("key")
+        for m in _by_key(StateMachine.objects.all())
     ]
     return {
         "version": CONFIG_FORMAT_VERSION,

@@ -72,6 +72,10 @@ USE_I18N = True
 USE_TZ = True
 TIME_ZONE = env.TIME_ZONE
 
+# One-time agent tokens travel in a message across a redirect: keep messages server-side, not in a
+# signed (readable) cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"

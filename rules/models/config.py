@@ -19,7 +19,7 @@ from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
-from rules.normalize import normalize_text
+from rules.normalize import normalize_term
 
 key_validator = RegexValidator(
     r"^[a-z][a-z0-9_]{0,63}$",
@@ -201,7 +201,8 @@ class KeywordTerm(models.Model):
         return self.term
 
     def clean(self) -> None:
-        self.term = normalize_text(self.term or "")
+        mode = self.keyword_list.match_mode if self.keyword_list_id else MatchMode.SUBSTRING
+        self.term = normalize_term(self.term or "", mode)
         if not self.term:
             raise ValidationError({"term": "A term cannot be empty."})
         if self.keyword_list_id is None:
@@ -343,6 +344,38 @@ class Rule(models.Model):
 CANDIDATE_LIST_KINDS = (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN)
 
 
+# Which inputs each kind of condition uses. The others are emptied when a condition is saved, so a
+# stale threshold or list reference left from an earlier kind can neither mislead nor block a delete.
+CONDITION_INPUTS: dict[str, tuple[str, ...]] = {
+    ConditionKind.INPUT_CONTAINS: ("keyword_list",),
+    ConditionKind.FACT: ("fact", "operator", "threshold", "value"),
+    ConditionKind.CANDIDATE_IN: ("outcomes",),
+    ConditionKind.CANDIDATE_NOT_IN: ("outcomes",),
+    ConditionKind.CANDIDATE_NOT_IN_WHITELIST: (),
+    ConditionKind.CANDIDATE_CONFIDENCE_BELOW: ("threshold",),
+    ConditionKind.TIME_WINDOW: ("window_start", "window_end", "timezone"),
+    ConditionKind.SESSION_STATE_IN: ("states",),
+}
+_CONDITION_EMPTY: dict[str, Any] = {
+    "keyword_list": None,
+    "threshold": None,
+    "fact": "",
+    "operator": "",
+    "value": None,
+    "outcomes": [],
+    "states": [],
+    "window_start": None,
+    "window_end": None,
+    "timezone": "",
+}
+
+
+def unused_condition_inputs(kind: str) -> dict[str, Any]:
+    """Field name → empty value for every input that a condition of ``kind`` does not use."""
+    used = CONDITION_INPUTS.get(kind, ())
+    return {name: empty for name, empty in _CONDITION_EMPTY.items() if name not in used}
+
+
 class Condition(models.Model):
     """One structured test of a rule. Which fields matter depends on ``kind``."""
 
@@ -412,7 +445,7 @@ class Condition(models.Model):
                 errors["value"] = "Compare with either a threshold or a literal value, not both or neither."
             typ = facts.get(self.fact) if isinstance(facts, dict) else None
             if typ and self.operator and "value" not in errors:
-                problem = _fact_compare_problem(typ, self.operator, self.threshold_id is not None, self.value)
+                problem = fact_compare_problem(typ, self.operator, self.threshold_id is not None, self.value)
                 if problem:
                     errors["operator" if "operator" in problem else "value"] = problem
         elif kind in CANDIDATE_LIST_KINDS:
@@ -456,7 +489,7 @@ def _valid_timezone(name: str) -> bool:
     return True
 
 
-def _fact_compare_problem(typ: str, operator: str, uses_threshold: bool, value: Any) -> str | None:
+def fact_compare_problem(typ: str, operator: str, uses_threshold: bool, value: Any) -> str | None:
     numeric = typ in {FactType.NUMBER, FactType.INTEGER}
     if operator in ORDERING_OPERATORS and not numeric:
         return f"The operator {operator} needs a number fact; this one is {typ}."

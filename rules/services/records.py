@@ -11,7 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from rules.models import Condition, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
-from rules.normalize import normalize_text
+from rules.models.config import unused_condition_inputs
+from rules.normalize import normalize_term
 from rules.services.revisions import Actor, audited_delete, audited_save, config_change
 
 M = TypeVar("M", bound=models.Model)
@@ -47,8 +48,8 @@ def keyword_list_delete(*, keyword_list: KeywordList, actor: Actor, reason: str)
 
 
 def keyword_term_save(*, term: KeywordTerm, actor: Actor, reason: str) -> KeywordTerm:
-    """Save one term, normalised (NFKC, case-folded); a duplicate in the same list is refused."""
-    term.term = normalize_text(term.term or "")
+    """Save one term, normalised (NFKC, case-folded; regexes only trimmed); duplicates are refused."""
+    term.term = normalize_term(term.term or "", term.keyword_list.match_mode)
     audited_save(term, actor=actor, reason=reason)
     return term
 
@@ -59,7 +60,7 @@ def keyword_term_delete(*, term: KeywordTerm, actor: Actor, reason: str) -> None
 
 def keyword_terms_add(*, keyword_list: KeywordList, terms: list[str], actor: Actor, reason: str) -> list[KeywordTerm]:
     """Add many terms at once (the admin's paste box); refuses the whole batch if any is a duplicate."""
-    normalised = [normalize_text(t) for t in terms]
+    normalised = [normalize_term(t, keyword_list.match_mode) for t in terms]
     normalised = [t for t in normalised if t]
     existing = set(keyword_list.terms.values_list("term", flat=True)) if keyword_list.pk else set()
     seen: set[str] = set()
@@ -85,7 +86,13 @@ def point_save(*, point: DecisionPoint, actor: Actor, reason: str) -> DecisionPo
 
 
 def point_delete(*, point: DecisionPoint, actor: Actor, reason: str) -> None:
+    """Delete a point with its rules; agents that could call it lose access, in their history too."""
+    from agents.services import agent_set_points  # agents builds on rules; imported late to avoid a cycle
+
     with config_change(actor=actor, reason=reason):
+        for agent in list(point.agents.all()):
+            keep = [p.key for p in agent.points.all() if p.pk != point.pk]
+            agent_set_points(agent=agent, point_keys=keep, actor=actor, reason=reason)
         for rule in list(point.rules.all()):
             rule_delete(rule=rule, actor=actor, reason=reason)
         audited_delete(point, actor=actor, reason=reason)
@@ -104,6 +111,9 @@ def rule_delete(*, rule: Rule, actor: Actor, reason: str) -> None:
 
 
 def condition_save(*, condition: Condition, actor: Actor, reason: str) -> Condition:
+    """Save a condition, emptying the inputs its kind does not use."""
+    for name, empty in unused_condition_inputs(condition.kind).items():
+        setattr(condition, name, list(empty) if isinstance(empty, list) else empty)
     audited_save(condition, actor=actor, reason=reason)
     return condition
 

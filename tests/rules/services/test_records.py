@@ -175,3 +175,29 @@ def test_deleting_a_rule_records_who_and_why_for_it_and_its_conditions(actor):
         assert row.history_type == "-"
         assert row.history_user == actor
         assert row.history_change_reason == "retired"
+
+
+def test_regex_terms_are_trimmed_but_not_case_folded(actor):
+    kl = f.keyword_list(key="codes", terms=[r"  \D{2}\d{4} "], match_mode="regex")
+    assert list(kl.terms.values_list("term", flat=True)) == [r"\D{2}\d{4}"]
+
+
+def test_a_condition_keeps_only_the_inputs_its_kind_uses(actor):
+    t = f.threshold()
+    r = f.rule(f.point())
+    c = f.condition(r, kind="candidate_not_in_whitelist", threshold=t, fact="stale", outcomes=["general_query"])
+    c.refresh_from_db()
+    assert (c.threshold, c.fact, c.outcomes) == (None, "", [])
+    records.threshold_delete(threshold=t, actor=actor, reason="no longer used")  # not blocked by a stale link
+
+
+def test_deleting_a_point_removes_it_from_agents_with_history(actor):
+    from agents.services import agent_create
+
+    keep, gone = f.point(key="keep"), f.point(key="gone")
+    agent, _ = agent_create(name="bot", point_keys=["keep", "gone"], actor=actor, reason="setup")
+    records.point_delete(point=gone, actor=actor, reason="retired point")
+    assert [p.key for p in agent.points.all()] == ["keep"]
+    latest = agent.history.first()
+    assert latest.history_change_reason == "retired point"
+    assert [p.decisionpoint_id for p in latest.points.all()] == [keep.pk]

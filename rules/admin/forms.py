@@ -1,0 +1,272 @@
+"""Admin forms for configuration records: plain-text editing of JSON fields, and a reason for every change.
+
+Forms convert text ↔ values and nothing more; what a value may be is decided by the model's
+``clean()`` (which the form runs) and by the services (which run it again when saving).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from django import forms
+
+from rules.admin.fields import (
+    FactsField,
+    ListField,
+    LiteralField,
+    literal_tokens,
+    parse_literal,
+    parse_literal_list,
+    plain_number,
+    show_literal,
+)
+from rules.models import (
+    Condition,
+    ConditionKind,
+    DecisionPoint,
+    FactType,
+    KeywordList,
+    Operator,
+    Rule,
+    Threshold,
+)
+from rules.models.config import CONDITION_INPUTS, unused_condition_inputs
+
+DEFAULT_REASON = "Edited in admin"
+REASON_FIELD = "change_reason"
+
+Problem = tuple[str | None, str]
+
+
+class AuditedModelForm(forms.ModelForm):
+    """Every admin form asks why; the admin passes the answer to the services as ``reason``."""
+
+    change_reason = forms.CharField(
+        label="Reason for this change",
+        required=False,
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 80, "placeholder": DEFAULT_REASON}),
+        help_text=f"Recorded in the history and in the configuration revision. Empty means “{DEFAULT_REASON}”.",
+    )
+
+    # Set by the admin (on a subclass) when a service refused this submission on the first pass.
+    injected_problems: ClassVar[list[Problem]] = []
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or self.cleaned_data
+        for name, message in self.injected_problems:
+            if name is not None and name in self.fields:
+                self.add_error(name, message)
+            else:
+                self.add_error(None, message if name is None else f"{name.replace('_', ' ')}: {message}")
+        return cleaned
+
+
+def _plain_initial(form: forms.ModelForm, *names: str) -> None:
+    """Show ``0.65`` rather than ``0.650000`` in decimal inputs."""
+    for name in names:
+        if form.initial.get(name) is not None:
+            form.initial[name] = plain_number(form.initial[name])
+
+
+class ThresholdForm(AuditedModelForm):
+    class Meta:
+        model = Threshold
+        fields = ["key", "name", "description", "value", "unit", "min_value", "max_value", "high_risk"]
+        labels = {"min_value": "Lowest allowed value", "max_value": "Highest allowed value"}
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        help_texts = {
+            "min_value": "Leave empty for no lower bound. The value can never be set below it.",
+            "max_value": "Leave empty for no upper bound. The value can never be set above it.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_initial(self, "value", "min_value", "max_value")
+        if "value" in self.fields:
+            if self.instance.pk:
+                self.fields[
+                    "value"
+                ].help_text = f"Allowed range: {self.instance.bounds_text()}. A value outside it is refused."
+            else:
+                self.fields["value"].help_text = "Must lie within the allowed range set below (if any)."
+
+
+class KeywordListForm(AuditedModelForm):
+    bulk_terms = forms.CharField(
+        label="Add terms (paste)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 40, "placeholder": "refund\n退款\nchargeback"}),
+        help_text=(
+            "Paste one term per line; they are added to the list when you save. Terms are stored normalised "
+            "(full-width letters and digits become normal ones, upper case becomes lower case). If any pasted "
+            "term is already in the list, nothing is added and the duplicates are named."
+        ),
+    )
+
+    class Meta:
+        model = KeywordList
+        fields = ["key", "name", "description", "match_mode"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        help_texts = {
+            "match_mode": "Substring: anywhere in the text (use for Chinese). Whole word: not inside a longer "
+            "word. Regular expression: each term is a pattern."
+        }
+
+    def pasted_terms(self) -> list[str]:
+        text = self.cleaned_data.get("bulk_terms") or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+FACT_TYPES_HELP = ", ".join(f"{value} ({label})" if value != label else value for value, label in FactType.choices)
+
+
+class DecisionPointForm(AuditedModelForm):
+    facts = FactsField(
+        label="Facts",
+        help_text=f"One fact per line as “name: type”, e.g. “refund_amount: number”. Types: {FACT_TYPES_HELP}.",
+    )
+    outcomes = ListField(help_text="One outcome key per line, e.g. approve, deny, handoff. At least one.")
+    candidate_whitelist = ListField(
+        label="Candidate whitelist",
+        help_text="Outcomes an LLM may propose and have accepted, one per line. Each must be listed in outcomes.",
+    )
+
+    class Meta:
+        model = DecisionPoint
+        fields = [
+            "key",
+            "name",
+            "description",
+            "facts",
+            "outcomes",
+            "candidate_whitelist",
+            "default_outcome",
+            "no_candidate",
+        ]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        help_texts = {"default_outcome": "What happens when nothing else decides. Must be one of the outcomes."}
+
+
+class RuleForm(AuditedModelForm):
+    outcome = forms.ChoiceField(help_text="What the rule decides: one of the decision point's outcomes.")
+
+    class Meta:
+        model = Rule
+        fields = [
+            "point",
+            "key",
+            "description",
+            "priority",
+            "category",
+            "combinator",
+            "outcome",
+            "mode",
+            "effective_from",
+            "effective_until",
+        ]
+        widgets = {"description": forms.TextInput(attrs={"size": 80})}
+        labels = {"combinator": "Match when"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        outcome = self.fields["outcome"]
+        assert isinstance(outcome, forms.ChoiceField)
+        outcome.choices = self._outcome_choices()
+
+    def _outcome_choices(self) -> list[Any]:
+        point = self.instance.point if self.instance.point_id else None
+        if point is None and self.initial.get("point") and not self.is_bound:
+            point = DecisionPoint.objects.filter(pk=str(self.initial["point"])).first()
+        current = self.instance.outcome or ""
+        blank = [("", "---------")]
+        if point is not None:
+            outcomes = list(point.outcomes or [])
+            if current and current not in outcomes:
+                outcomes.append(current)  # keep showing it; the model's clean() explains the problem
+            return blank + [(o, o) for o in outcomes]
+        # No point yet: group by point; rule_outcome.js shows only the chosen point's group.
+        return blank + [(p.key, [(o, o) for o in p.outcomes or []]) for p in DecisionPoint.objects.order_by("key")]
+
+
+class ConditionForm(forms.ModelForm):
+    value = LiteralField(
+        help_text="Compare with this instead of a threshold: 500, 0.5, yes/no, some text, "
+        "or for “in” a list such as: gold, platinum."
+    )
+    outcomes = ListField(one_per_line=False, help_text="Outcome keys, separated by commas.")
+    states = ListField(one_per_line=False, help_text="Session state keys, separated by commas.")
+
+    class Meta:
+        model = Condition
+        fields = [
+            "kind",
+            "position",
+            "keyword_list",
+            "fact",
+            "operator",
+            "threshold",
+            "value",
+            "outcomes",
+            "states",
+            "window_start",
+            "window_end",
+            "timezone",
+        ]
+        widgets = {
+            "position": forms.NumberInput(attrs={"style": "width: 5em"}),
+            "fact": forms.TextInput(attrs={"size": 20}),
+            "timezone": forms.TextInput(attrs={"size": 20, "placeholder": "Asia/Shanghai"}),
+        }
+        help_texts = {
+            "position": "Order in which conditions are shown and checked (lowest first).",
+            "fact": "A fact declared by the decision point.",
+            "threshold": "Compare with a named threshold (or give a value instead).",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["value"] = show_literal(self.instance.value)
+        self.fields["kind"].widget.attrs["data-condition-inputs"] = json.dumps(
+            {kind: list(names) for kind, names in CONDITION_INPUTS.items()}
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or self.cleaned_data
+        kind = cleaned.get("kind")
+        if kind in CONDITION_INPUTS:
+            cleaned.update(unused_condition_inputs(kind))
+        if kind == ConditionKind.FACT:
+            cleaned["value"] = self._value(cleaned.get("value"), cleaned.get("operator"), cleaned.get("fact"))
+        return cleaned
+
+    def _value(self, text: Any, operator: str | None, fact: str | None) -> Any:
+        if not isinstance(text, str):
+            return text
+        text = text.strip()
+        if not text:
+            return None
+        point = self.instance.rule.point if self.instance.rule_id else None
+        fact_type = (point.facts or {}).get(fact or "") if point is not None else None
+        textual = fact_type in (FactType.STRING, FactType.STRING_LIST)
+        if operator == Operator.IN:
+            return _text_items(text) if textual else parse_literal_list(text)
+        value = parse_literal(text)
+        if textual and not isinstance(value, str):
+            return text  # a text fact compares with text: 500 means the text "500"
+        return value
+
+
+def _text_items(text: str) -> list[str]:
+    """``gold, "a, b", 500`` → ``['gold', 'a, b', '500']``: every item of a list for a text fact is text."""
+    items = []
+    for token in literal_tokens(text):
+        if token.startswith('"'):
+            try:
+                token = str(json.loads(token))
+            except ValueError:
+                token = token.strip('"')
+        items.append(token)
+    return items

@@ -1,0 +1,63 @@
+"""Configuration revisions: read-only, with the snapshot and what changed since the one before."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from rules.models import ConfigRevision
+
+
+def _pretty(snapshot: Any) -> str:
+    return json.dumps(snapshot, indent=2, ensure_ascii=False)
+
+
+@admin.register(ConfigRevision)
+class ConfigRevisionAdmin(admin.ModelAdmin):
+    list_display = ("number", "created_at", "created_by", "reason", "short_digest")
+    list_display_links = ("number",)
+    list_filter = ("created_by", "created_at")
+    search_fields = ("reason", "created_by__username", "digest")
+    date_hierarchy = "created_at"
+    fields = ("number", "created_by", "reason", "created_at", "digest", "changes", "snapshot_json")
+    readonly_fields = fields
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css",)}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="digest")
+    def short_digest(self, obj: ConfigRevision) -> str:
+        return obj.digest[:12]
+
+    @admin.display(description="snapshot")
+    def snapshot_json(self, obj: ConfigRevision) -> str:
+        return format_html('<pre class="arbiter-json">{}</pre>', _pretty(obj.snapshot))
+
+    @admin.display(description="changes from the previous revision")
+    def changes(self, obj: ConfigRevision) -> str:
+        previous = ConfigRevision.objects.filter(number__lt=obj.number).order_by("-number").first()
+        if previous is None:
+            return "The first revision."
+        diff = difflib.unified_diff(
+            _pretty(previous.snapshot).splitlines(),
+            _pretty(obj.snapshot).splitlines(),
+            fromfile=f"revision {previous.number}",
+            tofile=f"revision {obj.number}",
+            lineterm="",
+            n=2,
+        )
+        return format_html('<pre class="arbiter-json arbiter-diff">{}</pre>', "\n".join(diff) or "No difference.")

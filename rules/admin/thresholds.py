@@ -1,0 +1,65 @@
+"""Thresholds: one named number, shown with the range it must stay in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from rules.admin.base import AuditedAdmin
+from rules.admin.fields import plain_number
+from rules.admin.forms import ThresholdForm
+from rules.models import Condition, Threshold
+from rules.services.records import threshold_delete, threshold_save
+from rules.services.revisions import Actor
+
+
+def rules_using(conditions: QuerySet[Condition]) -> list[str]:
+    """Links to the rules whose conditions are listed, each with the condition that uses the record."""
+    items: list[str] = []
+    for c in conditions.select_related("rule__point", "threshold", "keyword_list").order_by(
+        "rule__point__key", "rule__key"
+    ):
+        url = reverse("admin:rules_rule_change", args=[c.rule_id])
+        items.append(format_html('Rule <a href="{}">{}</a> — condition “{}”', url, c.rule, c))
+    return items
+
+
+@admin.register(Threshold)
+class ThresholdAdmin(AuditedAdmin):
+    form = ThresholdForm
+    list_display = ("key", "name", "value_shown", "unit", "allowed_range", "high_risk", "used_by")
+    list_filter = ("high_risk", "unit")
+    search_fields = ("key", "name", "description")
+    fieldsets = [
+        (None, {"fields": ["key", "name", "description"]}),
+        ("Value", {"fields": ["value", "unit", "min_value", "max_value", "high_risk"]}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Threshold]:
+        return super().get_queryset(request).annotate(rule_count=Count("conditions__rule", distinct=True))
+
+    @admin.display(description="value", ordering="value")
+    def value_shown(self, obj: Threshold) -> str:
+        return plain_number(obj.value)
+
+    @admin.display(description="allowed range")
+    def allowed_range(self, obj: Threshold) -> str:
+        return obj.bounds_text()
+
+    @admin.display(description="used by", ordering="rule_count")
+    def used_by(self, obj: Threshold) -> int:
+        return obj.rule_count  # type: ignore[attr-defined]
+
+    def describe_protected(self, objs: Any) -> list[str]:
+        return rules_using(Condition.objects.filter(threshold__in=list(objs)))
+
+    def save_record(self, obj: Threshold, *, actor: Actor, reason: str) -> None:
+        threshold_save(threshold=obj, actor=actor, reason=reason)
+
+    def delete_record(self, obj: Threshold, *, actor: Actor, reason: str) -> None:
+        threshold_delete(threshold=obj, actor=actor, reason=reason)

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from rules.configio.apply import config_import
+from rules.errors import ConfigError
+
+
+class Command(BaseCommand):
+    help = (
+        "Make the live configuration equal to a YAML file: print the difference, then apply it as one "
+        "revision. The file is the whole configuration — records it does not mention are deleted."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="The YAML configuration file.")
+        parser.add_argument("--dry-run", action="store_true", help="Show the difference and check it; write nothing.")
+        parser.add_argument("--user", help="Username recorded as the author in history (must exist).")
+        parser.add_argument("--reason", help="Change reason recorded in history (default: 'import_config FILE').")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = options["file"]
+        text = _read(path)
+        actor = None
+        if options.get("user"):
+            actor = get_user_model().objects.filter(username=options["user"]).first()
+            if actor is None:
+                raise CommandError(f"There is no user '{options['user']}'.")
+        reason = options.get("reason") or f"import_config {path}"
+        try:
+            result = config_import(text=text, source=path, actor=actor, reason=reason, dry_run=options["dry_run"])
+        except ConfigError as exc:
+            for problem in exc.problems:
+                self.stderr.write(problem)
+            raise CommandError(f"{len(exc.problems)} problem(s) in {path}; nothing was written.") from exc
+        if not result.changed:
+            self.stdout.write(f"No changes: the live configuration already matches {path}.")
+            return
+        for line in result.diff:
+            self.stdout.write(line)
+        if options["dry_run"]:
+            self.stdout.write(f"Dry run: {len(result.diff)} change(s) checked; nothing was written.")
+        elif result.revision is not None:
+            self.stdout.write(f"Applied {len(result.diff)} change(s) as revision {result.revision}.")
+        else:
+            self.stdout.write(f"Applied {len(result.diff)} change(s).")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"Cannot read {path}: {exc}") from exc

@@ -1,0 +1,130 @@
+"""A real browser through the admin: log in, edit a threshold, see the bounds refused, save with a reason.
+
+Drives Debian's Chromium with Playwright's sync API against pytest-django's live server. Without
+``/usr/bin/chromium`` the test is skipped, unless ``ARBITER_REQUIRE_BROWSER=1`` makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connections
+
+from rules.models import Threshold
+from rules.services.records import threshold_save
+
+# Playwright's sync API runs an asyncio loop in this thread, and Django refuses ORM calls from a thread
+# with a running loop unless told otherwise; the test's own ORM calls (setup, assertions) are plainly sync.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOT = Path("/tmp/arbiter-admin.png")  # noqa: S108 - where the brief asks for it
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+USERNAME, PASSWORD = "ops_browser", "ops-password-1"
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def chromium_page():
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is not installed (apt-get install chromium)"
+        if os.environ.get("ARBITER_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"ARBITER_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(15_000)
+            yield page
+        finally:
+            browser.close()
+            _wait_for_server_threads()
+            # ORM calls made while Playwright's loop runs in this thread get their own connection
+            # (Django keys connections by context); close it, or PostgreSQL cannot drop the test database.
+            connections.close_all()
+
+
+def _wait_for_server_threads(timeout: float = 10.0) -> None:
+    """Let the live server's request threads see the browser's sockets close.
+
+    Each keeps its database connection until its keep-alive socket closes; one still open when the
+    test database is dropped makes PostgreSQL refuse the drop ("being accessed by other users").
+    """
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if "process_request_thread" in thread.name:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def test_ops_edit_a_threshold_in_the_browser(live_server, transactional_db, chromium_page):
+    user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
+    threshold = threshold_save(
+        threshold=Threshold(
+            key="min_confidence",
+            name="Minimum confidence",
+            value=Decimal("0.65"),
+            unit="ratio",
+            min_value=Decimal("0"),
+            max_value=Decimal("1"),
+        ),
+        actor=user,
+        reason="Initial configuration",
+    )
+    page = chromium_page
+
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+
+    page.goto(f"{live_server.url}/admin/rules/threshold/")
+    page.click("text=min_confidence")
+    page.wait_for_selector("#id_value")
+    assert "Allowed range: 0 … 1 ratio" in page.inner_text("#threshold_form")
+    assert page.locator("input[name=key]").count() == 0  # the key cannot change
+
+    page.fill("#id_value", "5")
+    page.fill("#id_change_reason", "Trying a wrong value")
+    page.click("input[name=_save]")
+    error = page.wait_for_selector(".errorlist")
+    assert "5 is outside the allowed bounds 0 … 1 ratio." in error.inner_text()
+    page.screenshot(path=str(SCREENSHOT.with_name("arbiter-admin-refused.png")), full_page=True)
+    threshold.refresh_from_db()
+    assert threshold.value == Decimal("0.65")
+
+    page.fill("#id_value", "0.7")
+    page.fill("#id_change_reason", "Calibrated on March traffic")
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist .success")
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    threshold.refresh_from_db()
+    assert threshold.value == Decimal("0.7")
+    record = threshold.history.order_by("-history_id").first()
+    assert record.history_user == user
+    assert record.history_change_reason == "Calibrated on March traffic"
+
+    # The history page shows who changed what, and why.
+    page.goto(f"{live_server.url}/admin/rules/threshold/{threshold.pk}/history/")
+    history = page.inner_text("#change-history")
+    assert "Calibrated on March traffic" in history
+    assert USERNAME in history
