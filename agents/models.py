@@ -74,3 +74,26 @@ class StateMachine(models.Model):
         )
         if problems:
             raise ValidationError(problems)
+
+
+class Anomaly(models.Model):
+    """Something a model did wrong: output that was not a valid candidate, an outcome it may not name,
+    a move its session's machine forbids. Counted per session; never configuration, so not audited."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    agent = models.ForeignKey(AgentRuntime, null=True, on_delete=models.SET_NULL, related_name="anomalies")
+    session_id = models.CharField(max_length=128, blank=True, db_index=True)
+    point = models.CharField(max_length=64, blank=True)
+    code = models.CharField(max_length=64)
+    detail = models.TextField(blank=True)
+    raw = models.TextField(blank=True)
+    decision = models.ForeignKey(
+        "rules.DecisionRecord", null=True, blank=True, on_delete=models.SET_NULL, related_name="anomalies"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "anomalies"
+
+    def __str__(self) -> str:
+        return f"{self.code} ({self.session_id or 'no session'})"

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.urls import include, path
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -14,4 +14,8 @@ admin.site.index_title = "Decision rules, thresholds and agents"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("api/v1/", include("rules.urls")),
 ]
+
+handler404 = "decision_service.api.errors.api_not_found"
+handler500 = "decision_service.api.errors.api_server_error"

@@ -14,6 +14,13 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "invalid_request"
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
+    NOT_AUTHENTICATED = "not_authenticated"
+    UNKNOWN_POINT = "unknown_point"
+    POINT_NOT_ALLOWED = "point_not_allowed"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    MALFORMED_JSON = "malformed_json"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    ENGINE_UNAVAILABLE = "engine_unavailable"
 
 
 class DomainError(Exception):
@@ -50,3 +57,41 @@ class ConfigError(DomainError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems), errors=problems)
+
+
+class UnknownPoint(DomainError):
+    code = ErrorCode.UNKNOWN_POINT
+    status = 404
+    title = "Unknown decision point"
+
+
+class PointNotAllowed(DomainError):
+    code = ErrorCode.POINT_NOT_ALLOWED
+    status = 403
+    title = "Decision point not allowed"
+
+
+class IdempotencyConflict(DomainError):
+    code = ErrorCode.IDEMPOTENCY_CONFLICT
+    status = 409
+    title = "Idempotency key reused"
+
+
+class InvalidRequest(DomainError):
+    code = ErrorCode.INVALID_REQUEST
+    status = 422
+    title = "Invalid request"
+
+
+class NotFound(DomainError):
+    code = ErrorCode.NOT_FOUND
+    status = 404
+    title = "Not found"
+
+
+class EngineUnavailable(DomainError):
+    """The configuration cannot be evaluated by the configured backend (e.g. beyond durable-rules' limits)."""
+
+    code = ErrorCode.ENGINE_UNAVAILABLE
+    status = 503
+    title = "Engine unavailable"

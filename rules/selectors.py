@@ -154,11 +154,15 @@ def config_document() -> dict[str, Any]:
                     "candidate_whitelist": list(p.candidate_whitelist),
                     "default_outcome": p.default_outcome,
                     "when_no_candidate": p.no_candidate,
+                    "mask_skip": list(p.mask_skip),
+                    "mask_patterns": dict(p.mask_patterns),
                     "rules": rules,
                 },
                 "name",
                 "description",
                 "facts",
+                "mask_skip",
+                "mask_patterns",
             )
         )
     machines = [
@@ -198,3 +202,12 @@ def revision_latest() -> ConfigRevision | None:
 
 def revision_get(*, number: int) -> ConfigRevision | None:
     return ConfigRevision.objects.filter(number=number).first()
+
+
+def points_for_agent(*, agent: Any) -> tuple[list[Any], int]:
+    """The compiled points of the current revision that ``agent`` may call, by key."""
+    from rules.runtime import engines  # the runtime imports models; keep selectors importable without it
+
+    config = engines.current()
+    allowed = set(agent.points.values_list("key", flat=True))
+    return [config.points[k] for k in sorted(config.points) if k in allowed], config.revision

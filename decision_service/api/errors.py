@@ -10,6 +10,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from decision_service.api.parsers import PayloadTooLarge
 from rules.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ _DRF_CODES: dict[type[exceptions.APIException], tuple[str, str]] = {
     exceptions.UnsupportedMediaType: ("unsupported_media_type", "Unsupported media type"),
     exceptions.ParseError: ("malformed_json", "Malformed JSON"),
     exceptions.ValidationError: ("invalid_request", "Invalid request"),
+    PayloadTooLarge: ("payload_too_large", "Payload too large"),
     exceptions.Throttled: ("throttled", "Too many requests"),
 }
 
@@ -56,7 +58,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         code, title = next((v for k, v in _DRF_CODES.items() if isinstance(exc, k)), ("error", "Request refused"))
         errors = exc.detail if isinstance(exc, exceptions.ValidationError) else None
         detail = "The request has invalid fields." if errors is not None else str(exc.detail)
-        response = problem_response(status_code=exc.status_code, code=code, title=title, detail=detail, errors=errors)
+        # A well-formed body with wrong fields is unprocessable (422), not malformed (400).
+        status_code = 422 if isinstance(exc, exceptions.ValidationError) else exc.status_code
+        response = problem_response(status_code=status_code, code=code, title=title, detail=detail, errors=errors)
         if isinstance(exc, exceptions.Throttled) and exc.wait:
             response["Retry-After"] = str(int(exc.wait))
         return response
@@ -65,4 +69,36 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     return None
 
 
-__all__ = ["problem_exception_handler", "problem_response", "status"]
+def api_not_found(request: Any, exception: Exception | None = None) -> Any:
+    """Django's 404 for URLs no view matched: problem+json under /api/, the usual page elsewhere."""
+    from django.views.defaults import page_not_found
+
+    if request.path.startswith("/api/"):
+        return _plain_problem(404, "not_found", "Not found", "No such API endpoint.")
+    return page_not_found(request, exception)
+
+
+def api_server_error(request: Any) -> Any:
+    from django.views.defaults import server_error
+
+    if request.path.startswith("/api/"):
+        return _plain_problem(500, "server_error", "Server error", "The server failed; the error was logged.")
+    return server_error(request)
+
+
+def _plain_problem(status_code: int, code: str, title: str, detail: str) -> Any:
+    import json as _json
+
+    from django.http import HttpResponse
+
+    body = {
+        "type": f"https://arbiter.invalid/problems/{code}",
+        "title": title,
+        "status": status_code,
+        "detail": detail,
+        "code": code,
+    }
+    return HttpResponse(_json.dumps(body), status=status_code, content_type=PROBLEM_CONTENT_TYPE)
+
+
+__all__ = ["api_not_found", "api_server_error", "problem_exception_handler", "problem_response", "status"]

@@ -97,6 +97,19 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_ACKS_LATE = True
 
+# Engine backend: "native" (generated Python, the default) or "durable" (durable-rules, a second opinion).
+ARBITER_ENGINE = env.ARBITER_ENGINE
+# How often a process looks for a newer configuration revision (one indexed query at most this often).
+ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
+# Decisions older than this are purged by the daily sweep (0 keeps them forever).
+ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
+ARBITER_MAX_REQUEST_BYTES = 64 * 1024
+ARBITER_MAX_INPUT_CHARS = 10_000
+
+CELERY_BEAT_SCHEDULE = {
+    "purge-old-decisions": {"task": "rules.tasks.decision_log_purge", "schedule": 24 * 3600.0},
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -4,3 +4,5 @@ from decision_service.settings.base import *  # noqa: F403
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests change the configuration and decide at once: look for a new revision on every request.
+ARBITER_REVISION_CHECK_SECONDS = 0.0

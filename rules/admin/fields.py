@@ -139,6 +139,42 @@ class MappingField(forms.CharField):
             return True
 
 
+class PatternsField(forms.CharField):
+    """``name: regular expression`` lines; the expression is taken as written after the first colon."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 3, "cols": 60, "placeholder": r"order_no: E\d{10}"}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return "\n".join(f"{name}: {pattern}" for name, pattern in value.items())
+        return value
+
+    def to_python(self, value: Any) -> dict[str, str]:  # type: ignore[override]
+        if isinstance(value, dict):
+            return value
+        patterns: dict[str, str] = {}
+        for number, line in enumerate((super().to_python(value) or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, sep, pattern = line.partition(":")
+            name, pattern = name.strip(), pattern.strip()
+            if not sep or not name or not pattern:
+                raise ValidationError(f"Line {number}: write “name: pattern”, e.g. “order_no: E\\d{{10}}”.")
+            if name in patterns:
+                raise ValidationError(f"Line {number}: {name} is listed twice.")
+            patterns[name] = pattern
+        return patterns
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            return self.to_python(self.prepare_value(initial) or "") != self.to_python(data)
+        except ValidationError:
+            return True
+
+
 def _number(text: str, line: int) -> int | float:
     try:
         return int(text)

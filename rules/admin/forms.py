@@ -15,12 +15,14 @@ from rules.admin.fields import (
     FactsField,
     ListField,
     LiteralField,
+    PatternsField,
     literal_tokens,
     parse_literal,
     parse_literal_list,
     plain_number,
     show_literal,
 )
+from rules.masking import BUILTIN_PATTERNS
 from rules.models import (
     Condition,
     ConditionKind,
@@ -132,6 +134,17 @@ class DecisionPointForm(AuditedModelForm):
         label="Candidate whitelist",
         help_text="Outcomes an LLM may propose and have accepted, one per line. Each must be listed in outcomes.",
     )
+    mask_skip = forms.MultipleChoiceField(
+        label="Do not mask",
+        required=False,
+        choices=[(name, name.replace("_", " ")) for name in BUILTIN_PATTERNS],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Personal data is masked in the decision log; tick a kind only if this point needs it kept.",
+    )
+    mask_patterns = PatternsField(
+        label="Also mask",
+        help_text="More personal data to mask in the log, one per line as “name: regular expression”.",
+    )
 
     class Meta:
         model = DecisionPoint
@@ -144,6 +157,8 @@ class DecisionPointForm(AuditedModelForm):
             "candidate_whitelist",
             "default_outcome",
             "no_candidate",
+            "mask_skip",
+            "mask_patterns",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {"default_outcome": "What happens when nothing else decides. Must be one of the outcomes."}

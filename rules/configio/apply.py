@@ -260,6 +260,8 @@ class _Applier:
         point.candidate_whitelist = list(doc["candidate_whitelist"])
         point.default_outcome = doc["default_outcome"]
         point.no_candidate = doc["when_no_candidate"]
+        point.mask_skip = list(doc.get("mask_skip", []))
+        point.mask_patterns = dict(doc.get("mask_patterns", {}))
 
     def rule(self, point: DecisionPoint, change: RecordChange) -> None:
         doc = change.new

@@ -46,6 +46,8 @@ POINT_FIELDS: dict[str, Any] = {
     "candidate_whitelist": [],
     "default_outcome": "",
     "when_no_candidate": "ask",
+    "mask_skip": [],
+    "mask_patterns": {},
 }
 RULE_FIELDS: dict[str, Any] = {
     "description": "",

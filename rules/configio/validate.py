@@ -31,6 +31,7 @@ from rules.models.config import (
     RuleCombinator,
     RuleMode,
     fact_compare_problem,
+    masking_problems,
 )
 from rules.normalize import normalize_term
 from rules.selectors import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out, time_out
@@ -52,6 +53,8 @@ POINT_KEYS = (
     "candidate_whitelist",
     "default_outcome",
     "when_no_candidate",
+    "mask_skip",
+    "mask_patterns",
     "rules",
 )
 POINT_REQUIRED = ("key", "outcomes", "default_outcome")
@@ -333,6 +336,10 @@ class _Checker(Reader):
         no_candidate = self.choice(
             record, path, "when_no_candidate", NoCandidatePolicy.values, NoCandidatePolicy.ASK.value
         )
+        mask_skip = _get(record, "mask_skip", [])
+        mask_patterns = _get(record, "mask_patterns", {})
+        for field, problem in masking_problems(mask_skip, mask_patterns).items():
+            self.problem((*path, field), problem[0].lower() + problem[1:].rstrip("."))
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(_get(record, "rules", []), (*path, "rules"))
@@ -357,11 +364,15 @@ class _Checker(Reader):
                 "candidate_whitelist": whitelist,
                 "default_outcome": default_outcome,
                 "when_no_candidate": no_candidate,
+                "mask_skip": list(mask_skip),
+                "mask_patterns": dict(mask_patterns),
                 "rules": rules,
             },
             "name",
             "description",
             "facts",
+            "mask_skip",
+            "mask_patterns",
         )
 
     def facts(self, value: Any, path: Path) -> dict[str, str] | None:

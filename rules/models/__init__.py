@@ -14,13 +14,16 @@ from rules.models.config import (
     RuleMode,
     Threshold,
 )
+from rules.models.decisions import CandidateRequestCount, DecisionRecord, RuledBy
 from rules.models.revisions import ConfigRevision
 
 __all__ = [
+    "CandidateRequestCount",
     "Condition",
     "ConditionKind",
     "ConfigRevision",
     "DecisionPoint",
+    "DecisionRecord",
     "FactType",
     "KeywordList",
     "KeywordTerm",
@@ -31,5 +34,6 @@ __all__ = [
     "RuleCategory",
     "RuleCombinator",
     "RuleMode",
+    "RuledBy",
     "Threshold",
 ]

@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
+from rules.masking import BUILTIN_PATTERNS
 from rules.normalize import normalize_term
 
 key_validator = RegexValidator(
@@ -239,6 +240,16 @@ class DecisionPoint(models.Model):
         default=NoCandidatePolicy.ASK,
         help_text="When no rule decides and the agent sent no candidate.",
     )
+    mask_skip = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Built-in personal-data masks not to apply to this point's log (phone, email, id_card).",
+    )
+    mask_patterns = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="More personal data to mask in this point's log: name → regular expression.",
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -278,6 +289,7 @@ class DecisionPoint(models.Model):
             errors["candidate_whitelist"] = f"Not an outcome of this point: {', '.join(stray)}."
         if self.default_outcome and self.default_outcome not in outcomes:
             errors["default_outcome"] = f"'{self.default_outcome}' is not an outcome of this point."
+        errors.update(masking_problems(self.mask_skip, self.mask_patterns))
         if self.pk:
             used = sorted(
                 {r.outcome for r in self.rules.all() if r.outcome not in outcomes}
@@ -297,7 +309,7 @@ class DecisionPoint(models.Model):
 class Rule(models.Model):
     point = models.ForeignKey(DecisionPoint, on_delete=models.CASCADE, related_name="rules")
     key = _key_field("Unique within the point; it cannot change later.")
-    description = models.CharField(max_length=300, blank=True, help_text="Shown as the reason for a decision.")
+    description = models.CharField(max_length=300, blank=True, help_text="What the rule is for, in words.")
     priority = models.PositiveIntegerField(help_text="Lower number wins; ties are broken by key.")
     category = models.CharField(max_length=16, choices=RuleCategory.choices)
     combinator = models.CharField(max_length=8, choices=RuleCombinator.choices, default=RuleCombinator.ALL)
@@ -479,6 +491,26 @@ class Condition(models.Model):
                 errors["states"] = "List at least one state."
         if errors:
             raise ValidationError(errors)
+
+
+def masking_problems(skip: Any, patterns: Any) -> dict[str, str]:
+    problems: dict[str, str] = {}
+    if not isinstance(skip, list) or any(s not in BUILTIN_PATTERNS for s in skip):
+        problems["mask_skip"] = f"List built-in masks to skip, from: {', '.join(BUILTIN_PATTERNS)}."
+    if not isinstance(patterns, dict):
+        problems["mask_patterns"] = "Give the patterns as a mapping of name to regular expression."
+        return problems
+    for name, pattern in patterns.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", str(name)):
+            problems["mask_patterns"] = f"'{name}' is not a valid name for a mask."
+        elif not isinstance(pattern, str) or not pattern:
+            problems["mask_patterns"] = f"The mask '{name}' needs a regular expression."
+        else:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems["mask_patterns"] = f"The mask '{name}' is not a valid regular expression: {exc}."
+    return problems
 
 
 def _valid_timezone(name: str) -> bool:

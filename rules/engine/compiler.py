@@ -1,0 +1,159 @@
+"""Turn a configuration snapshot (the plain data of ``config_document``) into compiled points.
+
+Compilation resolves every reference once — threshold keys become numbers, keyword lists become bit
+positions in one scanner per point — so evaluation never looks anything up by name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rules.engine.keywords import KeywordListSpec, KeywordScanner
+from rules.engine.model import ConditionSpec, PointSpec, RuleSpec
+
+# A matcher takes (keyword bitmask, candidate outcome, confidence, facts, session state, now) and
+# returns the indexes (into PointSpec.rules) of every rule whose conditions hold, in order.
+Matcher = Callable[[int, str | None, float | None, Mapping[str, Any], str | None, dt.datetime], tuple[int, ...]]
+MatcherFactory = Callable[[PointSpec], Matcher]
+
+
+class CompileError(ValueError):
+    """The snapshot cannot be compiled (it should have been refused when it was written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPoint:
+    spec: PointSpec
+    scanner: KeywordScanner
+    matcher: Matcher
+    backend: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledConfig:
+    revision: int
+    points: Mapping[str, CompiledPoint]
+    thresholds: Mapping[str, float]
+    backend: str
+
+    def point(self, key: str) -> CompiledPoint | None:
+        return self.points.get(key)
+
+
+def _seconds(text: str) -> int:
+    parts = [int(p) for p in text.split(":")]
+    while len(parts) < 3:
+        parts.append(0)
+    hours, minutes, seconds = parts[:3]
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _datetime(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value
+
+
+def _condition(raw: Mapping[str, Any], thresholds: Mapping[str, float], bits: dict[str, int]) -> ConditionSpec:
+    if "input_contains" in raw:
+        key = raw["input_contains"]
+        if key not in bits:
+            bits[key] = len(bits)
+        return ConditionSpec(kind="input_contains", list_key=key, list_bit=bits[key])
+    if "fact" in raw:
+        if "threshold" in raw:
+            tkey = raw["threshold"]
+            if tkey not in thresholds:
+                raise CompileError(f"unknown threshold {tkey!r}")
+            return ConditionSpec(
+                kind="fact", fact=raw["fact"], op=raw["op"], value=thresholds[tkey], threshold_key=tkey
+            )
+        value = raw.get("value")
+        if raw["op"] == "in":
+            value = tuple(value or ())
+        return ConditionSpec(kind="fact", fact=raw["fact"], op=raw["op"], value=value)
+    if "candidate_in" in raw:
+        return ConditionSpec(kind="candidate_in", outcomes=frozenset(raw["candidate_in"]))
+    if "candidate_not_in" in raw:
+        return ConditionSpec(kind="candidate_not_in", outcomes=frozenset(raw["candidate_not_in"]))
+    if "candidate_not_in_whitelist" in raw:
+        return ConditionSpec(kind="candidate_not_in_whitelist")
+    if "candidate_confidence_below" in raw:
+        tkey = raw["candidate_confidence_below"]
+        if tkey not in thresholds:
+            raise CompileError(f"unknown threshold {tkey!r}")
+        return ConditionSpec(kind="candidate_confidence_below", value=thresholds[tkey], threshold_key=tkey)
+    if "time_window" in raw:
+        window = raw["time_window"]
+        return ConditionSpec(
+            kind="time_window",
+            window_start=_seconds(window["from"]),
+            window_end=_seconds(window["to"]),
+            tz=window["tz"],
+        )
+    if "session_state_in" in raw:
+        return ConditionSpec(kind="session_state_in", states=frozenset(raw["session_state_in"]))
+    raise CompileError(f"unknown condition {raw!r}")
+
+
+def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> PointSpec:
+    bits: dict[str, int] = {}
+    rules: list[RuleSpec] = []
+    ordered = sorted(raw.get("rules", []), key=lambda r: (int(r["priority"]), r["key"]))
+    for r in ordered:
+        mode = r.get("mode", "enforce")
+        if mode == "off":
+            continue
+        rules.append(
+            RuleSpec(
+                key=r["key"],
+                description=r.get("description", ""),
+                priority=int(r["priority"]),
+                category=r["category"],
+                combinator=r.get("match", "all"),
+                outcome=r["outcome"],
+                shadow=mode == "shadow",
+                effective_from=_datetime(r.get("effective_from")),
+                effective_until=_datetime(r.get("effective_until")),
+                conditions=tuple(_condition(c, thresholds, bits) for c in r.get("conditions", [])),
+            )
+        )
+    return PointSpec(
+        key=raw["key"],
+        name=raw.get("name", ""),
+        description=raw.get("description", ""),
+        facts=dict(raw.get("facts", {})),
+        outcomes=frozenset(raw["outcomes"]),
+        whitelist=frozenset(raw.get("candidate_whitelist", [])),
+        default_outcome=raw["default_outcome"],
+        ask_when_no_candidate=raw.get("when_no_candidate", "ask") == "ask",
+        rules=tuple(rules),
+        keyword_lists=tuple(sorted(bits, key=bits.__getitem__)),
+    )
+
+
+def compile_snapshot(
+    snapshot: Mapping[str, Any], *, revision: int, matcher_factory: MatcherFactory, backend: str
+) -> CompiledConfig:
+    thresholds = {t["key"]: float(t["value"]) for t in snapshot.get("thresholds", [])}
+    lists = {kl["key"]: kl for kl in snapshot.get("keyword_lists", [])}
+    points: dict[str, CompiledPoint] = {}
+    for raw in snapshot.get("points", []):
+        spec = point_spec(raw, thresholds)
+        missing = [k for k in spec.keyword_lists if k not in lists]
+        if missing:
+            raise CompileError(f"point {spec.key}: unknown keyword list {', '.join(missing)}")
+        scanner = KeywordScanner(
+            [
+                KeywordListSpec(key=k, match=lists[k].get("match", "substring"), terms=tuple(lists[k].get("terms", [])))
+                for k in spec.keyword_lists
+            ]
+        )
+        points[spec.key] = CompiledPoint(spec=spec, scanner=scanner, matcher=matcher_factory(spec), backend=backend)
+    return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)

@@ -1,0 +1,136 @@
+"""The engine's data: compiled specs (frozen, built once per revision) and the decisions it returns."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RuledBy = Literal["hard_rule", "llm_candidate", "default"]
+
+HARD_RULE: RuledBy = "hard_rule"
+LLM_CANDIDATE: RuledBy = "llm_candidate"
+DEFAULT: RuledBy = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What the agent's LLM proposed."""
+
+    decision: str
+    confidence: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionSpec:
+    """One condition, resolved: thresholds are already numbers, keyword lists are bit indexes."""
+
+    kind: str
+    list_key: str = ""
+    list_bit: int = 0
+    fact: str = ""
+    op: str = ""
+    value: Any = None
+    threshold_key: str = ""
+    outcomes: frozenset[str] = frozenset()
+    states: frozenset[str] = frozenset()
+    window_start: int = 0  # seconds after local midnight
+    window_end: int = 0
+    tz: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    key: str
+    description: str
+    priority: int
+    category: str
+    combinator: str  # "all" | "any"
+    outcome: str
+    shadow: bool
+    effective_from: dt.datetime | None
+    effective_until: dt.datetime | None
+    conditions: tuple[ConditionSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PointSpec:
+    key: str
+    name: str
+    description: str
+    facts: Mapping[str, str]
+    outcomes: frozenset[str]
+    whitelist: frozenset[str]
+    default_outcome: str
+    ask_when_no_candidate: bool
+    rules: tuple[RuleSpec, ...]  # enforce and shadow rules only, in priority order (ties by key)
+    keyword_lists: tuple[str, ...]  # bit i of a scan result ↔ keyword_lists[i]
+
+    def confidence_floor(self) -> tuple[str, float] | None:
+        """The threshold a candidate's confidence is first judged by (key, value), if any rule does."""
+        for rule in self.rules:
+            if rule.shadow:
+                continue
+            for c in rule.conditions:
+                if c.kind == "candidate_confidence_below":
+                    return c.threshold_key, float(c.value)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchedRule:
+    key: str
+    priority: int
+    category: str
+    outcome: str
+    shadow: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the engine answers for one request. Pure data: the same inputs always give the same one."""
+
+    point: str
+    decision: str | None
+    ruled_by: RuledBy | None
+    rule: MatchedRule | None
+    matched_rules: tuple[MatchedRule, ...]
+    candidate: Candidate | None
+    overridden: bool
+    needs_candidate: bool
+    reason: str
+    keyword_hits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    candidate_outside_outcomes: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        def rule_dict(r: MatchedRule) -> dict[str, Any]:
+            return {
+                "key": r.key,
+                "priority": r.priority,
+                "category": r.category,
+                "outcome": r.outcome,
+                "shadow": r.shadow,
+            }
+
+        return {
+            "point": self.point,
+            "decision": self.decision,
+            "ruled_by": self.ruled_by,
+            "rule": rule_dict(self.rule) if self.rule else None,
+            "matched_rules": [rule_dict(r) for r in self.matched_rules],
+            "candidate": (
+                {
+                    "decision": self.candidate.decision,
+                    "confidence": self.candidate.confidence,
+                    "reason": self.candidate.reason,
+                }
+                if self.candidate
+                else None
+            ),
+            "overridden": self.overridden,
+            "needs_candidate": self.needs_candidate,
+            "reason": self.reason,
+            "keyword_hits": {k: list(v) for k, v in self.keyword_hits.items()},
+        }

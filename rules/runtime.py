@@ -1,0 +1,81 @@
+"""Compiled engines for this process: one per configuration revision, compiled once, shared by requests.
+
+Each request asks for the current engine. At most every ``ARBITER_REVISION_CHECK_SECONDS`` that costs
+one indexed query for the newest revision's number and digest; a new revision is compiled on first use,
+so a change reaches every worker process within a second without a restart. Compiled configurations
+are keyed by digest as well as number, so a restored or re-created database can never be served a
+stale engine that happens to share a revision number.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+from django.conf import settings
+
+from rules.engine import CompiledConfig, compile_config
+from rules.models import ConfigRevision
+
+_EMPTY_SNAPSHOT: dict[str, object] = {"version": 1, "thresholds": [], "keyword_lists": [], "points": []}
+_KEEP = 8  # recent revisions kept compiled, for replays of recent decisions
+
+
+class EngineCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._compiled: OrderedDict[tuple[int, str], CompiledConfig] = OrderedDict()
+        self._current: tuple[int, str] | None = None
+        self._checked_at = float("-inf")
+
+    def clear(self) -> None:
+        with self._lock:
+            self._compiled.clear()
+            self._current = None
+            self._checked_at = float("-inf")
+
+    def _compile(self, number: int, digest: str, snapshot: dict[str, object]) -> CompiledConfig:
+        key = (number, digest)
+        with self._lock:
+            found = self._compiled.get(key)
+            if found is not None:
+                self._compiled.move_to_end(key)
+                return found
+        compiled = compile_config(snapshot, revision=number, backend=settings.ARBITER_ENGINE)
+        with self._lock:
+            self._compiled[key] = compiled
+            while len(self._compiled) > _KEEP:
+                self._compiled.popitem(last=False)
+        return compiled
+
+    def current(self) -> CompiledConfig:
+        """The engine for the newest revision (an empty configuration before the first one)."""
+        now = time.monotonic()
+        if now - self._checked_at >= settings.ARBITER_REVISION_CHECK_SECONDS or self._current is None:
+            head = ConfigRevision.objects.order_by("-number").values_list("number", "digest").first()
+            self._current = head or (0, "")
+            self._checked_at = now
+        number, digest = self._current
+        with self._lock:
+            found = self._compiled.get((number, digest))
+        if found is not None:
+            return found
+        if number == 0:
+            return self._compile(0, "", _EMPTY_SNAPSHOT)
+        return self.for_revision(number)
+
+    def for_revision(self, number: int) -> CompiledConfig:
+        """The engine exactly as it was at ``number``; raises ``ConfigRevision.DoesNotExist``."""
+        digest = ConfigRevision.objects.filter(number=number).values_list("digest", flat=True).first()
+        if digest is None:
+            raise ConfigRevision.DoesNotExist(f"no configuration revision {number}")
+        with self._lock:
+            found = self._compiled.get((number, digest))
+        if found is not None:
+            return found
+        snapshot = ConfigRevision.objects.values_list("snapshot", flat=True).get(number=number)
+        return self._compile(number, digest, snapshot)
+
+
+engines = EngineCache()

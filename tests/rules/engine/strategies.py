@@ -1,0 +1,142 @@
+"""Hypothesis strategies: random but valid configurations, and requests that fit them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from hypothesis import strategies as st
+
+OUTCOMES = ["o1", "o2", "o3", "o4"]
+STATES = ["s1", "s2", "s3"]
+THRESHOLDS = {"t_low": 0.3, "t_mid": 0.65, "t_high": 100.0}
+LISTS = {
+    "l_cjk": ("substring", ["投诉", "退款", "12315", "媒体曝光"]),
+    "l_word": ("word", ["refund", "cancel", "ab"]),
+    "l_sub": ("substring", ["ab", "退", "x1"]),
+    "l_re": ("regex", [r"\d{3}", r"^hi"]),
+}
+FACTS = {"n": "number", "i": "integer", "s": "string", "b": "boolean", "tags": "string_list"}
+ALPHABET = "ab退款投诉12315xhi refundcancel媒体曝光ＲＥＦＵＮＤ１２３"
+ZONES = ["UTC", "Asia/Shanghai", "America/New_York"]
+
+number = st.one_of(
+    st.integers(min_value=-1000, max_value=1000), st.floats(min_value=-1000, max_value=1000, allow_nan=False)
+)
+words = st.sampled_from(["x", "y", "z", "gold"])
+
+
+def _hhmm(seconds: int) -> str:
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
+
+
+@st.composite
+def condition(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(
+        st.sampled_from(
+            [
+                "input_contains",
+                "fact",
+                "candidate_in",
+                "candidate_not_in",
+                "candidate_not_in_whitelist",
+                "candidate_confidence_below",
+                "time_window",
+                "session_state_in",
+            ]
+        )
+    )
+    if kind == "input_contains":
+        return {"input_contains": draw(st.sampled_from(sorted(LISTS)))}
+    if kind == "fact":
+        fact = draw(st.sampled_from(sorted(FACTS)))
+        typ = FACTS[fact]
+        if typ in {"number", "integer"}:
+            op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "in"]))
+            if op == "in":
+                return {"fact": fact, "op": op, "value": draw(st.lists(st.integers(-5, 5), min_size=1, max_size=3))}
+            if draw(st.booleans()):
+                return {"fact": fact, "op": op, "threshold": draw(st.sampled_from(sorted(THRESHOLDS)))}
+            return {"fact": fact, "op": op, "value": draw(number)}
+        if typ == "boolean":
+            return {"fact": fact, "op": draw(st.sampled_from(["==", "!="])), "value": draw(st.booleans())}
+        op = draw(st.sampled_from(["==", "!=", "in"]) if typ == "string" else st.just("in"))
+        if op == "in":
+            return {"fact": fact, "op": op, "value": draw(st.lists(words, min_size=1, max_size=3, unique=True))}
+        return {"fact": fact, "op": op, "value": draw(words)}
+    if kind in {"candidate_in", "candidate_not_in"}:
+        return {kind: draw(st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=3, unique=True))}
+    if kind == "candidate_not_in_whitelist":
+        return {"candidate_not_in_whitelist": True}
+    if kind == "candidate_confidence_below":
+        return {"candidate_confidence_below": draw(st.sampled_from(["t_low", "t_mid"]))}
+    if kind == "time_window":
+        start = draw(st.integers(0, 23 * 60)) * 60
+        end = draw(st.integers(0, 23 * 60).filter(lambda m: m * 60 != start)) * 60
+        return {"time_window": {"from": _hhmm(start), "to": _hhmm(end), "tz": draw(st.sampled_from(ZONES))}}
+    return {"session_state_in": draw(st.lists(st.sampled_from(STATES), min_size=1, max_size=2, unique=True))}
+
+
+@st.composite
+def snapshot(draw: st.DrawFn, *, max_rules: int = 12) -> dict[str, Any]:
+    n = draw(st.integers(0, max_rules))
+    rules = []
+    for i in range(n):
+        rule: dict[str, Any] = {
+            "key": f"r{i}",
+            "priority": draw(st.integers(0, 5)),
+            "category": draw(st.sampled_from(["compliance", "risk", "business", "quality"])),
+            "match": draw(st.sampled_from(["all", "any"])),
+            "mode": draw(st.sampled_from(["enforce", "enforce", "shadow", "off"])),
+            "outcome": draw(st.sampled_from(OUTCOMES)),
+            "conditions": draw(st.lists(condition(), min_size=0, max_size=4)),
+        }
+        if draw(st.integers(0, 4)) == 0:
+            rule["effective_from"] = "2026-06-01T00:00:00Z"
+        if draw(st.integers(0, 4)) == 0:
+            rule["effective_until"] = "2027-01-01T00:00:00Z"
+        rules.append(rule)
+    return {
+        "version": 1,
+        "thresholds": [{"key": k, "value": v} for k, v in THRESHOLDS.items()],
+        "keyword_lists": [{"key": k, "match": m, "terms": t} for k, (m, t) in LISTS.items()],
+        "points": [
+            {
+                "key": "p",
+                "facts": dict(FACTS),
+                "outcomes": list(OUTCOMES),
+                "candidate_whitelist": draw(st.lists(st.sampled_from(OUTCOMES), max_size=3, unique=True)),
+                "default_outcome": draw(st.sampled_from(OUTCOMES)),
+                "when_no_candidate": draw(st.sampled_from(["ask", "default"])),
+                "rules": rules,
+            }
+        ],
+    }
+
+
+@st.composite
+def facts(draw: st.DrawFn) -> dict[str, Any]:
+    """Any subset of the declared facts, each of its declared type."""
+    values = {
+        "n": number,
+        "i": st.integers(-10, 10),
+        "s": words,
+        "b": st.booleans(),
+        "tags": st.lists(words, max_size=3),
+    }
+    chosen = draw(st.lists(st.sampled_from(sorted(FACTS)), unique=True))
+    return {name: draw(values[name]) for name in chosen}
+
+
+candidates = st.one_of(
+    st.none(),
+    st.tuples(
+        st.sampled_from([*OUTCOMES, "stray"]),
+        st.sampled_from([0.0, 0.3, 0.2999, 0.65, 0.6499, 1.0]) | st.floats(0, 1),
+    ),
+)
+texts = st.text(alphabet=ALPHABET, max_size=40)
+moments = st.datetimes(
+    min_value=dt.datetime(2026, 1, 1), max_value=dt.datetime(2027, 12, 31), timezones=st.just(dt.UTC)
+)
+states = st.one_of(st.none(), st.sampled_from(STATES))

@@ -1,0 +1,180 @@
+"""Rule modes, effective dates, time windows, word boundaries and the whitelist gate."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rules.engine import Candidate, compile_config, evaluate
+from tests.rules.engine.conftest import NOON_UTC
+
+
+def point_with(rules, *, lists=(), facts=None, whitelist=("a",), when_no_candidate="default"):
+    snapshot = {
+        "thresholds": [{"key": "limit", "value": 10}],
+        "keyword_lists": list(lists),
+        "points": [
+            {
+                "key": "p",
+                "facts": facts or {},
+                "outcomes": ["a", "b", "c"],
+                "candidate_whitelist": list(whitelist),
+                "default_outcome": "c",
+                "when_no_candidate": when_no_candidate,
+                "rules": rules,
+            }
+        ],
+    }
+    return compile_config(snapshot, revision=1).point("p")
+
+
+def rule(key, priority, outcome="b", conditions=(), **kw):
+    return {
+        "key": key,
+        "priority": priority,
+        "category": "business",
+        "outcome": outcome,
+        "conditions": list(conditions),
+        **kw,
+    }
+
+
+def test_shadow_rules_are_recorded_but_never_decide():
+    p = point_with([rule("watch", 1, "b", mode="shadow"), rule("real", 5, "a")])
+    d = evaluate(p, now=NOON_UTC)
+    assert d.decision == "a" and d.rule.key == "real"
+    assert [(m.key, m.shadow) for m in d.matched_rules] == [("watch", True), ("real", False)]
+    only_shadow = evaluate(point_with([rule("watch", 1, "b", mode="shadow")]), now=NOON_UTC)
+    assert (only_shadow.decision, only_shadow.ruled_by) == ("c", "default")
+
+
+def test_off_rules_are_skipped_and_ties_break_by_key():
+    p = point_with([rule("zeta", 5, "b"), rule("alpha", 5, "a"), rule("gone", 1, "c", mode="off")])
+    d = evaluate(p, now=NOON_UTC)
+    assert d.rule.key == "alpha"
+    assert [m.key for m in d.matched_rules] == ["alpha", "zeta"]
+
+
+def test_effective_dates_bound_a_rule():
+    start = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    end = dt.datetime(2026, 12, 2, tzinfo=dt.UTC)
+    p = point_with(
+        [rule("promo", 1, "a", effective_from="2026-12-01T00:00:00Z", effective_until="2026-12-02T00:00:00Z")]
+    )
+    assert evaluate(p, now=start - dt.timedelta(microseconds=1)).ruled_by == "default"
+    assert evaluate(p, now=start).decision == "a"
+    assert evaluate(p, now=end - dt.timedelta(microseconds=1)).decision == "a"
+    assert evaluate(p, now=end).ruled_by == "default"
+
+
+def test_time_window_across_midnight_in_the_rules_time_zone():
+    window = {"time_window": {"from": "22:00", "to": "06:00", "tz": "Asia/Shanghai"}}
+    p = point_with([rule("night", 1, "a", [window])])
+    shanghai = dt.timezone(dt.timedelta(hours=8))
+
+    def at(hour, minute=0):
+        return evaluate(p, now=dt.datetime(2026, 11, 30, hour, minute, tzinfo=shanghai).astimezone(dt.UTC)).decision
+
+    assert at(21, 59) == "c"
+    assert at(22, 0) == "a"
+    assert at(23, 30) == "a"
+    assert at(3, 0) == "a"
+    assert at(5, 59) == "a"
+    assert at(6, 0) == "c"
+    assert at(12, 0) == "c"
+
+
+def test_time_window_within_a_day():
+    p = point_with([rule("office", 1, "a", [{"time_window": {"from": "09:00", "to": "18:00", "tz": "UTC"}}])])
+    assert evaluate(p, now=NOON_UTC).decision == "a"
+    assert evaluate(p, now=NOON_UTC.replace(hour=18)).decision == "c"
+
+
+def test_whole_word_lists_need_latin_word_boundaries_but_not_around_cjk():
+    lists = [{"key": "w", "match": "word", "terms": ["refund", "退款"]}]
+    p = point_with([rule("r", 1, "a", [{"input_contains": "w"}])], lists=lists)
+    assert evaluate(p, text="I want a refund.", now=NOON_UTC).decision == "a"
+    assert evaluate(p, text="refunds are slow", now=NOON_UTC).decision == "c"
+    assert evaluate(p, text="nonrefund", now=NOON_UTC).decision == "c"
+    assert evaluate(p, text="我要退款", now=NOON_UTC).decision == "a"
+
+
+def test_regex_lists():
+    lists = [{"key": "order_id", "match": "regex", "terms": [r"\bo\d{6}\b"]}]
+    p = point_with([rule("r", 1, "a", [{"input_contains": "order_id"}])], lists=lists)
+    d = evaluate(p, text="Order O123456 is late", now=NOON_UTC)
+    assert d.decision == "a" and d.keyword_hits == {"order_id": ("o123456",)}
+    assert evaluate(p, text="O12345", now=NOON_UTC).decision == "c"
+
+
+def test_any_and_all_combinators_and_fact_operators():
+    facts = {"amount": "number", "tier": "string", "tags": "string_list", "vip": "boolean"}
+    p = point_with(
+        [
+            rule(
+                "both",
+                1,
+                "a",
+                [{"fact": "amount", "op": ">=", "threshold": "limit"}, {"fact": "vip", "op": "==", "value": True}],
+            ),
+            rule(
+                "either",
+                2,
+                "b",
+                [
+                    {"fact": "tier", "op": "in", "value": ["gold", "silver"]},
+                    {"fact": "tags", "op": "in", "value": ["fraud"]},
+                ],
+                match="any",
+            ),
+        ],
+        facts=facts,
+    )
+    assert evaluate(p, facts={"amount": 10, "vip": True}, now=NOON_UTC).decision == "a"
+    assert evaluate(p, facts={"amount": 9.99, "vip": True}, now=NOON_UTC).decision == "c"
+    assert evaluate(p, facts={"tier": "gold"}, now=NOON_UTC).decision == "b"
+    assert evaluate(p, facts={"tags": ["new", "fraud"]}, now=NOON_UTC).decision == "b"
+    assert evaluate(p, facts={"tags": ["new"]}, now=NOON_UTC).decision == "c"
+    # A condition on a fact the request did not send is false, never an error.
+    assert evaluate(p, facts={}, now=NOON_UTC).decision == "c"
+
+
+def test_the_confidence_boundary_is_not_below():
+    snapshot = {
+        "thresholds": [{"key": "min_confidence", "value": 0.65}],
+        "keyword_lists": [],
+        "points": [
+            {
+                "key": "p",
+                "outcomes": ["a", "clarify"],
+                "candidate_whitelist": ["a"],
+                "default_outcome": "clarify",
+                "rules": [rule("low", 1, "clarify", [{"candidate_confidence_below": "min_confidence"}])],
+            }
+        ],
+    }
+    p = compile_config(snapshot, revision=1).point("p")
+    assert evaluate(p, candidate=Candidate("a", 0.65), now=NOON_UTC).decision == "a"
+    assert evaluate(p, candidate=Candidate("a", 0.6499999), now=NOON_UTC).decision == "clarify"
+
+
+def test_a_candidate_outside_the_whitelist_falls_back_to_the_default_even_without_a_rule():
+    p = point_with([], whitelist=("a",))
+    accepted = evaluate(p, candidate=Candidate("a", 0.9), now=NOON_UTC)
+    assert (accepted.decision, accepted.ruled_by, accepted.overridden) == ("a", "llm_candidate", False)
+    refused = evaluate(p, candidate=Candidate("b", 0.9), now=NOON_UTC)
+    assert (refused.decision, refused.ruled_by, refused.overridden) == ("c", "default", True)
+    stray = evaluate(p, candidate=Candidate("zzz", 0.9), now=NOON_UTC)
+    assert stray.candidate_outside_outcomes is True and stray.decision == "c"
+
+
+def test_when_no_candidate_default_answers_the_default():
+    d = evaluate(point_with([], when_no_candidate="default"), now=NOON_UTC)
+    assert (d.decision, d.ruled_by, d.needs_candidate) == ("c", "default", False)
+
+
+def test_regex_terms_keep_their_case_and_may_carry_inline_flags():
+    lists = [{"key": "codes", "match": "regex", "terms": [r"^\D{2}\d{4}$", r"(?s)退.款"]}]
+    p = point_with([rule("r", 1, "a", [{"input_contains": "codes"}])], lists=lists)
+    assert evaluate(p, text="AB1234", now=NOON_UTC).decision == "a"  # \D stays "not a digit"
+    assert evaluate(p, text="123456", now=NOON_UTC).decision == "c"
+    assert evaluate(p, text="退\n款", now=NOON_UTC).decision == "a"
