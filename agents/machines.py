@@ -7,6 +7,7 @@ and per-state timeouts.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -83,7 +84,10 @@ def machine_problems(
         stray = sorted(str(s) for s in timeouts if s not in declared)
         if stray:
             problems["timeouts"] = f"Timeouts given for undeclared states: {', '.join(stray)}."
-        elif any(isinstance(v, bool) or not isinstance(v, int | float) or v <= 0 for v in timeouts.values()):
+        elif any(
+            isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0
+            for v in timeouts.values()
+        ):
             problems["timeouts"] = "Each timeout must be a positive number of seconds."
     return problems
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from simple_history.models import HistoricalRecords
@@ -48,7 +49,9 @@ class StateMachine(models.Model):
     actions = models.JSONField(default=dict, blank=True, help_text="State → the action types allowed in it.")
     timeouts = models.JSONField(default=dict, blank=True, help_text="State → seconds before a sweep hands it off.")
     max_anomalies = models.PositiveIntegerField(
-        default=3, help_text="Model anomalies in one session before it is handed to a human."
+        default=3,
+        validators=[MinValueValidator(1)],
+        help_text="Model anomalies in one session before it is handed to a human.",
     )
     history = HistoricalRecords()
 

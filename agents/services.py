@@ -70,6 +70,10 @@ def agent_rotate_token(*, agent: AgentRuntime, actor: Actor, reason: str) -> str
 def agent_set_points(*, agent: AgentRuntime, point_keys: Iterable[str], actor: Actor, reason: str) -> AgentRuntime:
     points = _points_by_key(point_keys)
     with config_change(actor=actor, reason=reason):
+        # The m2m change writes its own history row when the points are set: who and why must be known
+        # before that, not only when the agent itself is saved.
+        agent._history_user = actor  # type: ignore[attr-defined]
+        agent._change_reason = reason  # type: ignore[attr-defined]
         agent.points.set(points)
         audited_save(agent, actor=actor, reason=reason)
     return agent

@@ -71,7 +71,8 @@ DATABASE: dict[str, Any] = (
 )
 
 SECRET_KEY = _str("SECRET_KEY")
-DEBUG = _bool("DEBUG", False)
+# None when unset, so each settings module can choose its own default.
+DEBUG: bool | None = _bool("DEBUG") if os.environ.get("DEBUG", "").strip() else None
 ALLOWED_HOSTS = [h.strip() for h in _str("ALLOWED_HOSTS", "").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [h.strip() for h in _str("CSRF_TRUSTED_ORIGINS", "").split(",") if h.strip()]
 

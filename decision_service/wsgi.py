@@ -2,5 +2,6 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "decision_service.settings.local")
+# A server started through WSGI is a deployment: production settings unless told otherwise.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "decision_service.settings.production")
 application = get_wsgi_application()

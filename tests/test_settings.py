@@ -72,3 +72,9 @@ def test_production_settings_refuse_to_start_without_a_secret_key():
 def test_languages_include_simplified_chinese_and_time_is_zone_aware():
     assert ("zh-hans", "简体中文") in settings.LANGUAGES
     assert settings.USE_TZ is True
+
+
+def test_debug_can_be_turned_off_on_a_developer_machine():
+    on = _settings_process("decision_service.settings.local")
+    off = _settings_process("decision_service.settings.local", DEBUG="false")
+    assert (on.stdout.strip(), off.stdout.strip()) == ("True", "False")

@@ -6,8 +6,9 @@ from decision_service import env
 
 BASE_DIR = env.BASE_DIR
 
-SECRET_KEY = env.local_secret_key()
-DEBUG = env.DEBUG
+# Only the local and test settings fall back to a generated key; production insists on SECRET_KEY.
+SECRET_KEY = env.SECRET_KEY
+DEBUG = bool(env.DEBUG)
 ALLOWED_HOSTS = env.ALLOWED_HOSTS or ["127.0.0.1", "localhost", "[::1]"]
 CSRF_TRUSTED_ORIGINS = env.CSRF_TRUSTED_ORIGINS
 
@@ -104,7 +105,6 @@ ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
 # Decisions older than this are purged by the daily sweep (0 keeps them forever).
 ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
 ARBITER_MAX_REQUEST_BYTES = 64 * 1024
-ARBITER_MAX_INPUT_CHARS = 10_000
 
 CELERY_BEAT_SCHEDULE = {
     "purge-old-decisions": {"task": "rules.tasks.decision_log_purge", "schedule": 24 * 3600.0},

@@ -3,4 +3,5 @@
 from decision_service import env
 from decision_service.settings.base import *  # noqa: F403
 
-DEBUG = env.DEBUG or True
+SECRET_KEY = env.local_secret_key()
+DEBUG = True if env.DEBUG is None else env.DEBUG

@@ -8,6 +8,7 @@ things with the same messages.
 from __future__ import annotations
 
 import json
+import math
 import re
 from decimal import Decimal
 from typing import Any
@@ -196,10 +197,16 @@ def parse_literal(text: str) -> Any:
     if text.lower() in _WORDS:
         return _WORDS[text.lower()]
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_a_literal)
     except ValueError:
         return text
+    if isinstance(value, float) and not math.isfinite(value):
+        return text  # 1e999 overflows to infinity: not a number anyone meant
     return value
+
+
+def _not_a_literal(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
 
 
 _LIST_ITEM = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^,\n]*?)\s*(?:[,\n]|$)')

@@ -192,8 +192,9 @@ class RuleForm(AuditedModelForm):
 
     def _outcome_choices(self) -> list[Any]:
         point = self.instance.point if self.instance.point_id else None
-        if point is None and self.initial.get("point") and not self.is_bound:
-            point = DecisionPoint.objects.filter(pk=str(self.initial["point"])).first()
+        initial_point = str(self.initial.get("point") or "")
+        if point is None and initial_point.isdigit() and not self.is_bound:
+            point = DecisionPoint.objects.filter(pk=int(initial_point)).first()
         current = self.instance.outcome or ""
         blank = [("", "---------")]
         if point is not None:

@@ -213,6 +213,11 @@ class Reader:
         if moment.utcoffset() is None:
             self.problem(path, f"give the time zone offset ({example})")
             return False, None
+        try:
+            moment.astimezone(dt.UTC)
+        except OverflowError:
+            self.problem(path, f"'{value}' is out of the range of dates that can be stored")
+            return False, None
         return True, moment
 
     def time_of_day(self, value: Any, path: Path) -> dt.time | None:

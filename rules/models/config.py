@@ -8,6 +8,7 @@ directly: the services record who and why, and cut a new configuration revision.
 
 from __future__ import annotations
 
+import math
 import re
 import zoneinfo
 from decimal import Decimal
@@ -290,6 +291,16 @@ class DecisionPoint(models.Model):
         if self.default_outcome and self.default_outcome not in outcomes:
             errors["default_outcome"] = f"'{self.default_outcome}' is not an outcome of this point."
         errors.update(masking_problems(self.mask_skip, self.mask_patterns))
+        if self.pk and "facts" not in errors and isinstance(self.facts, dict):
+            fact_problems = []
+            for c in Condition.objects.filter(rule__point=self, kind=ConditionKind.FACT).select_related("rule"):
+                typ = self.facts.get(c.fact)
+                if typ is None:
+                    fact_problems.append(f"{c.rule.key} uses '{c.fact}', which would no longer be declared")
+                elif problem := fact_compare_problem(typ, c.operator, c.threshold_id is not None, c.value):
+                    fact_problems.append(f"{c.rule.key}: {problem}")
+            if fact_problems:
+                errors["facts"] = "Rules of this point rely on the facts: " + "; ".join(sorted(fact_problems)) + "."
         if self.pk:
             used = sorted(
                 {r.outcome for r in self.rules.all() if r.outcome not in outcomes}
@@ -545,7 +556,9 @@ def fact_compare_problem(typ: str, operator: str, uses_threshold: bool, value: A
 
 def _literal_fits(typ: str, item: Any) -> bool:
     if typ in {FactType.NUMBER, FactType.INTEGER}:
-        return isinstance(item, int | float) and not isinstance(item, bool)
+        if isinstance(item, float):
+            return math.isfinite(item)
+        return isinstance(item, int) and not isinstance(item, bool)
     if typ == FactType.BOOLEAN:
         return isinstance(item, bool)
     return isinstance(item, str)

@@ -32,10 +32,23 @@ def threshold_delete(*, threshold: Threshold, actor: Actor, reason: str) -> None
 def keyword_list_save(*, keyword_list: KeywordList, actor: Actor, reason: str) -> KeywordList:
     with config_change(actor=actor, reason=reason):
         audited_save(keyword_list, actor=actor, reason=reason)
-        # A switch to regex mode must not leave terms behind that do not compile.
-        for term in keyword_list.terms.all():
+        # A change of match mode changes how terms are stored (regexes keep their case, plain terms are
+        # folded) and whether they must compile: check every term again and store it as the mode wants.
+        terms = list(keyword_list.terms.order_by("id"))
+        seen: dict[str, str] = {}
+        for term in terms:
+            stored = normalize_term(term.term, keyword_list.match_mode)
+            if stored in seen:
+                raise ValidationError(
+                    {"match_mode": f"In this mode '{term.term}' and '{seen[stored]}' would be the same term."}
+                )
+            seen[stored] = term.term
+        for term in terms:
             term.keyword_list = keyword_list
-            term.full_clean()
+            if normalize_term(term.term, keyword_list.match_mode) != term.term:
+                audited_save(term, actor=actor, reason=reason)  # full_clean stores it in the new form
+            else:
+                term.full_clean()
     return keyword_list
 
 

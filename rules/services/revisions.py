@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 
 from rules.models import ConfigRevision
@@ -70,6 +72,8 @@ def audited_save(instance: models.Model, *, actor: Actor, reason: str) -> models
     """Validate and save a configuration record, recording who and why in its history."""
     with config_change(actor=actor, reason=reason) as change:
         instance.full_clean()
+        if not _differs_from_stored(instance):
+            return instance  # a save that changes nothing writes no history and cuts no revision
         instance._history_user = actor  # type: ignore[attr-defined]
         instance._change_reason = reason  # type: ignore[attr-defined]
         instance.save()
@@ -78,12 +82,33 @@ def audited_save(instance: models.Model, *, actor: Actor, reason: str) -> models
     return instance
 
 
+def _differs_from_stored(instance: models.Model) -> bool:
+    if instance.pk is None or instance._state.adding:
+        return True
+    names = [f.attname for f in instance._meta.concrete_fields]
+    stored = type(instance)._default_manager.filter(pk=instance.pk).values(*names).first()
+    if stored is None:
+        return True
+    return any(stored[name] != getattr(instance, name) for name in names)
+
+
 def audited_delete(instance: models.Model, *, actor: Actor, reason: str) -> None:
     with config_change(actor=actor, reason=reason) as change:
         instance._history_user = actor  # type: ignore[attr-defined]
         instance._change_reason = reason  # type: ignore[attr-defined]
         instance.delete()
         change.dirty = True
+
+
+def _check_compiles(snapshot: dict[str, Any]) -> None:
+    """Refuse a configuration the configured engine backend cannot run (e.g. beyond durable-rules'
+    limits), while the change can still be rolled back, rather than failing on the next request."""
+    from rules.engine import CompileError, compile_config
+
+    try:
+        compile_config(snapshot, revision=0, backend=settings.ARBITER_ENGINE)
+    except CompileError as exc:
+        raise ValidationError(f"The {settings.ARBITER_ENGINE} engine cannot run this configuration: {exc}") from exc
 
 
 def snapshot_digest(snapshot: dict[str, Any]) -> str:
@@ -100,6 +125,7 @@ def revision_create(*, actor: Actor, reason: str) -> ConfigRevision:
         latest = revision_latest()
         if latest is not None and latest.digest == digest:
             return latest
+        _check_compiles(snapshot)
         user: Any = actor if actor is not None and getattr(actor, "pk", None) else None
         return ConfigRevision.objects.create(
             number=(latest.number + 1) if latest else 1,

@@ -66,3 +66,13 @@ def test_duplicate_name_and_rotate_of_missing_agent_are_refused(points):
         run("bot")
     with pytest.raises(CommandError, match="No agent named"):
         run("ghost", "--rotate")
+
+
+def test_every_history_row_of_a_points_change_says_who_and_why(points, actor):
+    from agents.services import agent_create, agent_set_points
+
+    agent, _ = agent_create(name="bot", point_keys=["intent_routing"], actor=actor, reason="created")
+    agent_set_points(agent=agent, point_keys=["refund_approval"], actor=actor, reason="moved to refunds")
+    rows = list(agent.history.values_list("history_user", "history_change_reason"))
+    assert rows and all(user == actor.pk and why for user, why in rows)
+    assert rows[0] == (actor.pk, "moved to refunds")

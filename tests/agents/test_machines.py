@@ -55,3 +55,8 @@ def test_machine_save_validates_and_records_history(actor):
     machine.timeouts = {"ghost": 30}
     with pytest.raises(ValidationError, match="Timeouts given for undeclared states: ghost"):
         machine_save(machine=machine, actor=actor, reason="bad")
+
+
+def test_timeouts_must_be_finite():
+    problems = machine_problems(**{**AFTER_SALES, "timeouts": {"init": float("inf")}})
+    assert problems == {"timeouts": "Each timeout must be a positive number of seconds."}

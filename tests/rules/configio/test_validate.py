@@ -411,3 +411,28 @@ def test_the_complete_example_in_the_docs_is_the_demo_configuration():
     assert without_names(config_from_yaml(example)) == without_names(
         config_from_yaml(DEMO_FILE.read_text(encoding="utf-8"))
     )
+
+
+def test_a_date_beyond_the_storable_range_is_a_problem_not_a_crash():
+    from rules.configio.validate import config_problems
+
+    text = """version: 1
+thresholds: []
+keyword_lists: []
+points:
+  - key: p
+    outcomes: [a]
+    default_outcome: a
+    rules:
+      - key: r
+        priority: 1
+        category: business
+        outcome: a
+        effective_until: "9999-12-31T23:00:00-05:00"
+        conditions: []
+machines: []
+"""
+    assert config_problems(text) == [
+        "points[0].rules[0].effective_until: '9999-12-31T23:00:00-05:00' is out of the range of dates that can be "
+        "stored (line 13)"
+    ]

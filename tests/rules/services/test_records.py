@@ -201,3 +201,56 @@ def test_deleting_a_point_removes_it_from_agents_with_history(actor):
     latest = agent.history.first()
     assert latest.history_change_reason == "retired point"
     assert [p.decisionpoint_id for p in latest.points.all()] == [keep.pk]
+
+
+def test_a_point_cannot_drop_or_retype_a_fact_its_rules_compare(actor):
+    p = f.point(facts={"refund_amount": "number"}, outcomes=("handoff", "approve"))
+    r = f.rule(p, key="over_limit", outcome="handoff")
+    f.condition(r, kind="fact", fact="refund_amount", operator=">", value=500)
+    for facts in ({"amount": "number"}, {"refund_amount": "string"}):
+        p.facts = facts
+        with pytest.raises(ValidationError) as exc:
+            records.point_save(point=p, actor=actor, reason="rename")
+        assert "over_limit" in exc.value.message_dict["facts"][0]
+    assert p.history.count() == 1
+
+
+def test_changing_a_lists_match_mode_restores_every_term_in_the_new_form(actor):
+    kl = f.keyword_list(key="codes", terms=[r"Refund\D+", "ABC"], match_mode="regex")
+    kl.match_mode = "substring"
+    records.keyword_list_save(keyword_list=kl, actor=actor, reason="plain terms now")
+    assert sorted(kl.terms.values_list("term", flat=True)) == ["abc", r"refund\d+"]
+    clash = f.keyword_list(key="clash", terms=["ABC", "abc"], match_mode="regex")
+    clash.match_mode = "substring"
+    with pytest.raises(ValidationError, match="would be the same term"):
+        records.keyword_list_save(keyword_list=clash, actor=actor, reason="x")
+
+
+def test_a_save_that_changes_nothing_writes_no_history(actor):
+    t = f.threshold()
+    same = Threshold.objects.get(pk=t.pk)
+    records.threshold_save(threshold=same, actor=actor, reason="opened and saved")
+    assert t.history.count() == 1
+
+
+def test_numbers_that_are_not_finite_are_refused_as_literals(actor):
+    p = f.point(facts={"refund_amount": "number"})
+    r = f.rule(p)
+    with pytest.raises(ValidationError, match="does not fit"):
+        f.condition(r, kind="fact", fact="refund_amount", operator=">", value=float("inf"))
+
+
+def test_a_configuration_the_configured_backend_cannot_run_is_refused_when_written(actor, settings):
+    """durable-rules evaluates at most 64 simultaneously true conditions: 65 rules on 65 lists exceed it."""
+    settings.ARBITER_ENGINE = "durable"
+    p = f.point(outcomes=("a", "b"))
+    with (
+        pytest.raises(ValidationError, match=r"durable engine cannot run this configuration: .* 65 conditions"),
+        config_change(actor=actor, reason="too wide for durable"),
+    ):
+        for i in range(65):
+            kl = f.keyword_list(key=f"list_{i}", terms=[f"term{i}"], actor=actor)
+            f.condition(f.rule(p, key=f"r{i}", outcome="a", actor=actor), kind="input_contains", keyword_list=kl)
+    assert not Rule.objects.exists()
+    settings.ARBITER_ENGINE = "native"
+    f.rule(p, key="fine", outcome="a")  # the native backend has no such limit
