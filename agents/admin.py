@@ -11,10 +11,12 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from agents.admin_forms import AgentRuntimeForm, StateMachineForm
-from agents.models import AgentRuntime, StateMachine
+from agents.models import AgentRuntime, Anomaly, StateMachine
 from agents.services import (
     agent_create,
     agent_rotate_token,
@@ -24,6 +26,7 @@ from agents.services import (
     machine_save,
 )
 from rules.admin.base import REFUSALS, AuditedAdmin, actor_of, reason_from, refusal_text, refused_on_form
+from rules.admin.decisions import SessionLogAdmin, session_changelist_url
 from rules.services.revisions import Actor, config_change
 
 _NEW_TOKEN_ATTR = "_arbiter_new_token"  # noqa: S105 - an attribute name, not a secret
@@ -162,3 +165,49 @@ class StateMachineAdmin(AuditedAdmin):
 
     def delete_record(self, obj: StateMachine, *, actor: Actor, reason: str) -> None:
         machine_delete(machine=obj, actor=actor, reason=reason)
+
+
+@admin.register(Anomaly)
+class AnomalyAdmin(SessionLogAdmin):
+    """What models did wrong: read-only, written only by the decide and transition services."""
+
+    list_display = ("created_at", "code", "agent_label", "session", "point", "short_detail", "decision_link")
+    list_display_links = ("created_at",)
+    list_filter = ("code", "agent", "point")
+    list_select_related = ("agent",)
+    ordering = ("-created_at",)
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    fields = ("created_at", "code", "agent", "session_id", "point", "detail", "raw", "decision_link", "session_link")
+    readonly_fields = fields
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css",)}
+
+    @admin.display(description="agent", ordering="agent__name")
+    def agent_label(self, obj: Anomaly) -> str:
+        return obj.agent.name if obj.agent is not None else "—"
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: Anomaly) -> str:
+        return obj.session_id or "—"
+
+    @admin.display(description="detail")
+    def short_detail(self, obj: Anomaly) -> str:
+        return Truncator(obj.detail).chars(120)
+
+    @admin.display(description="decision")
+    def decision_link(self, obj: Anomaly) -> str:
+        if obj.decision_id is None:
+            return "—"
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:rules_decisionrecord_change", args=[obj.decision_id]),
+            str(obj.decision_id)[:8],
+        )
+
+    @admin.display(description="session decisions")
+    def session_link(self, obj: Anomaly) -> str:
+        if not obj.session_id:
+            return "—"
+        return format_html('<a href="{}">{}</a>', session_changelist_url(obj.session_id), "decisions in this session")

@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
+from decision_service.api.schema import OpenApiDocumentApi
+
 
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
@@ -14,6 +16,7 @@ admin.site.index_title = "Decision rules, thresholds and agents"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("api/v1/", include("rules.urls")),
 ]
 

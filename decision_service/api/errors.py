@@ -63,6 +63,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         response = problem_response(status_code=status_code, code=code, title=title, detail=detail, errors=errors)
         if isinstance(exc, exceptions.Throttled) and exc.wait:
             response["Retry-After"] = str(int(exc.wait))
+        if getattr(exc, "auth_header", None):  # set by DRF on a 401; RFC 9110 requires the header
+            response["WWW-Authenticate"] = exc.auth_header
         return response
     # Anything else is our bug: let Django turn it into a logged 500 rather than hide it as a 400.
     logger.exception("unhandled error in API view", exc_info=exc)

@@ -28,9 +28,45 @@ class LimitedJSONParser(parsers.JSONParser):
         if not body:
             raise exceptions.ParseError("The request body is empty; send a JSON object.")
         try:
-            return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
-        except (UnicodeDecodeError, ValueError) as exc:
+            data = json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nesting too deep
             raise exceptions.ParseError(f"The request body is not valid JSON: {exc}") from exc
+        problem = _shape_problem(data)
+        if problem:
+            raise exceptions.ParseError(problem)
+        return data
+
+
+MAX_DEPTH = 32
+
+
+def _shape_problem(data: Any) -> str | None:
+    """Nothing we accept nests deeply, and text must be storable: refuse both before any other code
+    walks the body (recursion in serialisers, UTF-8 encoding in the database driver)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"The request body nests deeper than {MAX_DEPTH} levels."
+        if isinstance(value, str):
+            if not _encodable(value):
+                return "The request body holds text with an unpaired surrogate (U+D800 to U+DFFF)."
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not _encodable(key):
+                    return "The request body holds a key with an unpaired surrogate (U+D800 to U+DFFF)."
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _refuse_constant(name: str) -> Any:

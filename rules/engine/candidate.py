@@ -13,6 +13,22 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
 
+# The same limits a structured candidate is held to by the API.
+MAX_DECISION_CHARS = 128
+MAX_REASON_CHARS = 2000
+
+
+def _storable(text: str) -> bool:
+    """No NUL (PostgreSQL cannot store it) and no unpaired surrogate (not encodable as UTF-8)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class CandidateParseError(ValueError):
     """The text holds no usable candidate; ``str(exc)`` says why, for the anomaly record."""
 
@@ -56,6 +72,9 @@ def parse_candidate(raw: str, *, decision_keys: tuple[str, ...] = ("decision", "
         if not isinstance(decision, str) or not decision.strip():
             problems.append("decision is not a non-empty string")
             continue
+        if len(decision.strip()) > MAX_DECISION_CHARS or not _storable(decision):
+            problems.append("decision is too long or holds characters that cannot be stored")
+            continue
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):
             problems.append("confidence is not a number")
             continue
@@ -66,6 +85,9 @@ def parse_candidate(raw: str, *, decision_keys: tuple[str, ...] = ("decision", "
             reason = ""
         if not isinstance(reason, str):
             problems.append("reason is not a string")
+            continue
+        if len(reason) > MAX_REASON_CHARS or not _storable(reason):
+            problems.append("reason is too long or holds characters that cannot be stored")
             continue
         return Candidate(decision=decision.strip(), confidence=float(confidence), reason=reason)
     raise CandidateParseError(problems[0])

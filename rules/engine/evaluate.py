@@ -4,7 +4,7 @@ backends only answer *which rules hold*; what that means is decided here, once."
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rules.engine.compiler import CompiledPoint
@@ -64,14 +64,22 @@ def evaluate(
     facts: Mapping[str, Any] | None = None,
     session_state: str | None = None,
     now: dt.datetime,
+    known_hits: Mapping[str, Sequence[str]] | None = None,
 ) -> Decision:
-    """Decide one request. ``now`` is explicit so that tests and replays can fix the clock."""
+    """Decide one request. ``now`` is explicit so that tests and replays can fix the clock;
+    ``known_hits`` adds keyword hits recorded when the (since masked) input was first decided."""
     spec = point.spec
     facts = facts or {}
     if spec.keyword_lists and text:
         mask, found = point.scanner.scan(normalize_text(text))
     else:
         mask, found = 0, {}
+    if known_hits and spec.keyword_lists:
+        extra_mask, extra = point.scanner.known_hits(known_hits)
+        mask |= extra_mask
+        for bit, terms in extra.items():
+            listed = found.setdefault(bit, [])
+            listed.extend(t for t in terms if t not in listed)
     cand = candidate.decision if candidate is not None else None
     conf = candidate.confidence if candidate is not None else None
     indexes = point.matcher(mask, cand, conf, facts, session_state, now)

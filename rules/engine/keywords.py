@@ -35,7 +35,7 @@ class KeywordListSpec:
 class KeywordScanner:
     """Built once per compiled point; ``scan`` returns a bitmask of hit lists and the terms that hit."""
 
-    __slots__ = ("_automaton", "_keys", "_regexes")
+    __slots__ = ("_automaton", "_keys", "_plain", "_regexes")
 
     def __init__(self, lists: Sequence[KeywordListSpec]) -> None:
         self._keys = tuple(kl.key for kl in lists)
@@ -53,6 +53,9 @@ class KeywordScanner:
                 if norm:
                     entries.setdefault(_as_bytes_str(norm), []).append((bit, kl.match == "word", norm))
         self._regexes = tuple(regexes)
+        self._plain = {
+            bit: frozenset(normalize_text(t) for t in kl.terms) for bit, kl in enumerate(lists) if kl.match != "regex"
+        }
         if entries:
             automaton = ahocorasick.Automaton()
             for key, hits in entries.items():
@@ -92,6 +95,26 @@ class KeywordScanner:
                     mask |= 1 << bit
                     found.setdefault(bit, []).append(match.group(0))
                     break
+        return mask, found
+
+    def known_hits(self, named: Mapping[str, Sequence[str]]) -> tuple[int, dict[int, list[str]]]:
+        """Hits recorded earlier (list key → the terms that hit) that these lists still contain.
+
+        Replays use them because the logged input is masked: a keyword inside masked personal data
+        (a phone number holding 12315) is no longer in the text, but it was seen when the decision was made.
+        """
+        mask = 0
+        found: dict[int, list[str]] = {}
+        regexes = dict(self._regexes)
+        for bit, key in enumerate(self._keys):
+            for term in named.get(key, ()):
+                if bit in regexes:
+                    held = any(p.search(term) for p in regexes[bit])
+                else:
+                    held = normalize_text(term) in self._plain.get(bit, frozenset())
+                if held:
+                    mask |= 1 << bit
+                    found.setdefault(bit, []).append(term)
         return mask, found
 
     def named_hits(self, found: Mapping[int, list[str]]) -> dict[str, tuple[str, ...]]:

@@ -96,11 +96,16 @@ def _fact_problem(value: Any, declared: str) -> str | None:
         return None
     if declared == "boolean":
         return None if isinstance(value, bool) else "must be true or false"
+    # NUL cannot be stored in PostgreSQL text or JSON: refuse it here rather than fail on insert.
     if declared == "string":
-        return None if isinstance(value, str) else "must be a string"
+        if not isinstance(value, str):
+            return "must be a string"
+        return "must not contain NUL characters" if "\x00" in value else None
     if declared == "string_list":
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        return None if ok else "must be a list of strings"
+        if not ok:
+            return "must be a list of strings"
+        return "must not contain NUL characters" if any("\x00" in v for v in value) else None
     return f"has an unknown declared type {declared}"
 
 
@@ -193,7 +198,8 @@ def decision_make(
             if existing is not None:
                 return _result_from_record(existing)
         raise
-    return DecideResult(decision=decision, revision=revision, evaluated_us=evaluated_us, record=record)
+    # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
+    return DecideResult(decision=record_decision(record), revision=revision, evaluated_us=evaluated_us, record=record)
 
 
 def _invalid_output_decision(point: CompiledPoint, decision: Decision, problem: str) -> Decision:
@@ -367,7 +373,14 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
 
 def _reevaluate(point: CompiledPoint, record: DecisionRecord) -> Decision:
     candidate = record_candidate(record)
-    decision = evaluate(point, text=record.input, candidate=candidate, facts=record.facts, now=record.created_at)
+    decision = evaluate(
+        point,
+        text=record.input,
+        candidate=candidate,
+        facts=record.facts,
+        now=record.created_at,
+        known_hits=record.keyword_hits if record.masked else None,
+    )
     if record.candidate_invalid:
         decision = _invalid_output_decision(point, decision, "recorded as invalid")
     return decision

@@ -196,3 +196,19 @@ def test_invalid_requests_get_422_with_the_field_named(client, body, field):
     body = _problem(decide(client, body), 422, "invalid_request")
     assert field in json.dumps(body["errors"])
     assert not DecisionRecord.objects.exists()
+
+
+def test_nul_characters_are_refused_before_they_reach_the_database(client):
+    from rules.models import DecisionPoint
+    from rules.services import records as rec
+
+    point = DecisionPoint.objects.get(key="refund_approval")
+    point.facts = {**point.facts, "note": "string"}
+    rec.point_save(point=point, actor=None, reason="add a text fact")
+    for body in (
+        {"point": "refund_approval", "facts": {"note": "a\x00b"}},
+        {"point": "intent_routing", "input": "a\x00b"},
+        {"point": "intent_routing", "candidate_raw": "\x00"},
+    ):
+        _problem(decide(client, body), 422, "invalid_request")
+    assert not DecisionRecord.objects.exists()

@@ -140,3 +140,34 @@ moments = st.datetimes(
     min_value=dt.datetime(2026, 1, 1), max_value=dt.datetime(2027, 12, 31), timezones=st.just(dt.UTC)
 )
 states = st.one_of(st.none(), st.sampled_from(STATES))
+
+# Beyond the declared types: values a backend might misread (huge integers, NaN, texts with quotes,
+# escapes and NUL, wrong types). The reference interpreter decides what they mean, or raises.
+odd_texts = st.one_of(
+    words,
+    st.sampled_from(["", '"', "\\", '\\"', "o1\x00", "退款", "x" * 70_000]),
+    st.text(max_size=12),
+)
+wild_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from([2**53, 2**53 + 1, -(2**53) - 1, 2**63, 10**30]),
+    st.floats(),
+    odd_texts,
+    st.lists(st.one_of(words, st.integers(-5, 5)), max_size=3),
+)
+
+
+@st.composite
+def wild_facts(draw: st.DrawFn) -> dict[str, Any]:
+    """Any subset of the declared facts, each of any type at all."""
+    chosen = draw(st.lists(st.sampled_from(sorted(FACTS)), unique=True))
+    return {name: draw(wild_values) for name in chosen}
+
+
+wild_candidates = st.one_of(
+    candidates,
+    st.tuples(odd_texts, st.one_of(st.floats(), st.integers(-2, 2), st.booleans())),
+)
+wild_states = st.one_of(states, odd_texts)

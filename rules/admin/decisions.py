@@ -1,0 +1,408 @@
+"""The decision log in the admin: read-only, with a "why" panel on each decision and a replay view.
+
+The log can hold many millions of rows, so the list avoids the queries that would scan all of it:
+- the point and outcome filters list their choices from the configuration, not with a DISTINCT over
+  the log (Django's default for a plain column);
+- the date filter is a fixed list of ranges (today, past 7 days, …) rather than a date hierarchy,
+  which would run a DISTINCT over the dates of every row;
+- facet counts are never shown, and ``show_full_result_count`` is off (no second COUNT(*));
+- only the time column sorts (what the indexes serve); sorting by another would sort the whole log;
+- the search box matches session ids through the ``(session_id, created_at)`` index (see
+  ``session_search``) rather than Django's case-insensitive ``icontains``, which no index serves.
+What remains is the paginator's one COUNT(*) of the filtered rows, which page numbers need.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+
+from rules.engine import Decision
+from rules.errors import DomainError
+from rules.models import CandidateRequestCount, ConfigRevision, DecisionPoint, DecisionRecord, Rule, RuledBy
+from rules.services.decisions import decision_replay
+
+SESSION_SEARCH_HELP = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
+RULED_BY_LABELS = dict(RuledBy.choices)
+
+
+def session_search(queryset: QuerySet, term: str) -> QuerySet:
+    """Rows of one session (``term``), or of every session whose id starts with ``term`` minus a final ``*``.
+
+    Both forms are served by an index that leads with ``session_id``: equality directly; a prefix
+    through the lower bound ``session_id >= prefix`` (a range scan), with ``startswith`` keeping only
+    the true matches (a plain ``LIKE 'x%'`` uses such an index only under the "C" collation).
+    """
+    term = term.strip()
+    if not term:
+        return queryset
+    if term.endswith("*"):
+        prefix = term.rstrip("*")
+        if not prefix:
+            return queryset
+        return queryset.filter(session_id__gte=prefix, session_id__startswith=prefix)
+    return queryset.filter(session_id=term)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A log, not a record anyone edits: viewing only, for staff with the view (or change) permission."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class SessionLogAdmin(ReadOnlyAdmin):
+    """A read-only log searched by session id (see ``session_search``)."""
+
+    search_fields = ("session_id",)  # shows the search box; the matching is ``session_search``
+    search_help_text = SESSION_SEARCH_HELP
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        return session_search(queryset, search_term), False
+
+
+class PointFilter(admin.SimpleListFilter):
+    """Decision points as configured today (a point deleted since still filters by URL)."""
+
+    title = "decision point"
+    parameter_name = "point"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        keys = list(DecisionPoint.objects.order_by("key").values_list("key", flat=True))
+        selected = self.value()
+        if selected and selected not in keys:
+            keys.append(selected)
+        return [(k, k) for k in keys]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(point=value) if value else queryset
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    """Outcomes of the selected point, or of every point, as configured today."""
+
+    title = "decision"
+    parameter_name = "decision"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        points = DecisionPoint.objects.all()
+        point = request.GET.get(PointFilter.parameter_name)
+        if point:
+            points = points.filter(key=point)
+        outcomes = {outcome for row in points.values_list("outcomes", flat=True) for outcome in row or []}
+        selected = self.value()
+        if selected:
+            outcomes.add(selected)
+        return [(o, o) for o in sorted(outcomes)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(decision=value) if value else queryset
+
+
+# --- the "why" panel: everything a reviewer needs to see why a decision came out as it did ------------
+
+
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _rule_urls(point: str, keys: list[str]) -> dict[str, str]:
+    """Admin pages of the rules that still exist, by key."""
+    if not keys:
+        return {}
+    rows = Rule.objects.filter(point__key=point, key__in=keys).values_list("key", "pk")
+    return {key: reverse("admin:rules_rule_change", args=[pk]) for key, pk in rows}
+
+
+def _revision_url(number: int) -> str | None:
+    pk = ConfigRevision.objects.filter(number=number).values_list("pk", flat=True).first()
+    return None if pk is None else reverse("admin:rules_configrevision_change", args=[pk])
+
+
+def session_changelist_url(session_id: str) -> str:
+    return reverse("admin:rules_decisionrecord_changelist") + "?" + urlencode({"q": session_id})
+
+
+def why_context(record: DecisionRecord) -> dict[str, Any]:
+    """What the decision's detail page shows, as plain values (the template escapes all of it)."""
+    matched = sorted(record.matched_rules or [], key=lambda m: m.get("priority", 0))  # stable: keeps ties' order
+    urls = _rule_urls(record.point, [m["key"] for m in matched])
+    winner_key = record.rule_key if record.ruled_by == RuledBy.HARD_RULE else ""
+    winner_marked = False
+    rows = []
+    for m in matched:
+        winner = bool(winner_key) and not m.get("shadow") and m["key"] == winner_key and not winner_marked
+        winner_marked = winner_marked or winner
+        rows.append(
+            {
+                "key": m["key"],
+                "priority": m.get("priority"),
+                "category": m.get("category", ""),
+                "outcome": m.get("outcome", ""),
+                "shadow": bool(m.get("shadow")),
+                "winner": winner,
+                "url": urls.get(m["key"]),
+            }
+        )
+    anomalies = [
+        {
+            "url": reverse("admin:agents_anomaly_change", args=[a.pk]),
+            "created_at": a.created_at,
+            "code": a.code,
+            "detail": a.detail,
+        }
+        for a in record.anomalies.order_by("created_at")
+    ]
+    tokens_total = None
+    if record.tokens_prompt is not None or record.tokens_completion is not None:
+        tokens_total = (record.tokens_prompt or 0) + (record.tokens_completion or 0)
+    return {
+        "record": record,
+        "matched": rows,
+        "winner_missing": bool(winner_key) and not winner_marked,
+        "rule_url": urls.get(record.rule_key) if record.rule_key else None,
+        "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
+        "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
+        "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
+        "masked": sorted((record.masked or {}).items()),
+        "facts_json": _pretty_json(record.facts) if record.facts else "",
+        "revision_url": _revision_url(record.revision),
+        "tokens_total": tokens_total,
+        "anomalies": anomalies,
+        "replay_url": reverse("admin:rules_decisionrecord_replay", args=[record.pk]),
+        "session_url": session_changelist_url(record.session_id) if record.session_id else None,
+    }
+
+
+# --- the replay view ------------------------------------------------------------------------------------
+
+
+def _side(decision: Decision | None, revision: int, label: str) -> dict[str, Any] | None:
+    if decision is None:
+        return None
+    return {
+        "label": label,
+        "revision": revision,
+        "decision": decision.decision,
+        "ruled_by": RULED_BY_LABELS.get(decision.ruled_by or "", decision.ruled_by or ""),
+        "rule": decision.rule.key if decision.rule else "",
+        "matched": [{"key": m.key, "priority": m.priority, "shadow": m.shadow} for m in decision.matched_rules],
+        "overridden": decision.overridden,
+        "reason": decision.reason,
+    }
+
+
+def _differs(side: dict[str, Any] | None, recorded: dict[str, Any]) -> list[str]:
+    """The rows of ``side`` that do not agree with the recorded decision (the reason's wording aside)."""
+    if side is None:
+        return []
+
+    def compared(s: dict[str, Any], name: str) -> Any:
+        # As ``same_outcome`` compares them: matched rules by key and shadow mark (priorities may move).
+        return [(m["key"], m["shadow"]) for m in s[name]] if name == "matched" else s[name]
+
+    names = ("decision", "ruled_by", "rule", "matched", "overridden")
+    return [name for name in names if compared(side, name) != compared(recorded, name)]
+
+
+@admin.register(DecisionRecord)
+class DecisionRecordAdmin(SessionLogAdmin):
+    change_form_template = "admin/rules/decisionrecord/change_form.html"
+    replay_template = "admin/rules/decisionrecord/replay.html"
+    list_display = (
+        "time",
+        "point",
+        "decision",
+        "ruled_by",
+        "winning_rule",
+        "candidate",
+        "overridden",
+        "agent_label",
+        "session",
+        "revision",
+    )
+    list_display_links = ("time",)
+    # Sorting by other columns would sort the whole (filtered) log; time is what the indexes serve.
+    sortable_by = ("time",)
+    list_filter = (
+        PointFilter,
+        OutcomeFilter,
+        "ruled_by",
+        "overridden",
+        "agent",
+        ("created_at", admin.DateFieldListFilter),
+    )
+    list_select_related = ("agent",)
+    ordering = ("-created_at",)
+    list_per_page = 50
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    fieldsets = [
+        (
+            "Record",
+            {
+                "fields": [
+                    "id",
+                    "created_at",
+                    "agent_name",
+                    "session_id",
+                    "session_state",
+                    "engine",
+                    "idempotency_key",
+                    "request_digest",
+                ],
+                "classes": ["collapse"],
+            },
+        )
+    ]
+    readonly_fields = (
+        "id",
+        "created_at",
+        "agent_name",
+        "session_id",
+        "session_state",
+        "engine",
+        "idempotency_key",
+        "request_digest",
+    )
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/decisions.css")}
+
+    # --- columns ----------------------------------------------------------------------------------------
+
+    @admin.display(description="time", ordering="created_at")
+    def time(self, obj: DecisionRecord) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="winning rule", ordering="rule_key")
+    def winning_rule(self, obj: DecisionRecord) -> str:
+        return obj.rule_key or "—"
+
+    @admin.display(description="candidate")
+    def candidate(self, obj: DecisionRecord) -> str:
+        if obj.candidate_invalid:
+            return "invalid output"
+        if not obj.candidate_decision:
+            return "—"
+        if obj.candidate_confidence is None:
+            return obj.candidate_decision
+        return f"{obj.candidate_decision} ({obj.candidate_confidence:.2f})"
+
+    @admin.display(description="agent", ordering="agent_name")
+    def agent_label(self, obj: DecisionRecord) -> str:
+        return obj.agent.name if obj.agent is not None else obj.agent_name
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: DecisionRecord) -> str:
+        return obj.session_id or "—"
+
+    # --- the detail page --------------------------------------------------------------------------------
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context["why"] = why_context(obj)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+    # --- the replay view --------------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        info = self.opts.app_label, self.opts.model_name
+        replay = path(
+            "<path:object_id>/replay/",
+            self.admin_site.admin_view(self.replay_view),
+            name="{}_{}_replay".format(*info),
+        )
+        return [replay, *super().get_urls()]
+
+    def replay_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The decision evaluated again: under the revision it was made under, and under today's."""
+        record = self.get_object(request, unquote(object_id))
+        if record is None:
+            self.message_user(request, f"There is no decision with the id “{object_id}”.", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:rules_decisionrecord_changelist"))
+        if not self.has_view_permission(request, record):
+            raise PermissionDenied
+        problem = ""
+        sides: list[dict[str, Any]] = []
+        identical = None
+        current_revision = None
+        try:
+            replay = decision_replay(record=record)
+        except DomainError as exc:
+            problem = exc.detail
+        else:
+            identical = replay.identical
+            current_revision = replay.current_revision
+            recorded = _side(replay.recorded, replay.revision, "recorded")
+            assert recorded is not None
+            replayed = _side(replay.replayed, replay.revision, "replayed under the recorded revision")
+            current = _side(replay.current, replay.current_revision, "under the current revision")
+            for side in (recorded, replayed, current):
+                if side is not None:
+                    side["differs"] = _differs(side, recorded)
+                    sides.append(side)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Replay of {record}",
+            "subtitle": None,
+            "record": record,
+            "change_url": reverse("admin:rules_decisionrecord_change", args=[record.pk]),
+            "problem": problem,
+            "sides": sides,
+            "identical": identical,
+            "current_revision": current_revision,
+            "current_missing": not problem and len(sides) < 3,
+            "current_same": len(sides) == 3 and not sides[2]["differs"],
+        }
+        return TemplateResponse(request, self.replay_template, context)
+
+
+@admin.register(CandidateRequestCount)
+class CandidateRequestCountAdmin(ReadOnlyAdmin):
+    """How often each point answered "ask your LLM" (``needs_candidate``), per agent and day."""
+
+    list_display = ("day", "point", "agent", "count")
+    list_filter = ("point", "agent", ("day", admin.DateFieldListFilter))
+    list_select_related = ("agent",)
+    ordering = ("-day", "point")
+    show_facets = admin.ShowFacets.NEVER
+    fields = ("point", "agent", "day", "count")
+
+
+__all__ = [
+    "CandidateRequestCountAdmin",
+    "DecisionRecordAdmin",
+    "ReadOnlyAdmin",
+    "SessionLogAdmin",
+    "session_changelist_url",
+    "session_search",
+    "why_context",
+]

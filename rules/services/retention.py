@@ -1,0 +1,78 @@
+"""Retention of the decision log: rows older than the retention period are purged by a daily sweep.
+
+Decision log rows, anomalies and "ask your LLM" counters are records of what happened, not audited
+configuration, so they are deleted with plain queryset deletes (no history is written). They are
+deleted in primary-key batches, each batch in its own short transaction, so that purging a huge log
+never holds one long transaction or locks the whole table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+
+from agents.models import Anomaly
+from rules.models import CandidateRequestCount, DecisionRecord
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 5000
+
+
+def _delete_in_batches(queryset: models.QuerySet, *, order_by: str, batch_size: int) -> int:
+    """Delete every row of ``queryset``, oldest first, ``batch_size`` primary keys at a time."""
+    model = queryset.model
+    total = 0
+    while True:
+        pks = list(queryset.order_by(order_by).values_list("pk", flat=True)[:batch_size])
+        if not pks:
+            return total
+        with transaction.atomic():
+            # Only the key is loaded: the related-row handling (anomalies' SET_NULL) needs nothing more.
+            deleted, _ = model._default_manager.filter(pk__in=pks).only("pk").delete()
+        # ``deleted`` also counts rows removed by cascades; the batch is what this model lost.
+        total += len(pks)
+        logger.debug("decision log purge: deleted a batch of %d %s (%d rows in all)", len(pks), model.__name__, deleted)
+
+
+def decision_log_purge(
+    *, older_than_days: int | None = None, now: dt.datetime | None = None, batch_size: int = DEFAULT_BATCH_SIZE
+) -> int:
+    """Delete decisions (and anomalies, and candidate-request counters) older than the retention period.
+
+    ``older_than_days`` defaults to ``settings.ARBITER_DECISION_RETENTION_DAYS``; 0 (or less) keeps the
+    log forever and deletes nothing. Returns how many decisions were deleted. Running it again deletes
+    nothing more, so the sweep is safe to repeat or to run from two workers at once.
+    """
+    days = settings.ARBITER_DECISION_RETENTION_DAYS if older_than_days is None else older_than_days
+    if days <= 0:
+        logger.info("decision log purge: retention is 0 days (keep forever); nothing deleted")
+        return 0
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    cutoff = (now or timezone.now()) - dt.timedelta(days=days)
+    # Anomalies first: those of the decisions about to go are old too, so the decisions' delete has
+    # fewer anomaly links left to set to NULL.
+    anomalies = _delete_in_batches(
+        Anomaly.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
+    )
+    decisions = _delete_in_batches(
+        DecisionRecord.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
+    )
+    counters = _delete_in_batches(
+        CandidateRequestCount.objects.filter(day__lt=cutoff.date()), order_by="day", batch_size=batch_size
+    )
+    logger.info(
+        "decision log purge: deleted %d decisions, %d anomalies and %d candidate-request counters "
+        "older than %d days (before %s)",
+        decisions,
+        anomalies,
+        counters,
+        days,
+        cutoff.isoformat(),
+    )
+    return decisions

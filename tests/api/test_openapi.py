@@ -1,0 +1,103 @@
+"""``docs/openapi.yaml`` is valid, served, and describes every route and field the code has."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+from django.urls import URLPattern, URLResolver, get_resolver
+from openapi_spec_validator import validate
+
+from decision_service.api.errors import _DRF_CODES
+from rules import apis
+from rules import urls as rules_urls
+from rules.errors import EngineUnavailable, IdempotencyConflict, InvalidRequest, NotFound, PointNotAllowed, UnknownPoint
+from tests.api.conftest import SPEC
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+@pytest.fixture(scope="module")
+def spec() -> dict[str, Any]:
+    return yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+
+
+def _resolve(spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        *_, kind, name = node["$ref"].split("/")
+        node = spec["components"][kind][name]
+    return node
+
+
+def test_the_file_is_valid_openapi(spec):
+    validate(spec)
+
+
+def test_the_document_is_served_without_a_token(client):
+    response = client.get("/api/v1/openapi.yaml", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/yaml; charset=utf-8"
+    assert response.content == SPEC.read_bytes()
+    refused = client.post("/api/v1/openapi.yaml")
+    assert refused.status_code == 405 and refused["Content-Type"] == "application/problem+json"
+    assert refused.json()["code"] == "method_not_allowed"
+
+
+def _api_routes() -> dict[str, set[str]]:
+    """``/api/v1/...`` path (OpenAPI style) → the HTTP methods its view implements."""
+    routes: dict[str, set[str]] = {}
+
+    def walk(patterns: list[Any], prefix: str) -> None:
+        for p in patterns:
+            route = prefix + str(p.pattern)
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, route)
+            elif isinstance(p, URLPattern) and route.startswith("api/"):
+                view = p.callback.view_class
+                path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+                routes[path] = {m for m in HTTP_METHODS if hasattr(view, m)}
+
+    walk(get_resolver().url_patterns, "")
+    return routes
+
+
+def test_every_api_route_is_described_with_exactly_its_methods(spec):
+    routes = _api_routes()
+    # rules/urls.py is mounted under /api/v1/: all five of its routes are among those found.
+    assert len([r for r in routes if r != "/api/v1/openapi.yaml"]) == len(rules_urls.urlpatterns)
+    assert set(spec["paths"]) == set(routes)
+    for path, methods in routes.items():
+        assert set(spec["paths"][path]) == methods, path
+        for method in methods:
+            parameters = [_resolve(spec, p) for p in spec["paths"][path][method].get("parameters", [])]
+            assert set(re.findall(r"{(\w+)}", path)) == {p["name"] for p in parameters if p["in"] == "path"}, path
+
+
+@pytest.mark.parametrize(
+    ("serializer", "name"),
+    [
+        (apis.DecisionCreateApi.InputSerializer, "DecideRequest"),
+        (apis.DecisionCreateApi.CandidateSerializer, "Candidate"),
+        (apis.DecisionCreateApi.TokensSerializer, "Tokens"),
+    ],
+)
+def test_request_schemas_match_the_serializers(spec, serializer, name):
+    schema = spec["components"]["schemas"][name]
+    fields = serializer().fields
+    assert schema["additionalProperties"] is False  # StrictSerializer refuses unknown fields
+    assert set(schema["properties"]) == set(fields)
+    assert set(schema.get("required", [])) == {n for n, f in fields.items() if f.required}
+    for field_name, field in fields.items():
+        prop = _resolve(spec, schema["properties"][field_name])
+        if getattr(field, "max_length", None) is not None:
+            assert prop["maxLength"] == field.max_length, field_name
+        if getattr(field, "min_value", None) is not None:
+            assert (prop["minimum"], prop["maximum"]) == (field.min_value, field.max_value), field_name
+
+
+def test_problem_codes_are_exactly_those_the_api_can_send(spec):
+    domain = {UnknownPoint, PointNotAllowed, IdempotencyConflict, InvalidRequest, NotFound, EngineUnavailable}
+    sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
+    assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent

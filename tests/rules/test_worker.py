@@ -1,0 +1,184 @@
+"""The retention sweep as Celery runs it.
+
+With a broker configured (CI's PostgreSQL run, ``CELERY_BROKER_URL=redis://…``), a real worker process
+is started against the test database pytest-django created, the task is sent through Redis on a queue
+of its own, and the rows are gone because that worker deleted them. Without a broker (the SQLite run),
+tasks run in-process: the test checks that ``.delay()`` takes that eager path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import redis
+from celery.backends.redis import RedisBackend
+from celery.exceptions import TimeoutError as CeleryTimeoutError
+from celery.result import AsyncResult, EagerResult
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from decision_service.celery import app as celery_app
+from rules.models import DecisionRecord
+from rules.tasks import decision_log_purge
+
+ROOT = Path(__file__).resolve().parents[2]
+RETENTION_DAYS = 30
+WAIT_SECONDS = 60
+
+
+def _make_decision(created_at: dt.datetime) -> DecisionRecord:
+    return DecisionRecord.objects.create(
+        created_at=created_at,
+        point="refund_approval",
+        agent_name="support_bot",
+        decision="auto_approve",
+        ruled_by="default",
+        revision=1,
+    )
+
+
+def _database_url() -> str:
+    """The test database pytest-django created (not the one named in ``DATABASE_URL``)."""
+    db = connection.settings_dict
+    user = quote(db.get("USER") or "", safe="")
+    password = quote(db.get("PASSWORD") or "", safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = db.get("HOST") or "127.0.0.1"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{auth}{host}{port}/{quote(db['NAME'], safe='')}"
+
+
+def _result_backend_url() -> str:
+    return settings.CELERY_RESULT_BACKEND or settings.CELERY_BROKER_URL  # both redis db 15 in CI
+
+
+@dataclass(frozen=True)
+class Worker:
+    queue: str
+    process: subprocess.Popen
+
+
+@pytest.fixture
+def worker(transactional_db) -> Iterator[Worker]:
+    """A Celery worker process consuming a queue of its own; killed (and its queue deleted) afterwards."""
+    queue = f"arbiter-test-{uuid.uuid4().hex[:12]}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "decision_service.settings.test",
+        "DATABASE_URL": _database_url(),
+        "DATABASE_CONN_MAX_AGE": "0",
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_RESULT_BACKEND": _result_backend_url(),
+        "ARBITER_DECISION_RETENTION_DAYS": str(RETENTION_DAYS),
+    }
+    log = tempfile.NamedTemporaryFile(prefix="arbiter-worker-", suffix=".log", delete=False)  # noqa: SIM115
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "decision_service",
+        "worker",
+        "--pool=solo",
+        "--concurrency=1",
+        "-Q",
+        queue,
+        "-n",
+        f"{queue}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--loglevel=INFO",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield Worker(queue=queue, process=process)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=15)
+        log.close()
+        output = Path(log.name).read_text(errors="replace")
+        Path(log.name).unlink(missing_ok=True)
+        print(f"--- celery worker output ---\n{output[-4000:]}")  # shown by pytest when the test fails
+        _forget_queue(queue)
+
+
+def _forget_queue(queue: str) -> None:
+    """Remove what kombu keeps in Redis for the test's queue (its messages and exchange bindings)."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        keys = [queue, *client.scan_iter(match=f"_kombu.binding*.{queue}")]
+        client.delete(*keys)
+    finally:
+        client.close()
+
+
+def _purge_through_the_worker(worker: Worker) -> int:
+    result = decision_log_purge.apply_async(queue=worker.queue)
+    assert not isinstance(result, EagerResult), "with a broker configured the task must go through it"
+    # The test process may have built its result backend before this test (or without one): read the
+    # worker's answer from the backend the worker was given, explicitly.
+    backend = RedisBackend(app=celery_app, url=_result_backend_url())
+    answer = AsyncResult(result.id, app=celery_app, backend=backend)
+    deadline = time.monotonic() + WAIT_SECONDS
+    try:
+        while True:
+            try:
+                return int(answer.get(timeout=1, interval=0.1))
+            except CeleryTimeoutError:
+                if worker.process.poll() is not None:
+                    pytest.fail(f"the worker exited with {worker.process.returncode} before answering")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"no answer from the worker within {WAIT_SECONDS} s")
+    finally:
+        answer.forget()
+
+
+# Marked rather than requesting ``transactional_db`` only inside the test: a database fixture first
+# requested mid-test does not make pytest-django create the test database.
+@pytest.mark.django_db(transaction=True)
+def test_the_retention_sweep_runs_in_celery(request, settings):
+    settings.ARBITER_DECISION_RETENTION_DAYS = RETENTION_DAYS
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        # No broker (SQLite run): ``.delay()`` runs the task here and now.
+        now = timezone.now()
+        for days in (40, 50, 1):
+            _make_decision(now - dt.timedelta(days=days))
+        result = decision_log_purge.delay()
+        assert isinstance(result, EagerResult)
+        assert result.get() == 2
+        assert DecisionRecord.objects.count() == 1
+        return
+
+    if connection.vendor != "postgresql":
+        pytest.fail("a real worker needs a database another process can open: run it with DATABASE_URL=postgres://…")
+    worker = request.getfixturevalue("worker")
+    now = timezone.now()
+    old = [_make_decision(now - dt.timedelta(days=days)) for days in (40, 50, 400)]
+    kept = _make_decision(now - dt.timedelta(days=1))
+    started = time.monotonic()
+
+    deleted = _purge_through_the_worker(worker)
+
+    assert deleted == len(old), f"the worker deleted {deleted} decisions"
+    assert list(DecisionRecord.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert time.monotonic() - started < WAIT_SECONDS
+    assert worker.process.poll() is None  # it is the running worker that answered
