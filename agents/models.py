@@ -75,6 +75,20 @@ class StateMachine(models.Model):
             actions=self.actions,
             timeouts=self.timeouts,
         )
+        if not problems and self.key:
+            from rules.models import DecisionPoint
+
+            declared = set(self.states)
+            relying = []
+            for point in DecisionPoint.objects.filter(machine=self.key):
+                missing = sorted(
+                    {s for s in point.state_map.values() if s not in declared}
+                    | ({point.fallback_state} - declared - {""})
+                )
+                if missing:
+                    relying.append(f"{point.key} ({', '.join(missing)})")
+            if relying:
+                problems["states"] = f"Decision points still move sessions to these states: {'; '.join(relying)}."
         if problems:
             raise ValidationError(problems)
 
@@ -100,3 +114,74 @@ class Anomaly(models.Model):
 
     def __str__(self) -> str:
         return f"{self.code} ({self.session_id or 'no session'})"
+
+
+class Session(models.Model):
+    """One conversation's place in its state machine. Only ``agents.services.sessions`` changes it."""
+
+    agent = models.ForeignKey(AgentRuntime, on_delete=models.PROTECT, related_name="sessions")
+    key = models.CharField(max_length=128, help_text="The session id the agent uses.")
+    machine = models.ForeignKey(StateMachine, on_delete=models.PROTECT, related_name="sessions")
+    state = models.CharField(max_length=64)
+    seq = models.PositiveIntegerField(default=0, help_text="Moves so far; assigned by the server, gap-free.")
+    stack = models.JSONField(default=list, blank=True, help_text="States to resume after interrupts, innermost last.")
+    context = models.JSONField(default=dict, blank=True)
+    anomaly_count = models.PositiveIntegerField(default=0)
+    handoff_reason = models.CharField(max_length=64, blank=True)
+    state_entered_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [models.UniqueConstraint(fields=["agent", "key"], name="session_key_unique_per_agent")]
+        indexes = [
+            models.Index(fields=["machine", "state", "state_entered_at"], name="session_machine_state_idx"),
+            models.Index(fields=["state_entered_at"], name="session_state_entered_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"
+
+
+class TransitionKind(models.TextChoices):
+    MOVE = "move", "move"
+    DECISION = "decision", "move from a decision"
+    FALLBACK = "fallback", "fallback after a decision"
+    INTERRUPT = "interrupt", "interrupt"
+    RESUME = "resume", "resume"
+    MODEL_FAILURE = "model_failure", "handed off: model failure"
+    TIMEOUT = "timeout", "handed off: timeout"
+
+
+class Transition(models.Model):
+    """One move of a session, numbered by ``seq``; written once, never changed."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="transitions")
+    seq = models.PositiveIntegerField()
+    from_state = models.CharField(max_length=64)
+    to_state = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=TransitionKind.choices, default=TransitionKind.MOVE)
+    actor = models.CharField(max_length=128, help_text="The agent, or system:<what> for sweeps and policies.")
+    reason = models.TextField(blank=True)
+    decision = models.ForeignKey(
+        "rules.DecisionRecord", null=True, blank=True, on_delete=models.SET_NULL, related_name="transitions"
+    )
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    request_digest = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="transition_seq_unique_per_session"),
+            models.UniqueConstraint(
+                fields=["session", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="transition_idempotency_key_unique",
+            ),
+            models.CheckConstraint(condition=models.Q(seq__gte=1), name="transition_seq_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} #{self.seq}: {self.from_state} → {self.to_state}"

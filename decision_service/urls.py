@@ -18,6 +18,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("api/v1/", include("rules.urls")),
+    path("api/v1/", include("agents.urls")),
 ]
 
 handler404 = "decision_service.api.errors.api_not_found"

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from decision_service.api.auth import AgentTokenAuthentication, request_agent
 from decision_service.api.fields import (
+    StrictBooleanField,
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
@@ -76,6 +77,15 @@ def decision_output(result: DecideResult) -> dict[str, Any]:
     }
 
 
+def decision_session_output(*, agent: Any, session_id: str) -> dict[str, Any]:
+    """Feedback hints for the agent's next prompt, when the decision belongs to a known session."""
+    from agents.models import Session
+    from agents.services.sessions import session_feedback
+
+    session = Session.objects.filter(agent=agent, key=session_id).first()
+    return {"feedback": session_feedback(session) if session else []}
+
+
 class DecisionCreateApi(AgentApi):
     class CandidateSerializer(StrictSerializer):
         decision = StrictCharField(max_length=128)
@@ -96,6 +106,7 @@ class DecisionCreateApi(AgentApi):
         )
         facts = serializers.DictField(required=False, default=dict)
         tokens = serializers.JSONField(required=False, allow_null=True)
+        apply = StrictBooleanField(required=False, default=False)
 
         def validate_candidate(self, value: Any) -> Any:
             if value is None:
@@ -144,9 +155,15 @@ class DecisionCreateApi(AgentApi):
                 tokens_completion=tokens.get("completion"),
             ),
             idempotency_key=key,
+            apply=data["apply"],
         )
         code = status.HTTP_200_OK if result.record is None else status.HTTP_201_CREATED
-        return Response(decision_output(result), status=code)
+        body = decision_output(result)
+        if data["session_id"]:
+            body.update(decision_session_output(agent=request_agent(request), session_id=data["session_id"]))
+        if data["apply"]:
+            body["session"] = result.session_move
+        return Response(body, status=code)
 
 
 def record_output(record: DecisionRecord) -> dict[str, Any]:

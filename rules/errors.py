@@ -37,9 +37,11 @@ class DomainError(Exception):
         code: str | None = None,
         status: int | None = None,
         errors: dict[str, Any] | list[Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.extra = extra or {}
         if code is not None:
             self.code = code
         if status is not None:

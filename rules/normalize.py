@@ -6,11 +6,25 @@ case folding makes ``Refund`` and ``REFUND`` the same term. Pure Python, no Djan
 
 from __future__ import annotations
 
+import re
 import unicodedata
+
+# Full-width ASCII (U+FF01–FF5E) is what customer messages mostly need folded. Folding just those
+# runs first, and running full NFKC only if anything else still needs it, gives the same result and
+# measured ~30% faster on 500-character inputs (bench/RESULTS.md).
+_FULLWIDTH_RUN = re.compile("[\uff01-\uff5e]+")
+
+
+def _fold_fullwidth(match: re.Match[str]) -> str:
+    return unicodedata.normalize("NFKC", match.group())
 
 
 def normalize_text(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold().strip()
+    if not unicodedata.is_normalized("NFKC", text):
+        text = _FULLWIDTH_RUN.sub(_fold_fullwidth, text)
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+    return text.casefold().strip()
 
 
 def normalize_term(term: str, match_mode: str) -> str:

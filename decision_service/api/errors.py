@@ -47,9 +47,12 @@ def problem_response(*, status_code: int, code: str, title: str, detail: str, er
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
-        return problem_response(
+        response = problem_response(
             status_code=exc.status, code=str(exc.code), title=exc.title, detail=exc.detail, errors=exc.errors
         )
+        # Problem details may carry extension members (RFC 9457), e.g. the current state on a conflict.
+        response.data.update({k: v for k, v in exc.extra.items() if k not in response.data})
+        return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -108,6 +108,8 @@ ARBITER_MAX_REQUEST_BYTES = 64 * 1024
 
 CELERY_BEAT_SCHEDULE = {
     "purge-old-decisions": {"task": "rules.tasks.decision_log_purge", "schedule": 24 * 3600.0},
+    # Per-state timeouts are seconds (seed 003: 30 s waiting for the model), so sweep often.
+    "sweep-session-timeouts": {"task": "agents.tasks.session_timeouts_sweep", "schedule": 5.0},
 }
 
 LOGGING = {

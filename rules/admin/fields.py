@@ -140,12 +140,14 @@ class MappingField(forms.CharField):
             return True
 
 
-class PatternsField(forms.CharField):
-    """``name: regular expression`` lines; the expression is taken as written after the first colon."""
+class PairsField(forms.CharField):
+    """``name: value`` lines (a mask's regular expression, an outcome's state); the value is taken as
+    written after the first colon."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, example: str = r"order_no: E\d{10}", **kwargs: Any) -> None:
+        self.example = example
         kwargs.setdefault("required", False)
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 3, "cols": 60, "placeholder": r"order_no: E\d{10}"}))
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 3, "cols": 60, "placeholder": example}))
         super().__init__(**kwargs)
 
     def prepare_value(self, value: Any) -> Any:
@@ -163,7 +165,7 @@ class PatternsField(forms.CharField):
             name, sep, pattern = line.partition(":")
             name, pattern = name.strip(), pattern.strip()
             if not sep or not name or not pattern:
-                raise ValidationError(f"Line {number}: write “name: pattern”, e.g. “order_no: E\\d{{10}}”.")
+                raise ValidationError(f"Line {number}: write “name: value”, e.g. “{self.example}”.")
             if name in patterns:
                 raise ValidationError(f"Line {number}: {name} is listed twice.")
             patterns[name] = pattern

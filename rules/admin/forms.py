@@ -15,7 +15,7 @@ from rules.admin.fields import (
     FactsField,
     ListField,
     LiteralField,
-    PatternsField,
+    PairsField,
     literal_tokens,
     parse_literal,
     parse_literal_list,
@@ -141,7 +141,16 @@ class DecisionPointForm(AuditedModelForm):
         widget=forms.CheckboxSelectMultiple,
         help_text="Personal data is masked in the decision log; tick a kind only if this point needs it kept.",
     )
-    mask_patterns = PatternsField(
+    machine = forms.ChoiceField(
+        required=False,
+        help_text="The state machine whose sessions a decision at this point may move (decide with apply=true).",
+    )
+    state_map = PairsField(
+        example="human_handoff: human_handoff",
+        label="Outcome → state",
+        help_text="One per line as “outcome: state”: where a session moves when the point decides that outcome.",
+    )
+    mask_patterns = PairsField(
         label="Also mask",
         help_text="More personal data to mask in the log, one per line as “name: regular expression”.",
     )
@@ -157,11 +166,22 @@ class DecisionPointForm(AuditedModelForm):
             "candidate_whitelist",
             "default_outcome",
             "no_candidate",
+            "machine",
+            "state_map",
+            "fallback_state",
             "mask_skip",
             "mask_patterns",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {"default_outcome": "What happens when nothing else decides. Must be one of the outcomes."}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from agents.models import StateMachine  # agents builds on rules
+
+        machine = self.fields["machine"]
+        assert isinstance(machine, forms.ChoiceField)
+        machine.choices = [("", "— none —")] + [(k, k) for k in StateMachine.objects.values_list("key", flat=True)]
 
 
 class RuleForm(AuditedModelForm):

@@ -38,6 +38,7 @@ class DecisionPointAdmin(AuditedAdmin):
             "Inputs and answers",
             {"fields": ["facts", "outcomes", "candidate_whitelist", "default_outcome", "no_candidate"]},
         ),
+        ("Sessions", {"fields": ["machine", "state_map", "fallback_state"]}),
         ("Personal data in the decision log", {"fields": ["mask_skip", "mask_patterns"]}),
     ]
 

@@ -141,7 +141,7 @@ class _Applier:
         actor, reason = self.actor, self.reason
 
         # 1. Rules (and points) that go away take their conditions with them, before the keyword
-        #    lists and thresholds those conditions use are deleted in step 4.
+        #    lists and thresholds those conditions use are deleted in step 5.
         removed_points = {c.key for c in by_kind[("point", "remove")]}
         for change in by_kind[("point", "remove")]:
             with _refusal(f"point {change.label}"):
@@ -161,7 +161,11 @@ class _Applier:
         self.keyword_lists = {kl.key: kl for kl in KeywordList.objects.all()}
         self.thresholds = {t.key: t for t in Threshold.objects.all()}
 
-        # 3. Points and their rules.
+        # 3. State machines the points' outcome → state maps may now refer to.
+        for change in by_kind[("machine", "add")] + by_kind[("machine", "change")]:
+            self.machine(change)
+
+        # 4. Points and their rules.
         point_changes = {c.key: c for c in by_kind[("point", "add")] + by_kind[("point", "change")]}
         rule_changes: dict[str, list[RecordChange]] = defaultdict(list)
         for change in by_kind[("rule", "add")] + by_kind[("rule", "change")]:
@@ -171,7 +175,7 @@ class _Applier:
             if key in point_changes or key in rule_changes:
                 self.point(key, point_changes.get(key), rule_changes.get(key, []))
 
-        # 4. Keyword lists and thresholds no condition uses any more.
+        # 5. Keyword lists, thresholds and machines nothing uses any more.
         for change in by_kind[("keyword_list", "remove")]:
             with _refusal(f"keyword list {change.label}"):
                 keyword_list = KeywordList.objects.get(key=change.key)
@@ -181,8 +185,7 @@ class _Applier:
                 threshold = Threshold.objects.get(key=change.key)
                 records.threshold_delete(threshold=threshold, actor=actor, reason=reason)
 
-        # 5. State machines stand alone.
-        for change in by_kind[("machine", "remove")] + by_kind[("machine", "add")] + by_kind[("machine", "change")]:
+        for change in by_kind[("machine", "remove")]:
             self.machine(change)
 
     def threshold(self, change: RecordChange) -> None:
@@ -260,6 +263,9 @@ class _Applier:
         point.candidate_whitelist = list(doc["candidate_whitelist"])
         point.default_outcome = doc["default_outcome"]
         point.no_candidate = doc["when_no_candidate"]
+        point.machine = doc.get("machine", "")
+        point.state_map = dict(doc.get("state_map", {}))
+        point.fallback_state = doc.get("fallback_state", "")
         point.mask_skip = list(doc.get("mask_skip", []))
         point.mask_patterns = dict(doc.get("mask_patterns", {}))
 

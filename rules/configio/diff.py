@@ -46,6 +46,9 @@ POINT_FIELDS: dict[str, Any] = {
     "candidate_whitelist": [],
     "default_outcome": "",
     "when_no_candidate": "ask",
+    "machine": "",
+    "state_map": {},
+    "fallback_state": "",
     "mask_skip": [],
     "mask_patterns": {},
 }

@@ -32,6 +32,7 @@ from rules.models.config import (
     RuleMode,
     fact_compare_problem,
     masking_problems,
+    session_mapping_problems,
 )
 from rules.normalize import normalize_term
 from rules.selectors import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out, time_out
@@ -53,6 +54,9 @@ POINT_KEYS = (
     "candidate_whitelist",
     "default_outcome",
     "when_no_candidate",
+    "machine",
+    "state_map",
+    "fallback_state",
     "mask_skip",
     "mask_patterns",
     "rules",
@@ -184,6 +188,11 @@ class _Checker(Reader):
         # threshold with a bad value is reported once, not again by each rule that uses it.
         self.threshold_keys = _declared_keys(sections["thresholds"])
         self.list_keys = _declared_keys(sections["keyword_lists"])
+        self.machine_states = {
+            item["key"]: [s for s in item.get("states", []) if isinstance(s, str)]
+            for item in sections["machines"]
+            if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("states"), list)
+        }
 
         thresholds = self.section(sections["thresholds"], "thresholds", self.threshold)
         keyword_lists = self.section(sections["keyword_lists"], "keyword_lists", self.keyword_list)
@@ -336,6 +345,18 @@ class _Checker(Reader):
         no_candidate = self.choice(
             record, path, "when_no_candidate", NoCandidatePolicy.values, NoCandidatePolicy.ASK.value
         )
+        machine = self.optional_text(record, path, "machine", 64)
+        state_map = _get(record, "state_map", {})
+        fallback_state = self.optional_text(record, path, "fallback_state", 64)
+        if outcomes is not None and machine is not None and fallback_state is not None:
+            for field, problem in session_mapping_problems(
+                machine=machine,
+                state_map=state_map,
+                fallback_state=fallback_state,
+                outcomes=outcomes,
+                machine_states=self.machine_states.get(machine),
+            ).items():
+                self.problem((*path, field), problem[0].lower() + problem[1:].rstrip("."))
         mask_skip = _get(record, "mask_skip", [])
         mask_patterns = _get(record, "mask_patterns", {})
         for field, problem in masking_problems(mask_skip, mask_patterns).items():
@@ -364,6 +385,9 @@ class _Checker(Reader):
                 "candidate_whitelist": whitelist,
                 "default_outcome": default_outcome,
                 "when_no_candidate": no_candidate,
+                "machine": machine,
+                "state_map": dict(state_map),
+                "fallback_state": fallback_state,
                 "mask_skip": list(mask_skip),
                 "mask_patterns": dict(mask_patterns),
                 "rules": rules,
@@ -371,6 +395,9 @@ class _Checker(Reader):
             "name",
             "description",
             "facts",
+            "machine",
+            "state_map",
+            "fallback_state",
             "mask_skip",
             "mask_patterns",
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
-from rules.engine.model import ConditionSpec, PointSpec, RuleSpec
+from rules.engine.model import ConditionSpec, MatchedRule, PointSpec, RuleSpec
 
 # A matcher takes (keyword bitmask, candidate outcome, confidence, facts, session state, now) and
 # returns the indexes (into PointSpec.rules) of every rule whose conditions hold, in order.
@@ -30,6 +30,7 @@ class CompiledPoint:
     scanner: KeywordScanner
     matcher: Matcher
     backend: str
+    views: tuple[MatchedRule, ...] = ()  # what each rule looks like in a decision, built once
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,9 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
         ask_when_no_candidate=raw.get("when_no_candidate", "ask") == "ask",
         rules=tuple(rules),
         keyword_lists=tuple(sorted(bits, key=bits.__getitem__)),
+        machine=raw.get("machine", ""),
+        state_map=dict(raw.get("state_map", {})),
+        fallback_state=raw.get("fallback_state", ""),
     )
 
 
@@ -155,5 +159,11 @@ def compile_snapshot(
                 for k in spec.keyword_lists
             ]
         )
-        points[spec.key] = CompiledPoint(spec=spec, scanner=scanner, matcher=matcher_factory(spec), backend=backend)
+        views = tuple(
+            MatchedRule(key=r.key, priority=r.priority, category=r.category, outcome=r.outcome, shadow=r.shadow)
+            for r in spec.rules
+        )
+        points[spec.key] = CompiledPoint(
+            spec=spec, scanner=scanner, matcher=matcher_factory(spec), backend=backend, views=views
+        )
     return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)

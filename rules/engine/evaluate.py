@@ -16,7 +16,6 @@ from rules.engine.model import (
     Candidate,
     ConditionSpec,
     Decision,
-    MatchedRule,
     RuleSpec,
 )
 from rules.normalize import normalize_text
@@ -84,16 +83,8 @@ def evaluate(
     conf = candidate.confidence if candidate is not None else None
     indexes = point.matcher(mask, cand, conf, facts, session_state, now)
     rules = spec.rules
-    matched = tuple(
-        MatchedRule(
-            key=rules[i].key,
-            priority=rules[i].priority,
-            category=rules[i].category,
-            outcome=rules[i].outcome,
-            shadow=rules[i].shadow,
-        )
-        for i in indexes
-    )
+    views = point.views
+    matched = tuple(views[i] for i in indexes)
     hits = point.scanner.named_hits(found) if found else {}
     outside = cand is not None and cand not in spec.outcomes
     winner = next((i for i in indexes if not rules[i].shadow), None)

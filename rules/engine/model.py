@@ -67,6 +67,10 @@ class PointSpec:
     ask_when_no_candidate: bool
     rules: tuple[RuleSpec, ...]  # enforce and shadow rules only, in priority order (ties by key)
     keyword_lists: tuple[str, ...]  # bit i of a scan result ↔ keyword_lists[i]
+    # How a decision moves a session (used when the agent decides with apply=true), not by the engine.
+    machine: str = ""
+    state_map: Mapping[str, str] = field(default_factory=dict)
+    fallback_state: str = ""
 
     def confidence_floor(self) -> tuple[str, float] | None:
         """The threshold a candidate's confidence is first judged by (key, value), if any rule does."""

@@ -241,6 +241,19 @@ class DecisionPoint(models.Model):
         default=NoCandidatePolicy.ASK,
         help_text="When no rule decides and the agent sent no candidate.",
     )
+    machine = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The state machine whose sessions this point moves (decide with apply=true).",
+    )
+    state_map = models.JSONField(
+        default=dict, blank=True, help_text="Outcome → the state a session moves to when it is decided."
+    )
+    fallback_state = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Where a session goes when the machine does not allow the mapped move (seed 001: clarify).",
+    )
     mask_skip = models.JSONField(
         default=list,
         blank=True,
@@ -264,6 +277,20 @@ class DecisionPoint(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+    def _session_problems(self, outcomes: list[str]) -> dict[str, str]:
+        from agents.models import StateMachine  # agents builds on rules; the machine is named by key
+
+        states = None
+        if self.machine:
+            states = StateMachine.objects.filter(key=self.machine).values_list("states", flat=True).first()
+        return session_mapping_problems(
+            machine=self.machine,
+            state_map=self.state_map,
+            fallback_state=self.fallback_state,
+            outcomes=outcomes,
+            machine_states=states,
+        )
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
@@ -291,6 +318,7 @@ class DecisionPoint(models.Model):
         if self.default_outcome and self.default_outcome not in outcomes:
             errors["default_outcome"] = f"'{self.default_outcome}' is not an outcome of this point."
         errors.update(masking_problems(self.mask_skip, self.mask_patterns))
+        errors.update(self._session_problems(outcomes))
         if self.pk and "facts" not in errors and isinstance(self.facts, dict):
             fact_problems = []
             for c in Condition.objects.filter(rule__point=self, kind=ConditionKind.FACT).select_related("rule"):
@@ -315,6 +343,32 @@ class DecisionPoint(models.Model):
                 errors["outcomes"] = f"Still used by rules of this point: {', '.join(used)}."
         if errors:
             raise ValidationError(errors)
+
+
+def session_mapping_problems(
+    *, machine: str, state_map: Any, fallback_state: str, outcomes: list[str], machine_states: list[str] | None
+) -> dict[str, str]:
+    """What is wrong with a point's outcome → state map; ``machine_states`` is None if the machine is unknown."""
+    problems: dict[str, str] = {}
+    if not isinstance(state_map, dict) or not all(isinstance(v, str) for v in state_map.values()):
+        return {"state_map": "Give the map as outcome → state."}
+    if (state_map or fallback_state) and not machine:
+        problems["machine"] = "Name the state machine whose states the map and fallback refer to."
+        return problems
+    if not machine:
+        return problems
+    if machine_states is None:
+        problems["machine"] = f"There is no state machine '{machine}'."
+        return problems
+    stray = [o for o in state_map if o not in outcomes]
+    if stray:
+        problems["state_map"] = f"Not an outcome of this point: {', '.join(stray)}."
+    unknown = sorted({s for s in state_map.values() if s not in machine_states})
+    if unknown:
+        problems["state_map"] = f"Not a state of {machine}: {', '.join(unknown)}."
+    if fallback_state and fallback_state not in machine_states:
+        problems["fallback_state"] = f"'{fallback_state}' is not a state of {machine}."
+    return problems
 
 
 class Rule(models.Model):

@@ -48,6 +48,9 @@ class DecisionRecord(models.Model):
     tokens_completion = models.PositiveIntegerField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=200, blank=True)
     request_digest = models.CharField(max_length=64, blank=True)
+    session_move = models.JSONField(
+        null=True, blank=True, help_text="With apply=true: the session's move {from, state, seq} made with it."
+    )
     candidate_invalid = models.BooleanField(
         default=False, help_text="The raw model output held no valid candidate; the default was used."
     )

@@ -15,7 +15,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents.models import AgentRuntime, Anomaly
+from agents.errors import MachineMismatch, SessionClosed, UnknownSession
+from agents.models import AgentRuntime, Session
+from agents.services.sessions import DECISION_MOVE_NOT_ALLOWED, allowed_targets, move_session, record_anomaly
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.errors import EngineUnavailable, IdempotencyConflict, InvalidRequest, NotFound, PointNotAllowed, UnknownPoint
@@ -40,8 +42,9 @@ class DecideRequest:
     tokens_prompt: int | None = None
     tokens_completion: int | None = None
 
-    def digest(self) -> str:
+    def digest(self, *, apply: bool = False) -> str:
         body = {
+            "apply": apply,
             "point": self.point,
             "input": self.input,
             "session_id": self.session_id,
@@ -52,7 +55,7 @@ class DecideRequest:
             "facts": self.facts,
             "tokens": [self.tokens_prompt, self.tokens_completion],
         }
-        canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -65,6 +68,7 @@ class DecideResult:
     evaluated_us: int
     record: DecisionRecord | None
     replayed: bool = False
+    session_move: dict[str, Any] | None = None
 
 
 def _allowed(agent: AgentRuntime, point_key: str) -> bool:
@@ -139,14 +143,22 @@ def _existing(agent: AgentRuntime, key: str, digest: str) -> DecisionRecord | No
 
 
 def decision_make(
-    *, agent: AgentRuntime, request: DecideRequest, idempotency_key: str = "", now: dt.datetime | None = None
+    *,
+    agent: AgentRuntime,
+    request: DecideRequest,
+    idempotency_key: str = "",
+    now: dt.datetime | None = None,
+    apply: bool = False,
 ) -> DecideResult:
     """Decide, and log the decision in the same transaction; an answered decision is always logged.
 
+    With a ``session_id`` of an existing session, rules see its state. With ``apply``, the decision
+    also moves the session through the point's outcome → state map (or its fallback, with an anomaly,
+    when the machine forbids the mapped move): decision, move and log commit together or not at all.
     With an ``idempotency_key``, a retry of the same body returns the decision already made (one log
     row); the same key with another body is refused.
     """
-    digest = request.digest()
+    digest = request.digest(apply=apply)
     if idempotency_key:
         existing = _existing(agent, idempotency_key, digest)
         if existing is not None:
@@ -162,35 +174,52 @@ def decision_make(
             parse_problem = str(exc)
     now = now or timezone.now()
     facts = {k: v for k, v in request.facts.items() if v is not None}
-    started = time.perf_counter_ns()
-    decision = evaluate(point, text=request.input, candidate=candidate, facts=facts, now=now)
-    if parse_problem is not None:
-        decision = _invalid_output_decision(point, decision, parse_problem)
-    evaluated_us = (time.perf_counter_ns() - started) // 1000
-    if decision.needs_candidate:
-        _count_candidate_request(agent, point.spec.key, now.date())
-        return DecideResult(decision=decision, revision=revision, evaluated_us=evaluated_us, record=None)
-    record = _record(agent, request, point, decision, revision, evaluated_us, now, idempotency_key, digest)
-    anomalies = []
-    if parse_problem is not None:
-        anomalies.append((INVALID_CANDIDATE_OUTPUT, parse_problem, record.candidate_raw))
-    if decision.candidate_outside_outcomes and candidate is not None:
-        anomalies.append(
-            (CANDIDATE_NOT_AN_OUTCOME, f"candidate '{candidate.decision}' is not an outcome of {point.spec.key}", "")
-        )
     try:
         with transaction.atomic():
+            session = _session_for(agent, request.session_id, point, apply)
+            started = time.perf_counter_ns()
+            decision = evaluate(
+                point,
+                text=request.input,
+                candidate=candidate,
+                facts=facts,
+                now=now,
+                session_state=session.state if session else None,
+            )
+            if parse_problem is not None:
+                decision = _invalid_output_decision(point, decision, parse_problem)
+            evaluated_us = (time.perf_counter_ns() - started) // 1000
+            if decision.needs_candidate:
+                _count_candidate_request(agent, point.spec.key, now.date())
+                return DecideResult(
+                    decision=decision,
+                    revision=revision,
+                    evaluated_us=evaluated_us,
+                    record=None,
+                    session_move=_stay(session) if apply and session else None,
+                )
+            record = _record(agent, request, point, decision, revision, evaluated_us, now, idempotency_key, digest)
             record.save(force_insert=True)
+            anomalies = []
+            if parse_problem is not None:
+                anomalies.append((INVALID_CANDIDATE_OUTPUT, parse_problem, record.candidate_raw))
+            if decision.candidate_outside_outcomes and candidate is not None:
+                detail = f"candidate '{candidate.decision}' is not an outcome of {point.spec.key}"
+                anomalies.append((CANDIDATE_NOT_AN_OUTCOME, detail, ""))
             for code, detail, raw in anomalies:
-                Anomaly.objects.create(
+                record_anomaly(
+                    session,
                     agent=agent,
                     session_id=request.session_id,
                     point=point.spec.key,
                     code=code,
                     detail=detail,
                     raw=raw,
-                    decision=record,
+                    decision_id=record.pk,
                 )
+            if apply and session is not None:
+                record.session_move = _apply(session, point, record)
+                record.save(update_fields=["session_move"])
     except IntegrityError:
         # Two retries with one key raced: the other one logged it first.
         if idempotency_key:
@@ -199,7 +228,78 @@ def decision_make(
                 return _result_from_record(existing)
         raise
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
-    return DecideResult(decision=record_decision(record), revision=revision, evaluated_us=evaluated_us, record=record)
+    return _result_from_record(record, replayed=False)
+
+
+def _session_for(agent: AgentRuntime, session_id: str, point: CompiledPoint, apply: bool) -> Session | None:
+    """The session the decision is about, locked for the transaction; refusals for apply=true."""
+    if not session_id:
+        if apply:
+            raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
+        return None
+    session = (
+        Session.objects.select_for_update(of=("self",))
+        .select_related("machine")
+        .filter(agent=agent, key=session_id)
+        .first()
+    )
+    if not apply:
+        return session
+    if session is None:
+        raise UnknownSession(f"This agent has no session '{session_id}'; create it first.")
+    if session.state in session.machine.terminal_states:
+        raise SessionClosed(
+            f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq}
+        )
+    if point.spec.machine != session.machine.key:
+        raise MachineMismatch(
+            f"Decision point {point.spec.key} moves sessions of "
+            f"'{point.spec.machine or 'no machine'}', not of '{session.machine.key}'."
+        )
+    return session
+
+
+def _stay(session: Session) -> dict[str, Any]:
+    return {"from": session.state, "state": session.state, "seq": session.seq}
+
+
+def _apply(session: Session, point: CompiledPoint, record: DecisionRecord) -> dict[str, Any]:
+    """Move the session as the point maps the final decision; the fallback when the machine forbids it."""
+    before = _stay(session)
+    machine = session.machine
+    if session.state == machine.handoff_state and session.handoff_reason:
+        return before  # the model-failure policy just handed it to a person: leave it there
+    target = point.spec.state_map.get(record.decision)
+    if target is None or target == session.state:
+        return before
+    if target in allowed_targets(session):
+        move = move_session(
+            session, to=target, kind="decision", actor=record.agent_name, reason=record.reason, decision_id=record.pk
+        )
+        return {"from": move.from_state, "state": move.state, "seq": move.seq}
+    fallback = point.spec.fallback_state
+    detail = f"{record.decision} maps to '{target}', which {machine.key} does not allow from '{session.state}'" + (
+        f"; fell back to '{fallback}'" if fallback and fallback != session.state else ""
+    )
+    handoff = record_anomaly(
+        session,
+        agent=session.agent,
+        session_id=session.key,
+        point=point.spec.key,
+        code=DECISION_MOVE_NOT_ALLOWED,
+        detail=detail,
+        decision_id=record.pk,
+    )
+    if handoff is not None:
+        return {"from": before["from"], "state": handoff.state, "seq": handoff.seq}
+    if not fallback or fallback == session.state:
+        return before
+    # The fallback is the point's safe place (seed 001: clarify); it is taken even where the table has
+    # no such edge, as the seed's agent loop does, and the move says so.
+    move = move_session(
+        session, to=fallback, kind="fallback", actor=record.agent_name, reason=detail, decision_id=record.pk
+    )
+    return {"from": move.from_state, "state": move.state, "seq": move.seq}
 
 
 def _invalid_output_decision(point: CompiledPoint, decision: Decision, problem: str) -> Decision:
@@ -288,10 +388,15 @@ def _record(
     )
 
 
-def _result_from_record(record: DecisionRecord) -> DecideResult:
+def _result_from_record(record: DecisionRecord, *, replayed: bool = True) -> DecideResult:
     decision = record_decision(record)
     return DecideResult(
-        decision=decision, revision=record.revision, evaluated_us=record.evaluated_us, record=record, replayed=True
+        decision=decision,
+        revision=record.revision,
+        evaluated_us=record.evaluated_us,
+        record=record,
+        replayed=replayed,
+        session_move=record.session_move,
     )
 
 

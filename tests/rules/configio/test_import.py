@@ -227,8 +227,10 @@ def test_a_condition_can_change_kind_and_a_list_can_become_regex(actor):
 def test_an_outcome_can_be_dropped_together_with_the_rule_using_it(actor):
     run(DEMO, actor)
     # The point loses refund_review while its rule moves to human_handoff: the rule must be written first.
-    changed = DEMO.replace("      - refund_review\n      - intent_clarify", "      - intent_clarify").replace(
-        "outcome: refund_review", "outcome: human_handoff"
+    changed = (
+        DEMO.replace("      - refund_review\n      - intent_clarify", "      - intent_clarify")
+        .replace("outcome: refund_review", "outcome: human_handoff")
+        .replace("      refund_review: refund_review\n", "")
     )
     run(changed, actor)
     assert "refund_review" not in DecisionPoint.objects.get(key="intent_routing").outcomes
@@ -253,7 +255,7 @@ def test_an_invalid_file_writes_nothing(actor):
         run(DEMO.replace("value: 0.65", "value: 1.65").replace("outcome: refund_review", "outcome: refund"), actor)
     assert exc.value.problems == [
         "thresholds[0].value: 1.65 is outside the allowed bounds 0 … 1 ratio (line 15)",
-        "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 86)",
+        "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 98)",
     ]
     assert db_state() == before
 

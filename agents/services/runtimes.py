@@ -90,4 +90,13 @@ def machine_save(*, machine: StateMachine, actor: Actor, reason: str) -> StateMa
 
 
 def machine_delete(*, machine: StateMachine, actor: Actor, reason: str) -> None:
+    from rules.models import DecisionPoint
+
+    points = sorted(DecisionPoint.objects.filter(machine=machine.key).values_list("key", flat=True))
+    if points:
+        raise ValidationError(
+            f"Decision points move sessions of {machine.key}: {', '.join(points)}; change them first."
+        )
+    if machine.sessions.exists():
+        raise ValidationError(f"{machine.key} has sessions; it cannot be deleted while they are kept.")
     audited_delete(machine, actor=actor, reason=reason)

@@ -1,0 +1,59 @@
+"""Refusals of the session API, each with a stable code."""
+
+from __future__ import annotations
+
+from rules.errors import DomainError
+
+
+class UnknownSession(DomainError):
+    code = "unknown_session"
+    status = 404
+    title = "Unknown session"
+
+
+class UnknownMachine(DomainError):
+    code = "unknown_machine"
+    status = 404
+    title = "Unknown state machine"
+
+
+class SessionExists(DomainError):
+    code = "session_exists"
+    status = 409
+    title = "Session already exists"
+
+
+class StateMismatch(DomainError):
+    code = "state_mismatch"
+    status = 409
+    title = "The session is not in the expected state"
+
+
+class SessionClosed(DomainError):
+    code = "session_closed"
+    status = 409
+    title = "The session has ended"
+
+
+class NothingToResume(DomainError):
+    code = "nothing_to_resume"
+    status = 409
+    title = "No interrupted state to resume"
+
+
+class IllegalTransition(DomainError):
+    code = "illegal_transition"
+    status = 422
+    title = "Transition not allowed"
+
+
+class ActionNotAllowed(DomainError):
+    code = "action_not_allowed"
+    status = 422
+    title = "Action not allowed in this state"
+
+
+class MachineMismatch(DomainError):
+    code = "machine_mismatch"
+    status = 422
+    title = "The decision point moves sessions of another machine"

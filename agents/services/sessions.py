@@ -1,0 +1,424 @@
+"""Sessions under explicit state machines. Nothing else changes a session's state.
+
+Every move takes the session's row lock (``SELECT … FOR UPDATE`` on PostgreSQL) and then writes with a
+compare-and-set on ``seq``, so concurrent callers from one ``expected_state`` get exactly one success:
+the others see the new state and are told ``state_mismatch``. ``seq`` is assigned here, one per move,
+and each move is a ``Transition`` row unique on (session, seq): strictly increasing and gap-free.
+
+Refusals that are a model's mistake (an illegal move, an action outside the whitelist) are recorded
+as anomalies *and* refused: the anomaly is committed first, then the error is raised. When a session
+collects its machine's ``max_anomalies``, it is handed to the machine's handoff state (model_failure).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents.errors import (
+    ActionNotAllowed,
+    IllegalTransition,
+    NothingToResume,
+    SessionClosed,
+    SessionExists,
+    StateMismatch,
+    UnknownMachine,
+    UnknownSession,
+)
+from agents.models import AgentRuntime, Anomaly, Session, StateMachine, Transition, TransitionKind
+from rules.errors import DomainError, IdempotencyConflict
+
+SYSTEM_TIMEOUT = "system:timeout-sweep"
+SYSTEM_MODEL_FAILURE = "system:model-failure-policy"
+MODEL_FAILURE = "model_failure"
+ILLEGAL_TRANSITION = "illegal_transition"
+ACTION_NOT_ALLOWED = "action_not_allowed"
+DECISION_MOVE_NOT_ALLOWED = "decision_move_not_allowed"
+
+
+@dataclass(frozen=True)
+class Move:
+    from_state: str
+    state: str
+    seq: int
+    kind: str
+
+
+def allowed_targets(session: Session) -> list[str]:
+    if session.state in session.machine.terminal_states:
+        return []
+    return list(session.machine.transitions.get(session.state, []))
+
+
+def allowed_actions(session: Session) -> list[str]:
+    return list(session.machine.actions.get(session.state, []))
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def session_create(
+    *,
+    agent: AgentRuntime,
+    machine_key: str,
+    session_id: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> Session:
+    machine = StateMachine.objects.filter(key=machine_key).first()
+    if machine is None:
+        raise UnknownMachine(f"There is no state machine '{machine_key}'.")
+    key = session_id or uuid.uuid4().hex
+    session = Session(
+        agent=agent,
+        key=key,
+        machine=machine,
+        state=machine.initial_state,
+        context=dict(context or {}),
+        state_entered_at=timezone.now(),
+    )
+    try:
+        with transaction.atomic():
+            session.save(force_insert=True)
+    except IntegrityError as exc:
+        raise SessionExists(f"Session '{key}' already exists.") from exc
+    return session
+
+
+def _locked(agent: AgentRuntime, session_id: str) -> Session:
+    session = (
+        Session.objects.select_for_update(of=("self",))
+        .select_related("machine")
+        .filter(agent=agent, key=session_id)
+        .first()
+    )
+    if session is None:
+        raise UnknownSession(f"This agent has no session '{session_id}'.")
+    return session
+
+
+def _mismatch(session: Session, expected: str) -> StateMismatch:
+    return StateMismatch(
+        f"The session is in '{session.state}' (seq {session.seq}), not '{expected}'; read it again and retry.",
+        extra={"state": session.state, "seq": session.seq},
+    )
+
+
+def _closed(session: Session) -> SessionClosed:
+    return SessionClosed(f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq})
+
+
+def move_session(
+    session: Session,
+    *,
+    to: str,
+    kind: str,
+    actor: str,
+    reason: str = "",
+    decision_id: Any = None,
+    stack: list[str] | None = None,
+    idempotency_key: str = "",
+    request_digest: str = "",
+    now: dt.datetime | None = None,
+) -> Move:
+    """Write one move. The caller holds the session's lock and has checked that the move is allowed."""
+    now = now or timezone.now()
+    from_state, seq = session.state, session.seq + 1
+    fields: dict[str, Any] = {"state": to, "seq": seq, "state_entered_at": now, "updated_at": now}
+    if stack is not None:
+        fields["stack"] = stack
+    if kind in (TransitionKind.MODEL_FAILURE, TransitionKind.TIMEOUT):
+        fields["handoff_reason"] = kind
+    # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
+    if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
+        session.refresh_from_db()
+        raise _mismatch(session, from_state)
+    Transition.objects.create(
+        session=session,
+        seq=seq,
+        from_state=from_state,
+        to_state=to,
+        kind=kind,
+        actor=actor,
+        reason=reason,
+        decision_id=decision_id,
+        idempotency_key=idempotency_key,
+        request_digest=request_digest,
+    )
+    for name, value in fields.items():
+        setattr(session, name, value)
+    return Move(from_state=from_state, state=to, seq=seq, kind=kind)
+
+
+def record_anomaly(
+    session: Session | None,
+    *,
+    agent: AgentRuntime,
+    session_id: str,
+    code: str,
+    detail: str = "",
+    raw: str = "",
+    point: str = "",
+    decision_id: Any = None,
+) -> Move | None:
+    """Record a model anomaly; apply the machine's model-failure policy. Returns the handoff move, if any."""
+    Anomaly.objects.create(
+        agent=agent,
+        session_id=session_id,
+        point=point,
+        code=code,
+        detail=detail[:2000],
+        raw=raw,
+        decision_id=decision_id,
+    )
+    if session is None:
+        return None
+    Session.objects.filter(pk=session.pk).update(anomaly_count=F("anomaly_count") + 1)
+    session.anomaly_count += 1
+    machine = session.machine
+    ended = session.state in machine.terminal_states or session.state == machine.handoff_state
+    if ended or session.anomaly_count < machine.max_anomalies:
+        return None
+    return move_session(
+        session,
+        to=machine.handoff_state,
+        kind=TransitionKind.MODEL_FAILURE,
+        actor=SYSTEM_MODEL_FAILURE,
+        reason=f"{MODEL_FAILURE}: {session.anomaly_count} anomalies (latest {code})",
+    )
+
+
+def _refuse_after_commit(outcome: Move | DomainError) -> Move:
+    if isinstance(outcome, DomainError):
+        raise outcome
+    return outcome
+
+
+def session_transition(
+    *,
+    agent: AgentRuntime,
+    session_id: str,
+    to: str,
+    expected_state: str,
+    reason: str = "",
+    decision_id: Any = None,
+    idempotency_key: str = "",
+) -> Move:
+    """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move."""
+    digest = _digest({"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)})
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        if idempotency_key:
+            done = session.transitions.filter(idempotency_key=idempotency_key).first()
+            if done is not None:
+                if done.request_digest != digest:
+                    raise IdempotencyConflict(f"Idempotency-Key '{idempotency_key}' was used with another body.")
+                return Move(from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind)
+        outcome = _transition_locked(session, agent, to, expected_state, reason, decision_id, idempotency_key, digest)
+    return _refuse_after_commit(outcome)
+
+
+def _transition_locked(
+    session: Session,
+    agent: AgentRuntime,
+    to: str,
+    expected_state: str,
+    reason: str,
+    decision_id: Any,
+    idempotency_key: str,
+    digest: str,
+) -> Move | DomainError:
+    if session.state != expected_state:
+        return _mismatch(session, expected_state)
+    if session.state in session.machine.terminal_states:
+        return _closed(session)
+    allowed = allowed_targets(session)
+    if to not in allowed:
+        detail = f"'{session.state}' → '{to}' is not allowed; allowed: {', '.join(allowed) or 'none'}"
+        handoff = record_anomaly(session, agent=agent, session_id=session.key, code=ILLEGAL_TRANSITION, detail=detail)
+        return IllegalTransition(
+            detail + ".",
+            extra={
+                "state": session.state,
+                "seq": session.seq,
+                "allowed_transitions": allowed_targets(session),
+                "handed_off": handoff is not None,
+            },
+        )
+    return move_session(
+        session,
+        to=to,
+        kind=TransitionKind.MOVE,
+        actor=agent.name,
+        reason=reason,
+        decision_id=decision_id,
+        idempotency_key=idempotency_key,
+        request_digest=digest,
+    )
+
+
+def session_action(*, agent: AgentRuntime, session_id: str, action: str) -> list[str]:
+    """Check an action against the current state's whitelist; returns the whitelist when allowed."""
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        whitelist = allowed_actions(session)
+        if action in whitelist:
+            return whitelist
+        detail = f"'{action}' is not allowed in '{session.state}'; allowed: {', '.join(whitelist) or 'none'}"
+        handoff = record_anomaly(session, agent=agent, session_id=session.key, code=ACTION_NOT_ALLOWED, detail=detail)
+        refusal = ActionNotAllowed(
+            detail + ".",
+            extra={
+                "state": session.state,
+                "seq": session.seq,
+                "allowed_actions": allowed_actions(session),
+                "handed_off": handoff is not None,
+            },
+        )
+    raise refusal
+
+
+def session_interrupt(*, agent: AgentRuntime, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
+    """Set the current state aside and move to ``to``; ``session_resume`` comes back to it."""
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        outcome: Move | DomainError
+        machine = session.machine
+        if session.state != expected_state:
+            outcome = _mismatch(session, expected_state)
+        elif session.state in machine.terminal_states:
+            outcome = _closed(session)
+        elif to not in machine.states or to in machine.terminal_states or to == session.state:
+            outcome = IllegalTransition(
+                f"Cannot interrupt into '{to}': it must be another, non-terminal state of {machine.key}.",
+                extra={"state": session.state, "seq": session.seq},
+            )
+        else:
+            outcome = move_session(
+                session,
+                to=to,
+                kind=TransitionKind.INTERRUPT,
+                actor=agent.name,
+                reason=reason,
+                stack=[*session.stack, session.state],
+            )
+    return _refuse_after_commit(outcome)
+
+
+def session_resume(*, agent: AgentRuntime, session_id: str, expected_state: str, reason: str = "") -> Move:
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        outcome: Move | DomainError
+        if session.state != expected_state:
+            outcome = _mismatch(session, expected_state)
+        elif session.state in session.machine.terminal_states:
+            outcome = _closed(session)
+        elif not session.stack:
+            outcome = NothingToResume(
+                "The session has no interrupted state to go back to.",
+                extra={"state": session.state, "seq": session.seq},
+            )
+        else:
+            outcome = move_session(
+                session,
+                to=session.stack[-1],
+                kind=TransitionKind.RESUME,
+                actor=agent.name,
+                reason=reason,
+                stack=session.stack[:-1],
+            )
+    return _refuse_after_commit(outcome)
+
+
+def session_report_anomaly(
+    *, agent: AgentRuntime, session_id: str, code: str, detail: str = "", raw: str = ""
+) -> Move | None:
+    """An anomaly the agent detected itself (invalid JSON, schema violation, retries exhausted)."""
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        return record_anomaly(session, agent=agent, session_id=session.key, code=code, detail=detail, raw=raw)
+
+
+def session_timeouts_sweep(*, now: dt.datetime | None = None) -> int:
+    """Hand every session that has stayed too long in a state with a timeout to its machine's handoff
+    state. Safe to run again and concurrently: each session is re-checked under its lock."""
+    now = now or timezone.now()
+    moved = 0
+    for machine in StateMachine.objects.exclude(timeouts={}):
+        for state, seconds in machine.timeouts.items():
+            if state == machine.handoff_state or state in machine.terminal_states:
+                continue
+            cutoff = now - dt.timedelta(seconds=float(seconds))
+            due = Session.objects.filter(machine=machine, state=state, state_entered_at__lte=cutoff)
+            for pk in due.values_list("pk", flat=True).iterator():
+                with transaction.atomic():
+                    session = (
+                        Session.objects.select_for_update(of=("self",)).select_related("machine").filter(pk=pk).first()
+                    )
+                    if session is None or session.state != state or session.state_entered_at > cutoff:
+                        continue  # moved on meanwhile
+                    move_session(
+                        session,
+                        to=machine.handoff_state,
+                        kind=TransitionKind.TIMEOUT,
+                        actor=SYSTEM_TIMEOUT,
+                        reason=f"timeout: more than {seconds:g} s in {state}",
+                        now=now,
+                    )
+                    moved += 1
+    return moved
+
+
+# -- feedback hints ------------------------------------------------------------------------------
+
+_ANOMALY_HINTS = {
+    "invalid_candidate_output": (
+        "Your last {n} answers were not a usable candidate: reply with one JSON object "
+        '{{"decision": ..., "confidence": 0..1, "reason": ...}} and nothing else.'
+    ),
+    "candidate_not_an_outcome": "You proposed {n} answers that are not outcomes of the point: use its outcomes.",
+    ILLEGAL_TRANSITION: "You proposed {n} moves the flow does not allow: propose only allowed_transitions.",
+    ACTION_NOT_ALLOWED: "You asked for {n} actions not allowed in their state: use only allowed_actions.",
+    DECISION_MOVE_NOT_ALLOWED: "{n} decisions could not move the session as mapped and fell back: re-check the flow.",
+}
+
+
+def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
+    """Short hints for the agent's next prompt when a session keeps going wrong the same way."""
+    from rules.models import DecisionRecord
+
+    hints: list[str] = []
+    codes = Counter(
+        Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
+        .order_by("-created_at")
+        .values_list("code", flat=True)[:limit]
+    )
+    for code, n in sorted(codes.items()):
+        if n >= 2:
+            template = _ANOMALY_HINTS.get(code, "{n} anomalies '" + code + "' in this session.")
+            hints.append(template.format(n=n))
+    overruled = Counter(
+        DecisionRecord.objects.filter(
+            agent_id=session.agent_id, session_id=session.key, overridden=True, ruled_by="hard_rule"
+        )
+        .order_by("-created_at")
+        .values_list("rule_key", "decision")[:limit]
+    )
+    for (rule_key, decision), n in sorted(overruled.items()):
+        if n >= 2:
+            hints.append(
+                f"Your candidate was overruled {n} times by rule {rule_key}, which decided {decision}: "
+                "messages like these are not yours to settle."
+            )
+    return hints
