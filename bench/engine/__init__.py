@@ -1,0 +1,1 @@
+"""Side-by-side benchmark of the rule engine backends (native, durable, GoRules zen-engine)."""
