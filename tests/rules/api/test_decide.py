@@ -212,3 +212,18 @@ def test_nul_characters_are_refused_before_they_reach_the_database(client):
     ):
         _problem(decide(client, body), 422, "invalid_request")
     assert not DecisionRecord.objects.exists()
+
+
+@pytest.mark.parametrize("engine", ["native", "durable"])
+def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
+    from rules.runtime import engines
+
+    settings.ARBITER_ENGINE = engine
+    engines.clear()
+    r = decide(
+        client,
+        {"point": "intent_routing", "input": "我想退款", "candidate": {"decision": "general_query", "confidence": 0.9}},
+    )
+    body = r.json()
+    assert (body["decision"], body["rule"]["key"], body["overridden"]) == ("refund_review", "refund_trigger", True)
+    assert DecisionRecord.objects.get(pk=body["id"]).engine == engine
