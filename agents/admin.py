@@ -1,22 +1,52 @@
-"""Admin for agent runtimes and state machines. Writes go through ``agents.services``.
+"""Admin for agent runtimes, state machines, sessions and anomalies. Writes go through ``agents.services``.
 
 A runtime's token is never stored or shown, except once: in the message after the runtime is added
 or its token rotated.
+
+Sessions are read-only here: only ``agents.services.sessions`` moves them. Their list puts open sessions
+first and the stuck ones at its top; each session's page shows one timeline of its transitions,
+decisions and anomalies (``agents.selectors.session_timeline``); the human queue lists the sessions
+waiting in their machine's handoff state. Machines are edited as before and drawn (``agents.diagram``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+from django.utils.timesince import timesince
 
 from agents.admin_forms import AgentRuntimeForm, StateMachineForm
-from agents.models import AgentRuntime, Anomaly, StateMachine
+from agents.diagram import machine_svg
+from agents.models import AgentRuntime, Anomaly, Session, StateMachine, TransitionKind
+from agents.selectors import (
+    STUCK_HELP,
+    TimelineEntry,
+    session_human_queue,
+    session_is_stuck,
+    session_list,
+    session_pk,
+    session_states,
+    session_timeline,
+    sessions_ended_q,
+    sessions_in_handoff_q,
+    sessions_open_q,
+    sessions_stuck_q,
+)
 from agents.services import (
     agent_create,
     agent_rotate_token,
@@ -25,8 +55,9 @@ from agents.services import (
     machine_delete,
     machine_save,
 )
+from agents.services.sessions import allowed_actions, allowed_targets
 from rules.admin.base import REFUSALS, AuditedAdmin, actor_of, reason_from, refusal_text, refused_on_form
-from rules.admin.decisions import SessionLogAdmin, session_changelist_url
+from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, SessionLogAdmin, session_changelist_url
 from rules.services.revisions import Actor, config_change
 
 _NEW_TOKEN_ATTR = "_arbiter_new_token"  # noqa: S105 - an attribute name, not a secret
@@ -150,15 +181,52 @@ class StateMachineAdmin(AuditedAdmin):
     list_display = ("key", "name", "state_list", "initial_state", "handoff_state", "max_anomalies")
     list_filter = ("initial_state", "handoff_state", "max_anomalies")
     search_fields = ("key", "name", "description")
+    readonly_fields = ("diagram", "session_links")
     fieldsets = [
         (None, {"fields": ["key", "name", "description"]}),
         ("States", {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
         ("Moves, actions and timeouts", {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
+        ("Picture", {"fields": ["diagram", "session_links"]}),
     ]
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/sessions.css")}
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:  # nothing to draw before the first save
+            fieldsets = [(t, o) for t, o in fieldsets if t != "Picture"]
+        return fieldsets
 
     @admin.display(description="states")
     def state_list(self, obj: StateMachine) -> str:
         return ", ".join(obj.states or [])
+
+    @admin.display(description="the machine")
+    def diagram(self, obj: StateMachine) -> SafeString:
+        """The definition on the form drawn: as saved, or as typed when the form refused it."""
+        svg = machine_svg(
+            states=obj.states,
+            initial_state=obj.initial_state,
+            handoff_state=obj.handoff_state,
+            terminal_states=obj.terminal_states,
+            transitions=obj.transitions,
+            title=obj.key,
+        )
+        # machine_svg escapes every label and attribute itself (xml.sax.saxutils), so its markup is safe.
+        return format_html('<div class="arbiter-diagram">{}</div>', mark_safe(svg))  # noqa: S308
+
+    @admin.display(description="sessions")
+    def session_links(self, obj: StateMachine) -> SafeString:
+        if obj.pk is None:
+            return format_html("{}", "—")
+        url = reverse("admin:agents_session_changelist")
+        return format_html(
+            '<a href="{}">open sessions</a> · <a href="{}">in the handoff state ({})</a>',
+            f"{url}?{urlencode({'machine__id__exact': obj.pk})}",
+            f"{url}?{urlencode({'machine__id__exact': obj.pk, 'handoff': 'yes'})}",
+            obj.handoff_state,
+        )
 
     def save_record(self, obj: StateMachine, *, actor: Actor, reason: str) -> None:
         machine_save(machine=obj, actor=actor, reason=reason)
@@ -178,7 +246,18 @@ class AnomalyAdmin(SessionLogAdmin):
     ordering = ("-created_at",)
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
-    fields = ("created_at", "code", "agent", "session_id", "point", "detail", "raw", "decision_link", "session_link")
+    fields = (
+        "created_at",
+        "code",
+        "agent",
+        "session_id",
+        "point",
+        "detail",
+        "raw",
+        "decision_link",
+        "session_page",
+        "session_link",
+    )
     readonly_fields = fields
 
     class Media:
@@ -211,3 +290,393 @@ class AnomalyAdmin(SessionLogAdmin):
         if not obj.session_id:
             return "—"
         return format_html('<a href="{}">{}</a>', session_changelist_url(obj.session_id), "decisions in this session")
+
+    @admin.display(description="session")
+    def session_page(self, obj: Anomaly) -> str:
+        pk = session_pk(agent_id=obj.agent_id, session_id=obj.session_id)
+        if pk is None:
+            return "—"
+        return format_html('<a href="{}">{}</a>', reverse("admin:agents_session_change", args=[pk]), obj.session_id)
+
+
+# --- sessions -------------------------------------------------------------------------------------------
+
+TIMELINE_LIMIT = 500  # events on one session page, the latest ones
+RAW_CHARS = 600  # of an anomaly's raw model output, on the timeline
+HUMAN_QUEUE_PAGE = 100
+KIND_LABELS = dict(TransitionKind.choices)
+OPEN, ENDED, ALL = "open", "ended", "all"
+
+
+def _status(request: HttpRequest) -> str:
+    """The status filter's value: as chosen, else "all" while searching (an id is looked up wherever
+    its session is), else "open"."""
+    chosen = request.GET.get(SessionStatusFilter.parameter_name)
+    if chosen in (OPEN, ENDED, ALL):
+        return chosen
+    return ALL if request.GET.get(SEARCH_VAR, "").strip() else OPEN
+
+
+def _human(since: dt.datetime, now: dt.datetime) -> str:
+    """How long ago ``since`` was: in seconds under a minute, else Django's "2 hours, 5 minutes"."""
+    seconds = int((now - since).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)} second{'' if seconds == 1 else 's'}"
+    return timesince(since, now, depth=2)
+
+
+class SessionStatusFilter(admin.SimpleListFilter):
+    """Open sessions by default, so the list starts with the ones that may need someone."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
+        super().__init__(request, params, model, model_admin)
+        self.default = _status(request) if self.parameter_name not in self.used_parameters else OPEN
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(OPEN, "open (not in a terminal state)"), (ENDED, "ended (in a terminal state)"), (ALL, "all")]
+
+    def value(self) -> str:
+        chosen = super().value()
+        return chosen if chosen in (OPEN, ENDED, ALL) else self.default
+
+    def choices(self, changelist: ChangeList) -> Any:
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if value == OPEN:
+            return queryset.filter(sessions_open_q())
+        if value == ENDED:
+            return queryset.filter(sessions_ended_q())
+        return queryset
+
+
+class YesNoFilter(admin.SimpleListFilter):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "yes"), ("no", "no")]
+
+    def condition(self) -> Any:
+        raise NotImplementedError
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "yes":
+            return queryset.filter(self.condition())
+        if self.value() == "no":
+            return queryset.exclude(self.condition())
+        return queryset
+
+
+class HandoffFilter(YesNoFilter):
+    title = "handoff state"
+    parameter_name = "handoff"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "in its machine's handoff state"), ("no", "elsewhere")]
+
+    def condition(self) -> Any:
+        return sessions_in_handoff_q()
+
+
+class StuckFilter(YesNoFilter):
+    title = "time in state"
+    parameter_name = "stuck"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "stuck"), ("no", "not stuck")]
+
+    def condition(self) -> Any:
+        return sessions_stuck_q(now=timezone.now())
+
+
+class SessionStateFilter(admin.SimpleListFilter):
+    """The states the selected machine (or any machine) declares, from configuration."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        machine = request.GET.get("machine__id__exact")
+        if machine and machine.isdigit():
+            found = StateMachine.objects.filter(pk=int(machine)).values_list("states", flat=True).first()
+            states = list(found or [])
+        else:
+            states = session_states()
+        selected = self.value()
+        if selected and selected not in states:
+            states.append(selected)
+        return [(s, s) for s in states]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(state=value) if value else queryset
+
+
+def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
+    """One timeline event as the template shows it (plain values; the template escapes them)."""
+    row: dict[str, Any] = {"kind": entry.kind, "at": entry.at, "seq": entry.seq}
+    if entry.transition is not None:
+        t = entry.transition
+        row.update(
+            move=t,
+            kind_label=KIND_LABELS.get(t.kind, t.kind),
+            decision_url=(
+                reverse("admin:rules_decisionrecord_change", args=[t.decision_id]) if t.decision_id else None
+            ),
+        )
+    elif entry.decision is not None:
+        d = entry.decision
+        candidate = ""
+        if d.candidate_invalid:
+            candidate = "invalid output"
+        elif d.candidate_decision:
+            candidate = d.candidate_decision
+            if d.candidate_confidence is not None:
+                candidate += f" ({d.candidate_confidence:.2f})"
+        row.update(
+            decision=d,
+            candidate=candidate,
+            ruled_by_label=RULED_BY_LABELS.get(d.ruled_by, d.ruled_by),
+            url=reverse("admin:rules_decisionrecord_change", args=[d.pk]),
+        )
+    elif entry.anomaly is not None:
+        a = entry.anomaly
+        row.update(
+            anomaly=a,
+            raw=Truncator(a.raw).chars(RAW_CHARS),
+            raw_truncated=len(a.raw) > RAW_CHARS,
+            url=reverse("admin:agents_anomaly_change", args=[a.pk]),
+            decision_url=(
+                reverse("admin:rules_decisionrecord_change", args=[a.decision_id]) if a.decision_id else None
+            ),
+        )
+    return row
+
+
+def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any]:
+    """What a session's page shows above its record: where it is now, and its timeline."""
+    machine = session.machine
+    entries = session_timeline(session, limit=TIMELINE_LIMIT + 1)
+    ended = session.state in machine.terminal_states
+    return {
+        "session": session,
+        "machine_url": reverse("admin:agents_statemachine_change", args=[machine.pk]),
+        "agent_url": reverse("admin:agents_agentruntime_change", args=[session.agent_id]),
+        "ended": ended,
+        "in_handoff": session.state == machine.handoff_state,
+        "undeclared": session.state not in machine.states,
+        "stuck": session_is_stuck(session, now=now),
+        "time_in_state": _human(session.state_entered_at, now),
+        "stack": list(session.stack or []),
+        "allowed_transitions": allowed_targets(session),
+        "allowed_actions": [] if ended else allowed_actions(session),
+        "timeline": [_entry_row(e) for e in entries[-TIMELINE_LIMIT:]],
+        "timeline_cut": len(entries) > TIMELINE_LIMIT,
+        "timeline_limit": TIMELINE_LIMIT,
+        "decisions_url": session_changelist_url(session.key),
+        "anomalies_url": reverse("admin:agents_anomaly_changelist") + "?" + urlencode({"q": session.key}),
+        "human_queue_url": reverse("admin:agents_session_human_queue"),
+    }
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyAdmin):
+    """Sessions, read-only: only the session service moves them. Open sessions first, stuck ones on top."""
+
+    change_form_template = "admin/agents/session/change_form.html"
+    change_list_template = "admin/agents/session/change_list.html"
+    human_queue_template = "admin/agents/session/human_queue.html"
+    list_display = (
+        "session_id",
+        "agent",
+        "machine",
+        "state_label",
+        "seq",
+        "anomalies",
+        "time_in_state",
+        "handoff_reason_label",
+        "updated",
+    )
+    list_display_links = ("session_id",)
+    list_filter = (SessionStatusFilter, StuckFilter, HandoffFilter, "machine", SessionStateFilter, "agent")
+    sortable_by = ("seq", "anomalies", "time_in_state", "updated")
+    search_fields = ("key",)  # shows the search box; the matching is get_search_results
+    search_help_text = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
+    list_per_page = 50
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    # get_ordering decides; this only keeps the list from marking the model's "-updated_at" as its sort.
+    ordering = ("state_entered_at",)
+    fieldsets = [
+        (
+            "Record",
+            {
+                "fields": [
+                    "key",
+                    "agent",
+                    "machine",
+                    "state",
+                    "seq",
+                    "stack",
+                    "anomaly_count",
+                    "handoff_reason",
+                    "state_entered_at",
+                    "created_at",
+                    "updated_at",
+                    "context_json",
+                ],
+                "classes": ["collapse"],
+            },
+        )
+    ]
+    readonly_fields = (
+        "key",
+        "agent",
+        "machine",
+        "state",
+        "seq",
+        "stack",
+        "anomaly_count",
+        "handoff_reason",
+        "state_entered_at",
+        "created_at",
+        "updated_at",
+        "context_json",
+    )
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/sessions.css")}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
+        return session_list(now=timezone.now())
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        # Open sessions: the stuck ones first, each group longest in its state first. The rows come
+        # from the (machine, state, state_entered_at) index; only open sessions are sorted.
+        if _status(request) == OPEN:
+            return ["-stuck", "state_entered_at"]
+        return ["-state_entered_at"]
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if term.endswith("*"):
+            prefix = term.rstrip("*")
+            return (queryset.filter(key__startswith=prefix) if prefix else queryset), False
+        return queryset.filter(key=term), False
+
+    # --- columns ----------------------------------------------------------------------------------------
+
+    @admin.display(description="session id")
+    def session_id(self, obj: Session) -> str:
+        return obj.key
+
+    @admin.display(description="anomalies", ordering="anomaly_count")
+    def anomalies(self, obj: Session) -> int:
+        return obj.anomaly_count
+
+    @admin.display(description="state", ordering="state")
+    def state_label(self, obj: Session) -> str:
+        machine = obj.machine
+        if obj.state == machine.handoff_state:
+            return format_html('{} <span class="arbiter-badge arbiter-badge-handoff">handoff</span>', obj.state)
+        if obj.state in machine.terminal_states:
+            return format_html('{} <span class="arbiter-badge arbiter-badge-ended">ended</span>', obj.state)
+        return obj.state
+
+    @admin.display(description="time in state", ordering="-state_entered_at")
+    def time_in_state(self, obj: Session) -> str:
+        spent = _human(obj.state_entered_at, timezone.now())
+        if getattr(obj, "stuck", False):
+            return format_html(
+                '{} <span class="arbiter-badge arbiter-badge-stuck" title="{}">stuck</span>', spent, STUCK_HELP
+            )
+        return spent
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj: Session) -> str:
+        return timezone.localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="handoff reason", ordering="handoff_reason")
+    def handoff_reason_label(self, obj: Session) -> str:
+        return obj.handoff_reason or "—"
+
+    @admin.display(description="context")
+    def context_json(self, obj: Session) -> str:
+        return format_html(
+            '<pre class="arbiter-json">{}</pre>', json.dumps(obj.context, indent=2, ensure_ascii=False, sort_keys=True)
+        )
+
+    # --- the changelist and the session page ------------------------------------------------------------
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        extra_context = {
+            **(extra_context or {}),
+            "stuck_help": STUCK_HELP,
+            "human_queue_url": reverse("admin:agents_session_human_queue"),
+            "human_queue_count": session_human_queue().count(),
+        }
+        return super().changelist_view(request, extra_context)
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context["page"] = session_page_context(obj, now=timezone.now())
+            context["stuck_help"] = STUCK_HELP
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+    # --- the human queue --------------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        # A view of this admin rather than a proxy model's changelist: a proxy model would need a
+        # migration. It is linked from the session list and the agents app page (app_index.html).
+        info = self.opts.app_label, self.opts.model_name
+        queue = path(
+            "human-queue/",
+            self.admin_site.admin_view(self.human_queue_view),
+            name="{}_{}_human_queue".format(*info),
+        )
+        return [queue, *super().get_urls()]
+
+    def human_queue_view(self, request: HttpRequest) -> HttpResponse:
+        """Sessions waiting in their machine's handoff state, the longest waiting first, and how they got there."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        now = timezone.now()
+        page = Paginator(session_human_queue(), HUMAN_QUEUE_PAGE).get_page(request.GET.get("p"))
+        rows = [
+            {
+                "session": s,
+                "url": reverse("admin:agents_session_change", args=[s.pk]),
+                "waiting": _human(s.state_entered_at, now),
+                "kind_label": KIND_LABELS.get(s.last_kind, s.last_kind) if s.last_kind else "",
+                "stuck": session_is_stuck(s, now=now),
+            }
+            for s in page.object_list
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Human queue",
+            "subtitle": None,
+            "rows": rows,
+            "page_obj": page,
+            "changelist_url": reverse("admin:agents_session_changelist"),
+            "stuck_help": STUCK_HELP,
+        }
+        return TemplateResponse(request, self.human_queue_template, context)

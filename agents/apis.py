@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from django.utils import timezone
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -66,11 +67,39 @@ def _idempotency_key(request: Request) -> str:
     return key
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID as text only: DRF's own field also takes an integer, as ``uuid.UUID(int=…)``."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
 class SessionCreateApi(AgentApi):
     class InputSerializer(StrictSerializer):
         machine = StrictCharField(max_length=64)
-        session_id = StrictCharField(max_length=128, required=False)
+        # Every other session route has the id as one path segment: an id with "/" could never be used.
+        session_id = StrictCharField(
+            max_length=128, required=False, validators=[RegexValidator(r"^[^/]+\Z", "Must not contain '/'.")]
+        )
         context = serializers.DictField(required=False, default=dict)
+
+        def validate_context(self, value: dict[str, Any]) -> dict[str, Any]:
+            # PostgreSQL cannot store NUL in JSON: refuse it here rather than fail on insert.
+            if _holds_nul(value):
+                raise serializers.ValidationError("Must not contain NUL characters.")
+            return value
 
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
@@ -96,7 +125,7 @@ class SessionTransitionApi(AgentApi):
         to = StrictCharField(max_length=64)
         expected_state = StrictCharField(max_length=64)
         reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
-        decision_id = serializers.UUIDField(required=False, allow_null=True)
+        decision_id = StrictUUIDField(required=False, allow_null=True)
 
     def post(self, request: Request, session_id: str) -> Response:
         serializer = self.InputSerializer(data=request.data)

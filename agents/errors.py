@@ -35,6 +35,14 @@ class SessionClosed(DomainError):
     title = "The session has ended"
 
 
+class SessionBusy(DomainError):
+    """SQLite only: other writers held its database lock for the whole busy timeout."""
+
+    code = "session_busy"
+    status = 503
+    title = "The session is busy"
+
+
 class NothingToResume(DomainError):
     code = "nothing_to_resume"
     status = 409

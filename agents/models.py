@@ -89,6 +89,12 @@ class StateMachine(models.Model):
                     relying.append(f"{point.key} ({', '.join(missing)})")
             if relying:
                 problems["states"] = f"Decision points still move sessions to these states: {'; '.join(relying)}."
+            if self.pk:
+                stranded = sorted(
+                    set(self.sessions.exclude(state__in=self.states).values_list("state", flat=True).distinct())
+                )
+                if stranded:
+                    problems["states"] = f"Sessions are still in these states: {', '.join(stranded)}."
         if problems:
             raise ValidationError(problems)
 
@@ -138,6 +144,8 @@ class Session(models.Model):
         indexes = [
             models.Index(fields=["machine", "state", "state_entered_at"], name="session_machine_state_idx"),
             models.Index(fields=["state_entered_at"], name="session_state_entered_idx"),
+            # Operators look sessions up by the id agents use, across agents.
+            models.Index(fields=["key"], name="session_key_idx"),
         ]
 
     def __str__(self) -> str:

@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+import datetime as dt
+import heapq
+import operator
+from dataclasses import dataclass
+from functools import reduce
+
+from django.db.models import BooleanField, Case, OuterRef, Q, QuerySet, Subquery, Value, When
+
 from agents.errors import UnknownSession
-from agents.models import AgentRuntime, Anomaly, Session
+from agents.models import AgentRuntime, Anomaly, Session, StateMachine, Transition
 from agents.services.runtimes import token_hash
+from rules.models import DecisionRecord
 
 
 def agent_get_by_token(*, token: str) -> AgentRuntime | None:
@@ -22,3 +31,187 @@ def session_latest_anomaly_codes(session: Session, *, limit: int = 5) -> list[st
         .order_by("-created_at", "-pk")
         .values_list("code", flat=True)[:limit]
     )
+
+
+# --- sessions for the admin: lists, "stuck", the human queue, one session's timeline ---------------------
+#
+# "Stuck", "open" and "in a handoff state" depend on each session's machine (its terminal and handoff
+# states, its timeouts). They are written as one (machine, state[, state_entered_at]) clause per machine
+# and state, which the ``session_machine_state_idx`` index serves; machines are configuration, so there
+# are few clauses.
+
+STUCK_AFTER = dt.timedelta(minutes=10)
+STUCK_HELP = (
+    "Stuck: in a state that is not terminal for longer than that state's timeout, or longer than "
+    f"{int(STUCK_AFTER.total_seconds() // 60)} minutes in a state without a timeout (the handoff state "
+    "included: nobody has taken the session over)."
+)
+
+
+def _machines() -> list[StateMachine]:
+    return list(StateMachine.objects.only("pk", "key", "states", "handoff_state", "terminal_states", "timeouts"))
+
+
+def _none() -> Q:
+    return Q(pk__in=[])
+
+
+def _any(clauses: list[Q]) -> Q:
+    return reduce(operator.or_, clauses, _none())
+
+
+def sessions_open_q(machines: list[StateMachine] | None = None) -> Q:
+    """Sessions in one of their machine's declared states that is not terminal.
+
+    A session left in a state its machine no longer declares matches neither this nor ``sessions_ended_q``.
+    """
+    clauses = []
+    for machine in machines if machines is not None else _machines():
+        open_states = [s for s in machine.states if s not in machine.terminal_states]
+        if open_states:
+            clauses.append(Q(machine_id=machine.pk, state__in=open_states))
+    return _any(clauses)
+
+
+def sessions_ended_q(machines: list[StateMachine] | None = None) -> Q:
+    """Sessions in one of their machine's terminal states."""
+    clauses = [
+        Q(machine_id=machine.pk, state__in=list(machine.terminal_states))
+        for machine in (machines if machines is not None else _machines())
+        if machine.terminal_states
+    ]
+    return _any(clauses)
+
+
+def sessions_in_handoff_q(machines: list[StateMachine] | None = None) -> Q:
+    """Sessions in their own machine's handoff state (where a person takes over)."""
+    clauses = [
+        Q(machine_id=machine.pk, state=machine.handoff_state)
+        for machine in (machines if machines is not None else _machines())
+    ]
+    return _any(clauses)
+
+
+def state_stuck_after(machine: StateMachine, state: str) -> dt.timedelta | None:
+    """How long a session may stay in ``state`` before it counts as stuck; None in a terminal state
+    (and in a state the machine no longer declares, which the session page points out instead)."""
+    if state in machine.terminal_states or state not in machine.states:
+        return None
+    seconds = machine.timeouts.get(state)
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+        return dt.timedelta(seconds=float(seconds))
+    return STUCK_AFTER
+
+
+def sessions_stuck_q(*, now: dt.datetime, machines: list[StateMachine] | None = None) -> Q:
+    """Sessions over their state's limit (see ``STUCK_HELP`` and ``state_stuck_after``)."""
+    clauses = []
+    for machine in machines if machines is not None else _machines():
+        plain = []
+        for state in machine.states:
+            limit = state_stuck_after(machine, state)
+            if limit is None:
+                continue
+            if limit == STUCK_AFTER:
+                plain.append(state)
+            else:
+                clauses.append(Q(machine_id=machine.pk, state=state, state_entered_at__lte=now - limit))
+        if plain:
+            clauses.append(Q(machine_id=machine.pk, state__in=plain, state_entered_at__lte=now - STUCK_AFTER))
+    return _any(clauses)
+
+
+def session_is_stuck(session: Session, *, now: dt.datetime) -> bool:
+    limit = state_stuck_after(session.machine, session.state)
+    return limit is not None and now - session.state_entered_at >= limit
+
+
+def session_list(*, now: dt.datetime | None = None) -> QuerySet[Session]:
+    """Sessions with their agent and machine; with ``now``, each annotated ``stuck`` (see ``STUCK_HELP``)."""
+    sessions = Session.objects.select_related("agent", "machine")
+    if now is not None:
+        stuck = When(sessions_stuck_q(now=now), then=Value(True))
+        sessions = sessions.annotate(stuck=Case(stuck, default=Value(False), output_field=BooleanField()))
+    return sessions
+
+
+def session_states() -> list[str]:
+    """Every state any machine declares, for filters (from configuration, not a DISTINCT over sessions)."""
+    return sorted({s for states in StateMachine.objects.values_list("states", flat=True) for s in states or []})
+
+
+def session_human_queue(*, machines: list[StateMachine] | None = None) -> QuerySet[Session]:
+    """Sessions waiting for a person: in their machine's handoff state, the longest waiting first.
+
+    Each carries the move that brought it there (the transition numbered with the session's current
+    ``seq``, found through the (session, seq) unique index): ``last_kind``, ``last_reason``,
+    ``last_actor``, ``last_from`` and ``last_at`` (all None for a session that started in the handoff state).
+    """
+    last = Transition.objects.filter(session=OuterRef("pk"), seq=OuterRef("seq")).order_by()
+    return (
+        session_list()
+        .filter(sessions_in_handoff_q(machines))
+        .annotate(
+            last_kind=Subquery(last.values("kind")[:1]),
+            last_reason=Subquery(last.values("reason")[:1]),
+            last_actor=Subquery(last.values("actor")[:1]),
+            last_from=Subquery(last.values("from_state")[:1]),
+            last_at=Subquery(last.values("created_at")[:1]),
+        )
+        .order_by("state_entered_at", "pk")
+    )
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One event of a session: a transition, a decision or an anomaly (exactly one of the three is set)."""
+
+    kind: str  # "transition" | "decision" | "anomaly"
+    at: dt.datetime
+    transition: Transition | None = None
+    decision: DecisionRecord | None = None
+    anomaly: Anomaly | None = None
+
+    @property
+    def seq(self) -> int | None:
+        return self.transition.seq if self.transition is not None else None
+
+
+# When two events share a timestamp: a decision comes before the anomaly it raised, and both before
+# the move it made (the decide service writes them in that order).
+_RANK = {"decision": 0, "anomaly": 1, "transition": 2}
+
+
+def _sort_key(entry: TimelineEntry) -> tuple[dt.datetime, int]:
+    return entry.at, _RANK[entry.kind]
+
+
+def session_timeline(session: Session, *, limit: int | None = None) -> list[TimelineEntry]:
+    """The session's transitions, decisions and anomalies in one list, oldest first.
+
+    Ordered by time; transitions always keep their ``seq`` order among themselves (``heapq.merge``
+    never reorders one input), even if clocks disagree. Decisions and anomalies belong to the session
+    when they name its agent and session id. With ``limit``, only the latest ``limit`` events.
+    """
+    transitions = session.transitions.select_related("decision").order_by("-seq")
+    decisions = DecisionRecord.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by(
+        "-created_at", "-pk"
+    )
+    anomalies = Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by("-created_at", "-pk")
+    if limit is not None:
+        transitions, decisions, anomalies = transitions[:limit], decisions[:limit], anomalies[:limit]
+    moves = [TimelineEntry("transition", t.created_at, transition=t) for t in reversed(list(transitions))]
+    others = sorted(
+        [TimelineEntry("decision", d.created_at, decision=d) for d in decisions]
+        + [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in anomalies],
+        key=_sort_key,
+    )
+    merged = list(heapq.merge(moves, others, key=_sort_key))
+    return merged[-limit:] if limit is not None else merged
+
+
+def session_pk(*, agent_id: int | None, session_id: str) -> int | None:
+    """The primary key of an agent's session, if it exists (for links from the logs)."""
+    if agent_id is None or not session_id:
+        return None
+    return Session.objects.filter(agent_id=agent_id, key=session_id).values_list("pk", flat=True).first()

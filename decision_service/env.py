@@ -30,6 +30,11 @@ def _int(name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
+# SQLite refuses, rather than waits for, a transaction that read and then wants to write after another
+# writer got in ("database is locked"). Taking the write lock at BEGIN makes concurrent requests queue.
+_SQLITE: dict[str, Any] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+
+
 def parse_database_url(url: str) -> dict[str, Any]:
     """Turn ``postgres://user:pass@host:port/name`` or ``sqlite:///path`` into a DATABASES entry."""
     parsed = urlparse(url)
@@ -48,7 +53,11 @@ def parse_database_url(url: str) -> dict[str, Any]:
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute/path.db, as in the common URL convention.
         path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path or str(BASE_DIR / "db.sqlite3")}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path or str(BASE_DIR / "db.sqlite3"),
+            "OPTIONS": _SQLITE,
+        }
     raise ValueError(f"DATABASE_URL: unsupported scheme {scheme!r} (use postgres:// or sqlite:///)")
 
 
@@ -67,7 +76,7 @@ DATABASE_URL = _str("DATABASE_URL")
 DATABASE: dict[str, Any] = (
     parse_database_url(DATABASE_URL)
     if DATABASE_URL
-    else {"ENGINE": "django.db.backends.sqlite3", "NAME": str(BASE_DIR / "db.sqlite3")}
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": str(BASE_DIR / "db.sqlite3"), "OPTIONS": _SQLITE}
 )
 
 SECRET_KEY = _str("SECRET_KEY")

@@ -1,8 +1,9 @@
 """Sessions under explicit state machines. Nothing else changes a session's state.
 
-Every move takes the session's row lock (``SELECT … FOR UPDATE`` on PostgreSQL) and then writes with a
-compare-and-set on ``seq``, so concurrent callers from one ``expected_state`` get exactly one success:
-the others see the new state and are told ``state_mismatch``. ``seq`` is assigned here, one per move,
+Every move takes the session's lock (``SELECT … FOR UPDATE`` on PostgreSQL, the database write lock on
+SQLite: see ``locked_sessions``) and then writes with a compare-and-set on ``seq``, so concurrent
+callers from one ``expected_state`` get exactly one success: the others see the new state and are told
+``state_mismatch``. ``seq`` is assigned here, one per move,
 and each move is a ``Transition`` row unique on (session, seq): strictly increasing and gap-free.
 
 Refusals that are a model's mistake (an illegal move, an action outside the whitelist) are recorded
@@ -21,14 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from agents.errors import (
     ActionNotAllowed,
     IllegalTransition,
     NothingToResume,
+    SessionBusy,
     SessionClosed,
     SessionExists,
     StateMismatch,
@@ -36,7 +38,7 @@ from agents.errors import (
     UnknownSession,
 )
 from agents.models import AgentRuntime, Anomaly, Session, StateMachine, Transition, TransitionKind
-from rules.errors import DomainError, IdempotencyConflict
+from rules.errors import DomainError, IdempotencyConflict, InvalidRequest
 
 SYSTEM_TIMEOUT = "system:timeout-sweep"
 SYSTEM_MODEL_FAILURE = "system:model-failure-policy"
@@ -96,13 +98,27 @@ def session_create(
     return session
 
 
+def locked_sessions(sessions: QuerySet[Session]) -> QuerySet[Session]:
+    """``sessions`` to read under a lock held until the transaction ends (call inside ``atomic``).
+
+    PostgreSQL: ``SELECT … FOR UPDATE`` on the rows. SQLite ignores FOR UPDATE and has only a database
+    write lock; a transaction that reads first and writes later is refused at once ("database is
+    locked", no waiting) when another writer got in between. Writing first (a no-op update) takes the
+    write lock up front, waiting its busy timeout for the others as a row lock would.
+    """
+    if connection.vendor == "sqlite":
+        try:
+            sessions.update(seq=F("seq"))
+        except OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            # Other writers held the database for the whole busy timeout: the caller may retry.
+            raise SessionBusy("The database is busy with other moves; retry shortly.") from exc
+    return sessions.select_for_update(of=("self",)).select_related("machine")
+
+
 def _locked(agent: AgentRuntime, session_id: str) -> Session:
-    session = (
-        Session.objects.select_for_update(of=("self",))
-        .select_related("machine")
-        .filter(agent=agent, key=session_id)
-        .first()
-    )
+    session = locked_sessions(Session.objects.filter(agent=agent, key=session_id)).first()
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")
     return session
@@ -138,8 +154,8 @@ def move_session(
     fields: dict[str, Any] = {"state": to, "seq": seq, "state_entered_at": now, "updated_at": now}
     if stack is not None:
         fields["stack"] = stack
-    if kind in (TransitionKind.MODEL_FAILURE, TransitionKind.TIMEOUT):
-        fields["handoff_reason"] = kind
+    # Set by the system's hand-offs only; any other move (out of the queue, or into it by choice) clears it.
+    fields["handoff_reason"] = kind if kind in (TransitionKind.MODEL_FAILURE, TransitionKind.TIMEOUT) else ""
     # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
     if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
         session.refresh_from_db()
@@ -225,8 +241,23 @@ def session_transition(
                 if done.request_digest != digest:
                     raise IdempotencyConflict(f"Idempotency-Key '{idempotency_key}' was used with another body.")
                 return Move(from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind)
+        if decision_id is not None:
+            _check_decision(agent, session, decision_id)
         outcome = _transition_locked(session, agent, to, expected_state, reason, decision_id, idempotency_key, digest)
     return _refuse_after_commit(outcome)
+
+
+def _check_decision(agent: AgentRuntime, session: Session, decision_id: Any) -> None:
+    """A move may cite a decision of the same agent about this session (or about none); anything else
+    would fail the foreign key only at commit, as a server error, or link another agent's log."""
+    from rules.models import DecisionRecord
+
+    cited = DecisionRecord.objects.filter(pk=decision_id, agent=agent, session_id__in=["", session.key])
+    if not cited.exists():
+        raise InvalidRequest(
+            "decision_id names no decision this agent made about this session.",
+            errors={"decision_id": ["Unknown decision for this session."]},
+        )
 
 
 def _transition_locked(
@@ -289,6 +320,18 @@ def session_action(*, agent: AgentRuntime, session_id: str, action: str) -> list
     raise refusal
 
 
+def _policy_handoff(session: Session) -> IllegalTransition | None:
+    """A session the model-failure policy or the timeout sweep gave to a person is the person's:
+    interrupts and resumes, which do not follow the table, may not take it out of the queue."""
+    if session.state == session.machine.handoff_state and session.handoff_reason:
+        return IllegalTransition(
+            f"The session was handed to a person ({session.handoff_reason}); only the machine's own "
+            f"transitions lead out of '{session.state}'.",
+            extra={"state": session.state, "seq": session.seq, "allowed_transitions": allowed_targets(session)},
+        )
+    return None
+
+
 def session_interrupt(*, agent: AgentRuntime, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
     """Set the current state aside and move to ``to``; ``session_resume`` comes back to it."""
     with transaction.atomic():
@@ -304,6 +347,8 @@ def session_interrupt(*, agent: AgentRuntime, session_id: str, to: str, expected
                 f"Cannot interrupt into '{to}': it must be another, non-terminal state of {machine.key}.",
                 extra={"state": session.state, "seq": session.seq},
             )
+        elif handed_off := _policy_handoff(session):
+            outcome = handed_off
         else:
             outcome = move_session(
                 session,
@@ -329,6 +374,8 @@ def session_resume(*, agent: AgentRuntime, session_id: str, expected_state: str,
                 "The session has no interrupted state to go back to.",
                 extra={"state": session.state, "seq": session.seq},
             )
+        elif handed_off := _policy_handoff(session):
+            outcome = handed_off
         else:
             outcome = move_session(
                 session,
@@ -363,9 +410,7 @@ def session_timeouts_sweep(*, now: dt.datetime | None = None) -> int:
             due = Session.objects.filter(machine=machine, state=state, state_entered_at__lte=cutoff)
             for pk in due.values_list("pk", flat=True).iterator():
                 with transaction.atomic():
-                    session = (
-                        Session.objects.select_for_update(of=("self",)).select_related("machine").filter(pk=pk).first()
-                    )
+                    session = locked_sessions(Session.objects.filter(pk=pk)).first()
                     if session is None or session.state != state or session.state_entered_at > cutoff:
                         continue  # moved on meanwhile
                     move_session(
@@ -390,7 +435,7 @@ _ANOMALY_HINTS = {
     "candidate_not_an_outcome": "You proposed {n} answers that are not outcomes of the point: use its outcomes.",
     ILLEGAL_TRANSITION: "You proposed {n} moves the flow does not allow: propose only allowed_transitions.",
     ACTION_NOT_ALLOWED: "You asked for {n} actions not allowed in their state: use only allowed_actions.",
-    DECISION_MOVE_NOT_ALLOWED: "{n} decisions could not move the session as mapped and fell back: re-check the flow.",
+    DECISION_MOVE_NOT_ALLOWED: "{n} decisions could not move the session as mapped from its state: re-check the flow.",
 }
 
 

@@ -17,7 +17,13 @@ from django.utils import timezone
 
 from agents.errors import MachineMismatch, SessionClosed, UnknownSession
 from agents.models import AgentRuntime, Session
-from agents.services.sessions import DECISION_MOVE_NOT_ALLOWED, allowed_targets, move_session, record_anomaly
+from agents.services.sessions import (
+    DECISION_MOVE_NOT_ALLOWED,
+    allowed_targets,
+    locked_sessions,
+    move_session,
+    record_anomaly,
+)
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.errors import EngineUnavailable, IdempotencyConflict, InvalidRequest, NotFound, PointNotAllowed, UnknownPoint
@@ -200,6 +206,7 @@ def decision_make(
                 )
             record = _record(agent, request, point, decision, revision, evaluated_us, now, idempotency_key, digest)
             record.save(force_insert=True)
+            start = _stay(session) if session is not None else None
             anomalies = []
             if parse_problem is not None:
                 anomalies.append((INVALID_CANDIDATE_OUTPUT, parse_problem, record.candidate_raw))
@@ -217,8 +224,9 @@ def decision_make(
                     raw=raw,
                     decision_id=record.pk,
                 )
-            if apply and session is not None:
-                record.session_move = _apply(session, point, record)
+            if apply and session is not None and start is not None:
+                # From where the session was when the request came: an anomaly above may have handed it off.
+                record.session_move = {**_apply(session, point, record), "from": start["from"]}
                 record.save(update_fields=["session_move"])
     except IntegrityError:
         # Two retries with one key raced: the other one logged it first.
@@ -237,12 +245,7 @@ def _session_for(agent: AgentRuntime, session_id: str, point: CompiledPoint, app
         if apply:
             raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
         return None
-    session = (
-        Session.objects.select_for_update(of=("self",))
-        .select_related("machine")
-        .filter(agent=agent, key=session_id)
-        .first()
-    )
+    session = locked_sessions(Session.objects.filter(agent=agent, key=session_id)).first()
     if not apply:
         return session
     if session is None:
@@ -277,9 +280,13 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord) -> di
             session, to=target, kind="decision", actor=record.agent_name, reason=record.reason, decision_id=record.pk
         )
         return {"from": move.from_state, "state": move.state, "seq": move.seq}
+    # The fallback is the point's safe place (seed 001: clarify). It is a move like any other: taken only
+    # where the machine allows it. From a state that cannot go there (a person's queue, a refund under
+    # review, or the very state the mapping was refused) the session stays where it is.
     fallback = point.spec.fallback_state
+    can_fall_back = bool(fallback) and fallback != session.state and fallback in allowed_targets(session)
     detail = f"{record.decision} maps to '{target}', which {machine.key} does not allow from '{session.state}'" + (
-        f"; fell back to '{fallback}'" if fallback and fallback != session.state else ""
+        f"; fell back to '{fallback}'" if can_fall_back else f"; stayed in '{session.state}'"
     )
     handoff = record_anomaly(
         session,
@@ -292,10 +299,8 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord) -> di
     )
     if handoff is not None:
         return {"from": before["from"], "state": handoff.state, "seq": handoff.seq}
-    if not fallback or fallback == session.state:
+    if not can_fall_back:
         return before
-    # The fallback is the point's safe place (seed 001: clarify); it is taken even where the table has
-    # no such edge, as the seed's agent loop does, and the move says so.
     move = move_session(
         session, to=fallback, kind="fallback", actor=record.agent_name, reason=detail, decision_id=record.pk
     )

@@ -60,3 +60,21 @@ def test_machine_save_validates_and_records_history(actor):
 def test_timeouts_must_be_finite():
     problems = machine_problems(**{**AFTER_SALES, "timeouts": {"init": float("inf")}})
     assert problems == {"timeouts": "Each timeout must be a positive number of seconds."}
+
+
+@pytest.mark.django_db
+def test_a_state_that_sessions_are_in_cannot_be_removed(actor):
+    from django.utils import timezone
+
+    from agents.models import Session
+    from agents.services import agent_create
+
+    machine = machine_save(machine=StateMachine(key="after_sales", **AFTER_SALES), actor=actor, reason="seed flow")
+    agent, _ = agent_create(name="bot", point_keys=[], actor=actor, reason="t")
+    Session.objects.create(agent=agent, key="s", machine=machine, state="escalated", state_entered_at=timezone.now())
+    machine.states = [s for s in AFTER_SALES["states"] if s != "escalated"]
+    machine.transitions = {
+        k: [t for t in v if t != "escalated"] for k, v in AFTER_SALES["transitions"].items() if k != "escalated"
+    }
+    with pytest.raises(ValidationError, match="Sessions are still in these states: escalated"):
+        machine_save(machine=machine, actor=actor, reason="drop escalation")

@@ -5,9 +5,12 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
+from agents.models import AgentRuntime
 from agents.services import agent_create
+from agents.services.sessions import session_create, session_interrupt, session_transition
 from rules.configio.apply import config_import
 from rules.runtime import engines
+from rules.services.decisions import DecideRequest, decision_make
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "after_sales.yaml"
@@ -43,6 +46,33 @@ def live_demo(live_server, transactional_db):
 @pytest.fixture
 def live_token(live_demo) -> str:
     return _token()
+
+
+# Sessions the fuzzing addresses, in different places of the demo's two machines: id → (machine, moves).
+# A move is ("to", state) or ("interrupt", state), each from the state the previous one reached.
+SESSIONS: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "s1": ("after_sales", []),
+    "s2": ("after_sales", [("to", "received")]),
+    "s3": ("after_sales", [("to", "received"), ("interrupt", "intent_clarify"), ("interrupt", "human_handoff")]),
+    "s4": ("after_sales", [("to", "received"), ("to", "closed")]),
+    "c1": ("change_address", []),
+    "c2": ("change_address", [("to", "awaiting_intent"), ("to", "collecting_params")]),
+    "c3": ("change_address", [("to", "awaiting_intent"), ("to", "collecting_params"), ("to", "executing")]),
+}
+
+
+@pytest.fixture
+def live_sessions(live_token) -> dict[str, str]:
+    """The sessions of ``SESSIONS`` for the token's agent, and a decision of its: ``{"decision_id": …}``."""
+    agent = AgentRuntime.objects.get(name="api_bot")
+    for key, (machine, moves) in SESSIONS.items():
+        state = session_create(agent=agent, machine_key=machine, session_id=key).state
+        for kind, to in moves:
+            move = session_interrupt if kind == "interrupt" else session_transition
+            state = move(agent=agent, session_id=key, to=to, expected_state=state).state
+    made = decision_make(agent=agent, request=DecideRequest(point="refund_approval", session_id="s2"))
+    assert made.record is not None
+    return {"decision_id": str(made.record.pk)}
 
 
 @pytest.fixture

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
 import pytest
 import yaml
+from django.core.validators import RegexValidator
 from django.urls import URLPattern, URLResolver, get_resolver
 from openapi_spec_validator import validate
+from rest_framework import serializers
 
+from agents import apis as session_apis
+from agents import errors as agent_errors
+from agents import urls as agents_urls
 from decision_service.api.errors import _DRF_CODES
 from rules import apis
 from rules import urls as rules_urls
-from rules.errors import EngineUnavailable, IdempotencyConflict, InvalidRequest, NotFound, PointNotAllowed, UnknownPoint
+from rules.errors import (
+    DomainError,
+    EngineUnavailable,
+    IdempotencyConflict,
+    InvalidRequest,
+    NotFound,
+    PointNotAllowed,
+    UnknownPoint,
+)
 from tests.api.conftest import SPEC
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -65,8 +79,9 @@ def _api_routes() -> dict[str, set[str]]:
 
 def test_every_api_route_is_described_with_exactly_its_methods(spec):
     routes = _api_routes()
-    # rules/urls.py is mounted under /api/v1/: all five of its routes are among those found.
-    assert len([r for r in routes if r != "/api/v1/openapi.yaml"]) == len(rules_urls.urlpatterns)
+    # rules/urls.py and agents/urls.py are mounted under /api/v1/: all their routes are among those found.
+    mounted = len(rules_urls.urlpatterns) + len(agents_urls.urlpatterns)
+    assert len([r for r in routes if r != "/api/v1/openapi.yaml"]) == mounted
     assert set(spec["paths"]) == set(routes)
     for path, methods in routes.items():
         assert set(spec["paths"][path]) == methods, path
@@ -81,6 +96,12 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (apis.DecisionCreateApi.InputSerializer, "DecideRequest"),
         (apis.DecisionCreateApi.CandidateSerializer, "Candidate"),
         (apis.DecisionCreateApi.TokensSerializer, "Tokens"),
+        (session_apis.SessionCreateApi.InputSerializer, "SessionCreateRequest"),
+        (session_apis.SessionTransitionApi.InputSerializer, "TransitionRequest"),
+        (session_apis.SessionActionApi.InputSerializer, "ActionRequest"),
+        (session_apis.SessionInterruptApi.InputSerializer, "InterruptRequest"),
+        (session_apis.SessionResumeApi.InputSerializer, "ResumeRequest"),
+        (session_apis.SessionAnomalyCreateApi.InputSerializer, "AnomalyRequest"),
     ],
 )
 def test_request_schemas_match_the_serializers(spec, serializer, name):
@@ -95,9 +116,50 @@ def test_request_schemas_match_the_serializers(spec, serializer, name):
             assert prop["maxLength"] == field.max_length, field_name
         if getattr(field, "min_value", None) is not None:
             assert (prop["minimum"], prop["maximum"]) == (field.min_value, field.max_value), field_name
+        patterns = [v.regex.pattern for v in field.validators if isinstance(v, RegexValidator)]
+        if patterns:  # Python's \Z is JSON Schema's $ (which, unlike Python's, never matches before a newline)
+            assert [prop["pattern"]] == [p.replace("\\Z", "$") for p in patterns], field_name
+        if isinstance(field, serializers.CharField) and not field.allow_blank and "pattern" not in prop:
+            assert prop.get("minLength") == 1, field_name
+        if isinstance(field, serializers.DictField):
+            assert prop["type"] == "object", field_name
+        if isinstance(field, serializers.UUIDField):
+            assert prop["format"] == "uuid" and ("null" in prop["type"]) == field.allow_null, field_name
+
+
+def _domain_errors(module: object) -> set[type[DomainError]]:
+    return {
+        value
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, DomainError) and value is not DomainError
+    }
 
 
 def test_problem_codes_are_exactly_those_the_api_can_send(spec):
+    # rules/errors.py also holds errors only the configuration tools raise: the API's are listed here.
+    # agents/errors.py holds the session API's refusals only: every one of them can be sent.
     domain = {UnknownPoint, PointNotAllowed, IdempotencyConflict, InvalidRequest, NotFound, EngineUnavailable}
+    domain |= _domain_errors(agent_errors)
     sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
     assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent
+
+
+def _extension_members_sent() -> dict[str, set[str]]:
+    """Keys of every literal ``extra={…}`` a refusal is raised with in the API's code, by file."""
+    root = SPEC.parents[1]
+    sent: dict[str, set[str]] = {}
+    for package in ("agents", "rules", "decision_service"):
+        for path in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.keyword) and node.arg == "extra" and isinstance(node.value, ast.Dict):
+                    keys = {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+                    sent.setdefault(str(path.relative_to(root)), set()).update(keys)
+    return sent
+
+
+def test_every_problem_extension_member_the_code_sends_is_described(spec):
+    sent = _extension_members_sent()
+    assert sent, "no refusal with extension members found: has the code moved?"
+    described = set(spec["components"]["schemas"]["Problem"]["properties"])
+    for path, keys in sent.items():
+        assert keys <= described, (path, keys - described)

@@ -1,0 +1,207 @@
+"""Many agents' requests racing on one session, as real concurrent HTTP clients against a running server.
+
+The server is pytest-django's ``live_server`` (Django's threaded WSGI server: one thread per request),
+the clients are threads released together by a barrier so their requests really overlap. On PostgreSQL
+each move holds the session's row lock; on SQLite (each request on its own connection to a file, see
+``_on_a_sqlite_file``) the database write lock, taken before the session is read. Behind either, the
+compare-and-set on ``seq``. Exactly one of the racing moves from one ``expected_state`` may win, and no
+request may fail with a server error ("database is locked" was one, on SQLite, before the lock).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+
+from agents.models import Anomaly, Session, Transition
+from rules.models import DecisionRecord
+from rules.runtime import engines
+from tests.agents.api.test_flows_http import Agent, Answer, assert_gap_free, candidate, start_server
+
+CLIENTS = 50
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    engines.clear()
+    yield
+    engines.clear()
+
+
+@pytest.fixture
+def bot(live_server, transactional_db, tmp_path) -> Iterator[Agent]:
+    # Django's live server listens with a backlog of 10; 50 clients connecting at once would overflow it
+    # and see resets before any request is read. Listening again on Linux only raises the backlog.
+    live_server.thread.httpd.socket.listen(2 * CLIENTS)
+    if connection.vendor != "sqlite":
+        yield start_server(live_server)[0]
+        return
+    yield from _on_a_sqlite_file(live_server, tmp_path / "arbiter.sqlite3")
+
+
+class _ConnectionPerRequest:
+    """Stands in for the live server's ``connections_override``: each request thread gets its own."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+    def __bool__(self) -> bool:
+        return True
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(DEFAULT_DB_ALIAS, self.make())]
+
+
+def _on_a_sqlite_file(live_server: Any, path: Path) -> Iterator[Agent]:
+    """pytest-django's SQLite test database lives in memory, and its live server hands that one
+    connection to every request thread, interleaving their transactions on it (Django documents the
+    hazard). Concurrent requests only mean something with a connection each, as a deployed server has:
+    copy the test database to a file, and give the test and every request thread their own connection
+    to it for the duration of the test."""
+    memory = connections[DEFAULT_DB_ALIAS]
+    memory.ensure_connection()
+    target = sqlite3.connect(path)
+    memory.connection.backup(target)
+    target.close()
+    settings_dict = {**memory.settings_dict, "NAME": str(path)}
+
+    def make() -> Any:
+        return memory.__class__(settings_dict, DEFAULT_DB_ALIAS)
+
+    httpd = live_server.thread.httpd
+    saved = httpd.connections_override
+    httpd.connections_override = _ConnectionPerRequest(make)
+    mine = make()
+    connections[DEFAULT_DB_ALIAS] = mine
+    try:
+        yield start_server(live_server)[0]
+    finally:
+        httpd.connections_override = saved
+        mine.close()
+        connections[DEFAULT_DB_ALIAS] = memory
+
+
+def race(n: int, request: Callable[[int], Answer]) -> list[Answer]:
+    """Run ``request(i)`` for i in 0..n-1 on n threads that all start at the same moment."""
+    barrier = threading.Barrier(n, timeout=30)
+
+    def one(i: int) -> Answer:
+        barrier.wait()
+        return request(i)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def json_of(answer: Answer) -> str:
+    return json.dumps(answer.body, sort_keys=True)
+
+
+def describe(answers: list[Answer]) -> Counter[tuple[int, Any]]:
+    return Counter((a.status, a.code) for a in answers)
+
+
+def test_fifty_moves_from_one_expected_state_exactly_one_wins(bot):
+    assert bot.start("after_sales", "race-1").status == 201
+    # Every client believes the session is in init; they disagree on where it should go.
+    targets = ["received", "intent_clarify", "human_handoff"]
+    answers = race(CLIENTS, lambda i: bot.move("race-1", targets[i % 3], "init", reason=f"client {i}"))
+
+    assert describe(answers) == {(200, None): 1, (409, "state_mismatch"): CLIENTS - 1}, describe(answers)
+    (won,) = [a for a in answers if a.status == 200]
+    session = Session.objects.get(key="race-1")
+    assert won.body == {"from": "init", "state": session.state, "seq": 1}
+    assert session.seq == 1
+    (row,) = Transition.objects.filter(session=session)
+    assert (row.seq, row.from_state, row.to_state) == (1, "init", session.state)
+    winner = answers.index(won)
+    assert row.reason == f"client {winner}" and row.to_state == targets[winner % 3]  # no lost update
+    for lost in answers:
+        if lost is not won:
+            assert (lost.body["state"], lost.body["seq"]) == (session.state, 1)
+            assert lost.content_type == "application/problem+json"
+
+
+def test_concurrent_moves_with_fresh_expected_states_form_one_chain(bot):
+    """Clients that each read the session first and then move: whatever interleaving happens, the
+    moves that won form one gap-free chain and every winner's answer is a row of it."""
+    bot.start("after_sales", "race-2")
+    path = {"init": "received", "received": "refund_review", "refund_review": "escalated", "escalated": "closed"}
+
+    def read_then_move(i: int) -> Answer:
+        state = bot.session("race-2")["state"]
+        return bot.move("race-2", path.get(state, "closed"), state)
+
+    answers = race(20, read_then_move)
+    allowed = {(200, None), (409, "state_mismatch"), (409, "session_closed")}
+    assert set(describe(answers)) <= allowed, describe(answers)
+    rows = assert_gap_free("race-2")
+    won = sorted(a.body["seq"] for a in answers if a.status == 200)
+    assert won == [t.seq for t in rows]  # one answer per row, none lost, none twice
+
+
+def test_concurrent_decisions_with_apply_on_one_session(bot):
+    bot.start("after_sales", "race-3")
+    turns = [
+        {"input": "你们几点下班", "candidate": candidate("general_query", 0.9)},  # -> received
+        {"input": "我要退款"},  # -> refund_review (or the fallback, clarify, from init)
+    ]
+    answers = race(20, lambda i: bot.decide("race-3", "intent_routing", **turns[i % 2]))
+
+    # Deciding holds the session's lock from reading its state to moving it: no decision is made on a
+    # stale state, so none is refused as stale either.
+    assert describe(answers) == {(201, None): 20}, describe(answers)
+    decided = answers
+    rows = assert_gap_free("race-3")
+    # Decision, move and log commit together: one record per answered decision, and each move is the
+    # move one of them reported.
+    assert DecisionRecord.objects.filter(session_id="race-3").count() == len(decided)
+    moved = [a for a in decided if a.body["session"]["from"] != a.body["session"]["state"]]
+    moves = {a.body["session"]["seq"]: a for a in moved}
+    assert sorted(moves) == [t.seq for t in rows] and len(moved) == len(rows)
+    for row in rows:
+        answer = moves[row.seq]
+        if row.kind == "model_failure":  # the decision's anomaly was one too many: the policy moved it
+            assert (row.actor, row.decision_id) == ("system:model-failure-policy", None)
+        else:
+            assert (row.actor, str(row.decision_id)) == ("support_bot", answer.body["id"])
+        assert (row.from_state, row.to_state) == (answer.body["session"]["from"], answer.body["session"]["state"])
+    session = Session.objects.get(key="race-3")
+    assert session.seq == len(rows) >= 1
+    for answer in decided:  # every stay reports a state the session really was in at that seq
+        move = answer.body["session"]
+        if move["from"] == move["state"]:
+            at = Transition.objects.get(session=session, seq=move["seq"]).to_state if move["seq"] else "init"
+            assert move["state"] == at
+
+
+def test_concurrent_retries_with_one_idempotency_key_make_one_move(bot):
+    bot.start("after_sales", "race-4")
+    answers = race(10, lambda i: bot.move("race-4", "received", "init", key="turn-1"))
+    assert describe(answers) == {(200, None): 10}, describe(answers)
+    assert {json_of(a) for a in answers} == {json_of(answers[0])}
+    assert answers[0].body == {"from": "init", "state": "received", "seq": 1}
+    assert len(assert_gap_free("race-4")) == 1
+
+
+def test_concurrent_anomaly_reports_hand_off_once(bot):
+    bot.start("change_address", "race-5")
+    bot.move("race-5", "awaiting_intent", "created")
+    answers = race(
+        12, lambda i: bot.post("/api/v1/sessions/race-5/anomalies", {"code": "invalid_json", "detail": str(i)})
+    )
+    assert describe(answers) == {(201, None): 12}, describe(answers)
+    assert sum(a.body["handed_off"] for a in answers) == 1
+    session = Session.objects.get(key="race-5")
+    assert (session.state, session.anomaly_count, session.seq) == ("human_handoff", 12, 2)
+    assert [t.kind for t in assert_gap_free("race-5")] == ["move", "model_failure"]
+    assert Anomaly.objects.filter(session_id="race-5").count() == 12  # none lost
