@@ -1,13 +1,4 @@
-"""Admin for agent runtimes, state machines, sessions and anomalies. Writes go through ``agents.services``.
-
-A runtime's token is never stored or shown, except once: in the message after the runtime is added
-or its token rotated.
-
-Sessions are read-only here: only ``agents.services.sessions`` moves them. Their list puts open sessions
-first and the stuck ones at its top; each session's page shows one timeline of its transitions,
-decisions and anomalies (``agents.selectors.session_timeline``); the human queue lists the sessions
-waiting in their machine's handoff state. Machines are edited as before and drawn (``agents.diagram``).
-"""
+"""Admin for sessions: read-only list (stuck first), the session timeline and the human queue."""
 
 from __future__ import annotations
 
@@ -16,7 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -26,20 +17,16 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
-from agents.admin_forms import AgentRuntimeForm, StateMachineForm
-from agents.diagram import machine_svg
-from agents.models import AgentRuntime, Anomaly, Session, StateMachine, TransitionKind
+from agents.models import Session, StateMachine, TransitionKind
 from agents.selectors import (
     STUCK_HELP,
     TimelineEntry,
     session_human_queue,
     session_is_stuck,
     session_list,
-    session_pk,
     session_states,
     session_timeline,
     sessions_ended_q,
@@ -47,259 +34,8 @@ from agents.selectors import (
     sessions_open_q,
     sessions_stuck_q,
 )
-from agents.services import (
-    agent_create,
-    agent_rotate_token,
-    agent_save,
-    agent_set_points,
-    machine_delete,
-    machine_save,
-)
 from agents.services.sessions import allowed_actions, allowed_targets
-from rules.admin.base import REFUSALS, AuditedAdmin, actor_of, reason_from, refusal_text, refused_on_form
-from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, SessionLogAdmin, session_changelist_url
-from rules.services.revisions import Actor, config_change
-
-_NEW_TOKEN_ATTR = "_arbiter_new_token"  # noqa: S105 - an attribute name, not a secret
-
-
-def _show_token_once(modeladmin: admin.ModelAdmin, request: HttpRequest, agent: AgentRuntime, token: str) -> None:
-    modeladmin.message_user(
-        request,
-        format_html(
-            "The token for <strong>{}</strong> is shown only this once — copy it now and give it to the "
-            'agent runtime: <code class="arbiter-token">{}</code>',
-            agent.name,
-            token,
-        ),
-        messages.WARNING,
-    )
-
-
-@admin.register(AgentRuntime)
-class AgentRuntimeAdmin(AuditedAdmin):
-    form = AgentRuntimeForm
-    readonly_after_create = ("name", "token_prefix", "created_at")
-    filter_horizontal = ("points",)
-    list_display = ("name", "token_start", "is_active", "point_list", "created_at")
-    list_filter = ("is_active", "points")
-    search_fields = ("name", "description", "token_prefix", "points__key")
-    actions = ["rotate_token", "deactivate"]
-    fieldsets = [(None, {"fields": ["name", "token_prefix", "created_at", "description", "points", "is_active"]})]
-
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
-        fieldsets = super().get_fieldsets(request, obj)
-        if obj is None:  # the token does not exist yet
-            hidden = {"token_prefix", "created_at"}
-            fieldsets = [(t, {**o, "fields": [f for f in o["fields"] if f not in hidden]}) for t, o in fieldsets]
-        return fieldsets
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentRuntime]:
-        return super().get_queryset(request).prefetch_related("points")
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # no delete service: deactivate the runtime instead
-
-    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
-        return True  # the token is not in the history, so a revert could not restore it
-
-    @admin.display(description="token starts with", ordering="token_prefix")
-    def token_start(self, obj: AgentRuntime) -> str:
-        return f"{obj.token_prefix}…"
-
-    @admin.display(description="decision points")
-    def point_list(self, obj: AgentRuntime) -> str:
-        return ", ".join(p.key for p in obj.points.all()) or "—"
-
-    def save_record(self, obj: AgentRuntime, *, actor: Actor, reason: str) -> None:
-        agent_save(agent=obj, actor=actor, reason=reason)
-
-    def save_model(self, request: HttpRequest, obj: AgentRuntime, form: Any, change: bool) -> None:
-        actor, reason = actor_of(request), reason_from(request)
-        point_keys = [p.key for p in form.cleaned_data.get("points", [])]
-        with refused_on_form():
-            if change:
-                # agent_set_points saves the runtime's other fields too: one history row.
-                agent_set_points(agent=obj, point_keys=point_keys, actor=actor, reason=reason)
-                return
-            agent, token = agent_create(
-                name=obj.name,
-                point_keys=point_keys,
-                actor=actor,
-                reason=reason,
-                description=obj.description,
-                is_active=obj.is_active,
-            )
-        # The admin goes on with the form's instance (log entry, redirect): make it the created record.
-        for f in AgentRuntime._meta.concrete_fields:
-            setattr(obj, f.attname, getattr(agent, f.attname))
-        obj._state.adding, obj._state.db = False, agent._state.db
-        setattr(request, _NEW_TOKEN_ATTR, (agent, token))
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        # Not form.save_m2m(): the points were set by agent_create / agent_set_points in save_model.
-        for formset in formsets:
-            self.save_formset(request, form, formset, change=change)
-
-    def response_add(
-        self, request: HttpRequest, obj: AgentRuntime, post_url_continue: str | None = None
-    ) -> HttpResponse:
-        created = getattr(request, _NEW_TOKEN_ATTR, None)
-        if created is not None:
-            _show_token_once(self, request, *created)
-        return super().response_add(request, obj, post_url_continue)
-
-    @admin.action(permissions=["change"], description="Rotate token of selected agents (old token stops working)")
-    def rotate_token(self, request: HttpRequest, queryset: QuerySet[AgentRuntime]) -> None:
-        reason = "Token rotated in admin"
-        try:
-            with config_change(actor=actor_of(request), reason=reason):
-                rotated = [(a, agent_rotate_token(agent=a, actor=actor_of(request), reason=reason)) for a in queryset]
-        except REFUSALS as exc:
-            self.message_user(request, f"No token was rotated. {refusal_text(exc)}", messages.ERROR)
-            return
-        for agent, token in rotated:
-            _show_token_once(self, request, agent, token)
-
-    @admin.action(permissions=["change"], description="Deactivate selected agents (their tokens are refused)")
-    def deactivate(self, request: HttpRequest, queryset: QuerySet[AgentRuntime]) -> None:
-        reason = "Deactivated in admin"
-        try:
-            with config_change(actor=actor_of(request), reason=reason):
-                for agent in queryset.filter(is_active=True):
-                    agent.is_active = False
-                    agent_save(agent=agent, actor=actor_of(request), reason=reason)
-        except REFUSALS as exc:
-            self.message_user(request, f"No agent was deactivated. {refusal_text(exc)}", messages.ERROR)
-            return
-        self.message_user(request, "The selected agents are inactive.", messages.SUCCESS)
-
-
-@admin.register(StateMachine)
-class StateMachineAdmin(AuditedAdmin):
-    form = StateMachineForm
-    list_display = ("key", "name", "state_list", "initial_state", "handoff_state", "max_anomalies")
-    list_filter = ("initial_state", "handoff_state", "max_anomalies")
-    search_fields = ("key", "name", "description")
-    readonly_fields = ("diagram", "session_links")
-    fieldsets = [
-        (None, {"fields": ["key", "name", "description"]}),
-        ("States", {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
-        ("Moves, actions and timeouts", {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
-        ("Picture", {"fields": ["diagram", "session_links"]}),
-    ]
-
-    class Media:
-        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/sessions.css")}
-
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
-        fieldsets = super().get_fieldsets(request, obj)
-        if obj is None:  # nothing to draw before the first save
-            fieldsets = [(t, o) for t, o in fieldsets if t != "Picture"]
-        return fieldsets
-
-    @admin.display(description="states")
-    def state_list(self, obj: StateMachine) -> str:
-        return ", ".join(obj.states or [])
-
-    @admin.display(description="the machine")
-    def diagram(self, obj: StateMachine) -> SafeString:
-        """The definition on the form drawn: as saved, or as typed when the form refused it."""
-        svg = machine_svg(
-            states=obj.states,
-            initial_state=obj.initial_state,
-            handoff_state=obj.handoff_state,
-            terminal_states=obj.terminal_states,
-            transitions=obj.transitions,
-            title=obj.key,
-        )
-        # machine_svg escapes every label and attribute itself (xml.sax.saxutils), so its markup is safe.
-        return format_html('<div class="arbiter-diagram">{}</div>', mark_safe(svg))  # noqa: S308
-
-    @admin.display(description="sessions")
-    def session_links(self, obj: StateMachine) -> SafeString:
-        if obj.pk is None:
-            return format_html("{}", "—")
-        url = reverse("admin:agents_session_changelist")
-        return format_html(
-            '<a href="{}">open sessions</a> · <a href="{}">in the handoff state ({})</a>',
-            f"{url}?{urlencode({'machine__id__exact': obj.pk})}",
-            f"{url}?{urlencode({'machine__id__exact': obj.pk, 'handoff': 'yes'})}",
-            obj.handoff_state,
-        )
-
-    def save_record(self, obj: StateMachine, *, actor: Actor, reason: str) -> None:
-        machine_save(machine=obj, actor=actor, reason=reason)
-
-    def delete_record(self, obj: StateMachine, *, actor: Actor, reason: str) -> None:
-        machine_delete(machine=obj, actor=actor, reason=reason)
-
-
-@admin.register(Anomaly)
-class AnomalyAdmin(SessionLogAdmin):
-    """What models did wrong: read-only, written only by the decide and transition services."""
-
-    list_display = ("created_at", "code", "agent_label", "session", "point", "short_detail", "decision_link")
-    list_display_links = ("created_at",)
-    list_filter = ("code", "agent", "point")
-    list_select_related = ("agent",)
-    ordering = ("-created_at",)
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    fields = (
-        "created_at",
-        "code",
-        "agent",
-        "session_id",
-        "point",
-        "detail",
-        "raw",
-        "decision_link",
-        "session_page",
-        "session_link",
-    )
-    readonly_fields = fields
-
-    class Media:
-        css = {"all": ("arbiter/admin/arbiter.css",)}
-
-    @admin.display(description="agent", ordering="agent__name")
-    def agent_label(self, obj: Anomaly) -> str:
-        return obj.agent.name if obj.agent is not None else "—"
-
-    @admin.display(description="session", ordering="session_id")
-    def session(self, obj: Anomaly) -> str:
-        return obj.session_id or "—"
-
-    @admin.display(description="detail")
-    def short_detail(self, obj: Anomaly) -> str:
-        return Truncator(obj.detail).chars(120)
-
-    @admin.display(description="decision")
-    def decision_link(self, obj: Anomaly) -> str:
-        if obj.decision_id is None:
-            return "—"
-        return format_html(
-            '<a href="{}">{}</a>',
-            reverse("admin:rules_decisionrecord_change", args=[obj.decision_id]),
-            str(obj.decision_id)[:8],
-        )
-
-    @admin.display(description="session decisions")
-    def session_link(self, obj: Anomaly) -> str:
-        if not obj.session_id:
-            return "—"
-        return format_html('<a href="{}">{}</a>', session_changelist_url(obj.session_id), "decisions in this session")
-
-    @admin.display(description="session")
-    def session_page(self, obj: Anomaly) -> str:
-        pk = session_pk(agent_id=obj.agent_id, session_id=obj.session_id)
-        if pk is None:
-            return "—"
-        return format_html('<a href="{}">{}</a>', reverse("admin:agents_session_change", args=[pk]), obj.session_id)
-
-
-# --- sessions -------------------------------------------------------------------------------------------
+from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, session_changelist_url
 
 TIMELINE_LIMIT = 500  # events on one session page, the latest ones
 RAW_CHARS = 600  # of an anomaly's raw model output, on the timeline

@@ -1,0 +1,81 @@
+"""Admin for model anomalies: read-only."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from agents.models import Anomaly
+from agents.selectors import (
+    session_pk,
+)
+from rules.admin.decisions import SessionLogAdmin, session_changelist_url
+
+
+@admin.register(Anomaly)
+class AnomalyAdmin(SessionLogAdmin):
+    """What models did wrong: read-only, written only by the decide and transition services."""
+
+    list_display = ("created_at", "code", "agent_label", "session", "point", "short_detail", "decision_link")
+    list_display_links = ("created_at",)
+    list_filter = ("code", "agent", "point")
+    list_select_related = ("agent",)
+    ordering = ("-created_at",)
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    fields = (
+        "created_at",
+        "code",
+        "agent",
+        "session_id",
+        "point",
+        "detail",
+        "raw",
+        "decision_link",
+        "session_page",
+        "session_link",
+    )
+    readonly_fields = fields
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css",)}
+
+    @admin.display(description="agent", ordering="agent__name")
+    def agent_label(self, obj: Anomaly) -> str:
+        return obj.agent.name if obj.agent is not None else "—"
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: Anomaly) -> str:
+        return obj.session_id or "—"
+
+    @admin.display(description="detail")
+    def short_detail(self, obj: Anomaly) -> str:
+        return Truncator(obj.detail).chars(120)
+
+    @admin.display(description="decision")
+    def decision_link(self, obj: Anomaly) -> str:
+        if obj.decision_id is None:
+            return "—"
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:rules_decisionrecord_change", args=[obj.decision_id]),
+            str(obj.decision_id)[:8],
+        )
+
+    @admin.display(description="session decisions")
+    def session_link(self, obj: Anomaly) -> str:
+        if not obj.session_id:
+            return "—"
+        return format_html('<a href="{}">{}</a>', session_changelist_url(obj.session_id), "decisions in this session")
+
+    @admin.display(description="session")
+    def session_page(self, obj: Anomaly) -> str:
+        pk = session_pk(agent_id=obj.agent_id, session_id=obj.session_id)
+        if pk is None:
+            return "—"
+        return format_html('<a href="{}">{}</a>', reverse("admin:agents_session_change", args=[pk]), obj.session_id)
+
+
+# --- sessions -------------------------------------------------------------------------------------------
