@@ -64,12 +64,22 @@ def evaluate(
     session_state: str | None = None,
     now: dt.datetime,
     known_hits: Mapping[str, Sequence[str]] | None = None,
+    known_lists: Sequence[str] | None = None,
 ) -> Decision:
     """Decide one request. ``now`` is explicit so that tests and replays can fix the clock;
-    ``known_hits`` adds keyword hits recorded when the (since masked) input was first decided."""
+    ``known_hits`` adds keyword hits recorded when the (since masked) input was first decided;
+    ``known_lists`` replaces the scan with the lists known to have hit (exact replays of masked input)."""
     spec = point.spec
     facts = facts or {}
-    if spec.keyword_lists and text:
+    if known_lists is not None:
+        # An exact replay under the revision a decision was made under: which lists hit is known.
+        mask, found = 0, {}
+        for bit, key in enumerate(spec.keyword_lists):
+            if key in known_lists:
+                mask |= 1 << bit
+                found[bit] = list((known_hits or {}).get(key, ()))
+        known_hits = None
+    elif spec.keyword_lists and text:
         mask, found = point.scanner.scan(normalize_text(text))
     else:
         mask, found = 0, {}

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -205,6 +206,7 @@ def decision_make(
                     session_move=_stay(session) if apply and session else None,
                 )
             record = _record(agent, request, point, decision, revision, evaluated_us, now, idempotency_key, digest)
+            record.session_state = session.state if session else ""
             record.save(force_insert=True)
             start = _stay(session) if session is not None else None
             anomalies = []
@@ -468,10 +470,10 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
     point = then.point(record.point)
     if point is None:  # cannot happen for a revision the decision was made under; guard all the same
         raise NotFound(f"Revision {record.revision} has no point '{record.point}'.")
-    replayed = _reevaluate(point, record)
+    replayed = _reevaluate(point, record, exact=True)
     current_config = engines.current()
     current_point = current_config.point(record.point)
-    current = _reevaluate(current_point, record) if current_point is not None else None
+    current = _reevaluate(current_point, record, exact=False) if current_point is not None else None
     return Replay(
         recorded=record_decision(record),
         replayed=replayed,
@@ -481,15 +483,32 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
     )
 
 
-def _reevaluate(point: CompiledPoint, record: DecisionRecord) -> Decision:
+_PLACEHOLDER = re.compile(r"\[[a-z][a-z0-9_]*\]")
+
+
+def _reevaluate(point: CompiledPoint, record: DecisionRecord, *, exact: bool) -> Decision:
+    """Decide a logged request again. The logged input is masked when personal data was found in it:
+    under the revision it was decided under (``exact``), the lists that hit then are known and are used
+    instead of a scan, so the replay is identical; under another revision the masked text is scanned with
+    the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the recorded hits
+    that the lists still hold."""
     candidate = record_candidate(record)
+    text = record.input
+    known_lists = None
+    if record.masked:
+        if exact:
+            known_lists = list(record.keyword_hits)
+        else:
+            text = _PLACEHOLDER.sub("\ufffc", text)
     decision = evaluate(
         point,
-        text=record.input,
+        text=text,
         candidate=candidate,
         facts=record.facts,
         now=record.created_at,
+        session_state=record.session_state or None,
         known_hits=record.keyword_hits if record.masked else None,
+        known_lists=known_lists,
     )
     if record.candidate_invalid:
         decision = _invalid_output_decision(point, decision, "recorded as invalid")

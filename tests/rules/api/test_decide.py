@@ -227,3 +227,56 @@ def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
     body = r.json()
     assert (body["decision"], body["rule"]["key"], body["overridden"]) == ("refund_review", "refund_trigger", True)
     assert DecisionRecord.objects.get(pk=body["id"]).engine == engine
+
+
+def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
+    from agents.services.sessions import session_create, session_transition
+    from rules.models import Condition, DecisionPoint, Rule
+    from rules.services import records as rec
+
+    point = DecisionPoint.objects.get(key="intent_routing")
+    rule = rec.rule_save(
+        rule=Rule(point=point, key="in_review", priority=30, category="business", outcome="human_handoff"),
+        actor=actor,
+        reason="t",
+    )
+    rec.condition_save(
+        condition=Condition(rule=rule, kind="session_state_in", states=["received"]), actor=actor, reason="t"
+    )
+    agent = DecisionRecord._meta.get_field("agent").related_model.objects.get(name="support_bot")
+    session_create(agent=agent, machine_key="after_sales", session_id="s1")
+    session_transition(agent=agent, session_id="s1", to="received", expected_state="init")
+    body = decide(
+        client,
+        {
+            "point": "intent_routing",
+            "session_id": "s1",
+            "input": "hello",
+            "candidate": {"decision": "general_query", "confidence": 0.9},
+        },
+    ).json()
+    assert (body["decision"], body["rule"]["key"]) == ("human_handoff", "in_review")
+    replay = client.get(f"/api/v1/decisions/{body['id']}/replay").json()
+    assert replay["identical"] is True and replay["replayed"]["rule"]["key"] == "in_review"
+
+
+def test_replay_is_identical_when_a_keyword_would_match_a_masking_placeholder(client, actor):
+    from rules.models import KeywordList
+    from rules.services import records as rec
+
+    rec.keyword_terms_add(
+        keyword_list=KeywordList.objects.get(key="high_risk"), terms=["phone"], actor=actor, reason="t"
+    )
+    body = decide(
+        client,
+        {
+            "point": "intent_routing",
+            "input": "my number 13800001111",
+            "candidate": {"decision": "general_query", "confidence": 0.9},
+        },
+    ).json()
+    assert (body["decision"], body["ruled_by"]) == ("general_query", "llm_candidate")
+    assert DecisionRecord.objects.get(pk=body["id"]).input == "my number [phone]"
+    replay = client.get(f"/api/v1/decisions/{body['id']}/replay").json()
+    assert replay["identical"] is True
+    assert replay["current"]["decision"] == "general_query"
