@@ -1,11 +1,11 @@
 """One pass over the input finds every keyword of every list a point uses.
 
-Plain terms (substring and whole-word lists) go into one Aho–Corasick automaton. It is fed the UTF-8
-bytes of the input, spelled as a latin-1 ``str`` (one char per byte): with thousands of CJK terms the
-automaton then branches over at most 256 symbols instead of thousands, which measured ~15× faster
-here than feeding the ``str`` itself. A ``re`` alternation of thousands of terms is far slower still
+Plain terms (substring and whole-word lists) go into one Aho–Corasick automaton: daachorse's
+character-wise double-array automaton, whose state transitions are array lookups. pyahocorasick, which
+this scanner used first, walks a linked list of children at every step; over 5,000 CJK terms and
+500-character inputs it measured ~5× slower, which alone kept the decision path from its throughput
+target (bench/RESULTS.md, "Keyword scanners"). A ``re`` alternation of thousands of terms is slower still
 (3 ms p99), so regular expressions are kept for lists in regex mode only.
-
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import ahocorasick
+import daachorse
 
 from rules.normalize import normalize_text
 
-_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def _as_bytes_str(text: str) -> str:
-    return text.encode("utf-8").decode("latin-1")
+# Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
+# it. CJK has no spaces between words, so a CJK neighbour never blocks a match.
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +34,7 @@ class KeywordListSpec:
 class KeywordScanner:
     """Built once per compiled point; ``scan`` returns a bitmask of hit lists and the terms that hit."""
 
-    __slots__ = ("_automaton", "_keys", "_plain", "_regexes")
+    __slots__ = ("_automaton", "_hits", "_keys", "_plain", "_regexes")
 
     def __init__(self, lists: Sequence[KeywordListSpec]) -> None:
         self._keys = tuple(kl.key for kl in lists)
@@ -51,19 +50,15 @@ class KeywordScanner:
             for term in kl.terms:
                 norm = normalize_text(term)
                 if norm:
-                    entries.setdefault(_as_bytes_str(norm), []).append((bit, kl.match == "word", norm))
+                    pattern = _SURROGATE.sub("\ufffd", norm)  # as scan() spells input it must clean
+                    entries.setdefault(pattern, []).append((bit, kl.match == "word", norm))
         self._regexes = tuple(regexes)
         self._plain = {
             bit: frozenset(normalize_text(t) for t in kl.terms) for bit, kl in enumerate(lists) if kl.match != "regex"
         }
-        if entries:
-            automaton = ahocorasick.Automaton()
-            for key, hits in entries.items():
-                automaton.add_word(key, (len(key), tuple(hits)))
-            automaton.make_automaton()
-            self._automaton: ahocorasick.Automaton | None = automaton
-        else:
-            self._automaton = None
+        # Pattern ids index ``_hits``: one entry per distinct normalised term, with every list holding it.
+        self._hits = tuple(tuple(hits) for hits in entries.values())
+        self._automaton = daachorse.CharwiseDoubleArrayAhoCorasick(list(entries)) if entries else None
 
     @property
     def list_keys(self) -> tuple[str, ...]:
@@ -74,20 +69,25 @@ class KeywordScanner:
         mask = 0
         found: dict[int, list[str]] = {}
         if self._automaton is not None and normalized:
-            data = _as_bytes_str(normalized)
-            last = len(data) - 1
-            for end, (length, hits) in self._automaton.iter(data):
-                start = end - length + 1
-                for bit, whole_word, term in hits:
-                    if whole_word and (
-                        (start > 0 and ord(data[start - 1]) in _WORD_BYTES)
-                        or (end < last and ord(data[end + 1]) in _WORD_BYTES)
-                    ):
-                        continue
-                    mask |= 1 << bit
-                    terms = found.setdefault(bit, [])
-                    if term not in terms:
-                        terms.append(term)
+            try:
+                matches = self._automaton.find_overlapping(normalized)
+            except UnicodeEncodeError:
+                # A lone surrogate cannot cross into Rust; U+FFFD keeps every position where it was.
+                matches = self._automaton.find_overlapping(_SURROGATE.sub("\ufffd", normalized))
+            if matches:
+                last = len(normalized)
+                all_hits = self._hits
+                for start, end, pid in matches:
+                    for bit, whole_word, term in all_hits[pid]:
+                        if whole_word and (
+                            (start > 0 and normalized[start - 1] in _WORD_CHARS)
+                            or (end < last and normalized[end] in _WORD_CHARS)
+                        ):
+                            continue
+                        mask |= 1 << bit
+                        terms = found.setdefault(bit, [])
+                        if term not in terms:
+                            terms.append(term)
         for bit, patterns in self._regexes:
             for pattern in patterns:
                 match = pattern.search(normalized)
