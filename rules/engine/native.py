@@ -13,7 +13,7 @@ from typing import Any
 
 from rules.engine.compiler import Matcher
 from rules.engine.interpreter import time_of_day, zone
-from rules.engine.model import ConditionSpec, PointSpec
+from rules.engine.model import ConditionSpec, PointSpec, RuleSpec
 
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
@@ -76,8 +76,25 @@ class _Builder:
             return f"({f} is not None and {f} {_CMP[c.op]} {self.const(c.value)})"
         raise ValueError(f"unknown condition kind {kind!r}")
 
+    @staticmethod
+    def gate(rule: RuleSpec) -> int:
+        """Keyword bits of which at least one must have hit for ``rule`` to hold (0: no such bits).
+
+        Most rules test a keyword list; in a request that hit none of a rule's lists the rule cannot
+        hold, so it is grouped under one test of the bitmask instead of being tested on its own.
+        """
+        keyword_bits = [1 << c.list_bit for c in rule.conditions if c.kind == "input_contains"]
+        if not keyword_bits:
+            return 0
+        if rule.combinator == "all":
+            return keyword_bits[0]
+        if len(keyword_bits) == len(rule.conditions):  # "any" over keyword lists only
+            return sum(set(keyword_bits))
+        return 0
+
     def build(self) -> Matcher:
-        body: list[str] = []
+        always: list[str] = []
+        gated: dict[int, list[str]] = {}
         for index, rule in enumerate(self.point.rules):
             parts: list[str] = []
             # Aware datetimes, not float timestamps: a float cannot tell every microsecond apart.
@@ -90,10 +107,23 @@ class _Builder:
                 joiner = " and " if rule.combinator == "all" else " or "
                 parts.append("(" + joiner.join(conditions) + ")")
             test = " and ".join(parts) if parts else "True"
-            body.append(f"    if {test}:\n        out.append({index})")
+            gate = self.gate(rule)
+            if gate:
+                gated.setdefault(gate, []).append(f"            if {test}:\n                out.append({index})")
+            else:
+                always.append(f"    if {test}:\n        out.append({index})")
         lines = ["def match(mask, cand, conf, facts, state, now):", "    out = []"]
         lines += self.prelude
-        lines += body
+        lines += always
+        if gated:
+            # Gated rules are appended group by group, out of priority order: sort once at the end.
+            lines.append("    if mask:")
+            lines.append("        n = len(out)")
+            for gate, tests in gated.items():
+                lines.append(f"        if mask & {gate}:")
+                lines += tests
+            lines.append("        if len(out) > n:")
+            lines.append("            out.sort()")
         lines.append("    return tuple(out)")
         source = "\n".join(lines) + "\n"
         namespace: dict[str, Any] = dict(self.consts)

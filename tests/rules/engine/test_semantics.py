@@ -178,3 +178,33 @@ def test_regex_terms_keep_their_case_and_may_carry_inline_flags():
     assert evaluate(p, text="AB1234", now=NOON_UTC).decision == "a"  # \D stays "not a digit"
     assert evaluate(p, text="123456", now=NOON_UTC).decision == "c"
     assert evaluate(p, text="退\n款", now=NOON_UTC).decision == "a"
+
+
+def test_rules_grouped_under_their_keyword_lists_still_match_in_priority_order():
+    # The native matcher tests rules that need a keyword list only when that list hit, group by group;
+    # matched rules must still come out in priority order, interleaved with rules tested on every request.
+    lists = [
+        {"key": "k1", "match": "substring", "terms": ["投诉"]},
+        {"key": "k2", "match": "substring", "terms": ["退款"]},
+    ]
+    facts = {"amount": "number"}
+    rules = [
+        rule("r40_k2", 40, "b", [{"input_contains": "k2"}]),
+        rule("r10_k1", 10, "b", [{"input_contains": "k1"}, {"fact": "amount", "op": ">", "value": 5}]),
+        rule("r20_any", 20, "a", [{"input_contains": "k1"}, {"input_contains": "k2"}], match="any"),
+        rule("r30_fact", 30, "a", [{"fact": "amount", "op": ">", "value": 5}]),
+        rule(
+            "r5_any_mixed", 5, "b", [{"input_contains": "k2"}, {"fact": "amount", "op": "<", "value": 0}], match="any"
+        ),
+    ]
+    p = point_with(rules, lists=lists, facts=facts)
+    both = evaluate(p, text="我要投诉，还要退款", facts={"amount": 9}, now=NOON_UTC)
+    assert [m.key for m in both.matched_rules] == ["r5_any_mixed", "r10_k1", "r20_any", "r30_fact", "r40_k2"]
+    assert both.rule.key == "r5_any_mixed"
+    assert both.reason == "r5_any_mixed: keyword 退款 (list k2)"
+    only_k1 = evaluate(p, text="投诉", facts={"amount": 1}, now=NOON_UTC)
+    assert [m.key for m in only_k1.matched_rules] == ["r20_any"]
+    assert only_k1.reason == "r20_any: keyword 投诉 (list k1)"
+    none = evaluate(p, text="你好", facts={"amount": 9}, now=NOON_UTC)
+    assert [m.key for m in none.matched_rules] == ["r30_fact"]
+    assert none.reason == "r30_fact: amount 9 > 5"
