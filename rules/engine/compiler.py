@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rules.engine.explain import Explainer, explainer
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
 from rules.engine.model import ConditionSpec, MatchedRule, PointSpec, RuleSpec
 
@@ -31,6 +32,7 @@ class CompiledPoint:
     matcher: Matcher
     backend: str
     views: tuple[MatchedRule, ...] = ()  # what each rule looks like in a decision, built once
+    explainers: tuple[tuple[Explainer, ...], ...] = ()  # per rule, per condition: its words in a reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +166,11 @@ def compile_snapshot(
             for r in spec.rules
         )
         points[spec.key] = CompiledPoint(
-            spec=spec, scanner=scanner, matcher=matcher_factory(spec), backend=backend, views=views
+            spec=spec,
+            scanner=scanner,
+            matcher=matcher_factory(spec),
+            backend=backend,
+            views=views,
+            explainers=tuple(tuple(explainer(c) for c in r.conditions) for r in spec.rules),
         )
     return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)

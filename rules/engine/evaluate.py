@@ -8,49 +8,42 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rules.engine.compiler import CompiledPoint
+from rules.engine.explain import Explainer
 from rules.engine.interpreter import condition_holds
 from rules.engine.model import (
     DEFAULT,
     HARD_RULE,
     LLM_CANDIDATE,
     Candidate,
-    ConditionSpec,
     Decision,
-    RuleSpec,
+    MatchedRule,
+    RuledBy,
 )
 from rules.normalize import normalize_text
 
 
-def _explain(c: ConditionSpec, hits: Mapping[str, tuple[str, ...]], ctx: Mapping[str, Any]) -> str:
-    kind = c.kind
-    if kind == "input_contains":
-        terms = hits.get(c.list_key, ())
-        return f"keyword {terms[0] if terms else '?'} (list {c.list_key})"
-    if kind == "fact":
-        rhs = f"{c.threshold_key} {c.value:g}" if c.threshold_key else repr(c.value)
-        return f"{c.fact} {ctx['facts'].get(c.fact)!r} {c.op} {rhs}"
-    if kind == "candidate_in":
-        return f"candidate {ctx['candidate']} in {', '.join(sorted(c.outcomes))}"
-    if kind == "candidate_not_in":
-        return f"candidate {ctx['candidate']} not in {', '.join(sorted(c.outcomes))}"
-    if kind == "candidate_not_in_whitelist":
-        return f"candidate {ctx['candidate']} not in the whitelist"
-    if kind == "candidate_confidence_below":
-        return f"confidence {ctx['confidence']:.2f} below {c.threshold_key} {c.value:g}"
-    if kind == "time_window":
-        start, end = c.window_start, c.window_end
-        return (
-            f"time within {start // 3600:02d}:{start % 3600 // 60:02d}–{end // 3600:02d}:{end % 3600 // 60:02d} {c.tz}"
-        )
-    if kind == "session_state_in":
-        return f"session state {ctx['state']}"
-    return kind
-
-
 def _rule_reason(
-    point: CompiledPoint, rule: RuleSpec, hits: Mapping[str, tuple[str, ...]], ctx: Mapping[str, Any]
+    point: CompiledPoint,
+    index: int,
+    hits: Mapping[str, tuple[str, ...]],
+    facts: Mapping[str, Any],
+    mask: int,
+    cand: str | None,
+    conf: float | None,
+    state: str | None,
+    now: dt.datetime,
 ) -> str:
-    held = [_explain(c, hits, ctx) for c in rule.conditions if condition_holds(c, point.spec, **ctx)]
+    rule = point.spec.rules[index]
+    explainers: Sequence[Explainer] = point.explainers[index]
+    if rule.combinator == "any":  # a matched "all" rule held on every condition; "any" on some of them
+        explainers = [
+            e
+            for c, e in zip(rule.conditions, explainers, strict=True)
+            if condition_holds(
+                c, point.spec, mask=mask, candidate=cand, confidence=conf, facts=facts, state=state, now=now
+            )
+        ]
+    held = [e(hits, facts, cand, conf, state) for e in explainers]
     # The key, not the description: reasons are read in logs and grepped; descriptions are prose.
     return f"{rule.key}: {'; '.join(held)}" if held else rule.key
 
@@ -92,80 +85,39 @@ def evaluate(
     cand = candidate.decision if candidate is not None else None
     conf = candidate.confidence if candidate is not None else None
     indexes = point.matcher(mask, cand, conf, facts, session_state, now)
-    rules = spec.rules
     views = point.views
-    matched = tuple(views[i] for i in indexes)
+    matched = tuple(map(views.__getitem__, indexes))
     hits = point.scanner.named_hits(found) if found else {}
     outside = cand is not None and cand not in spec.outcomes
-    winner = next((i for i in indexes if not rules[i].shadow), None)
-    if winner is not None:
-        rule = rules[winner]
-        ctx = {"mask": mask, "candidate": cand, "confidence": conf, "facts": facts, "state": session_state, "now": now}
-        return Decision(
-            point=spec.key,
-            decision=rule.outcome,
-            ruled_by=HARD_RULE,
-            rule=matched[indexes.index(winner)],
-            matched_rules=matched,
-            candidate=candidate,
-            overridden=cand is not None and cand != rule.outcome,
-            needs_candidate=False,
-            reason=_rule_reason(point, rule, hits, ctx),
-            keyword_hits=hits,
-            candidate_outside_outcomes=outside,
-        )
-    if candidate is not None:
-        if cand in spec.whitelist:
-            return Decision(
-                point=spec.key,
-                decision=cand,
-                ruled_by=LLM_CANDIDATE,
-                rule=None,
-                matched_rules=matched,
-                candidate=candidate,
-                overridden=False,
-                needs_candidate=False,
-                reason=f"no rule decided; candidate {cand} accepted (confidence {conf:.2f})",
-                keyword_hits=hits,
-            )
-        # The whitelist is the set of outcomes a model may have accepted: anything else falls back to
-        # the default even when no rule names it, so turning a whitelist rule to shadow is never unsafe.
-        why = "is not an outcome of this point" if outside else "is not in the candidate whitelist"
-        return Decision(
-            point=spec.key,
-            decision=spec.default_outcome,
-            ruled_by=DEFAULT,
-            rule=None,
-            matched_rules=matched,
-            candidate=candidate,
-            overridden=cand != spec.default_outcome,
-            needs_candidate=False,
-            reason=f"no rule decided; candidate {cand} {why}; default outcome {spec.default_outcome}",
-            keyword_hits=hits,
-            candidate_outside_outcomes=outside,
-        )
-    if spec.ask_when_no_candidate:
-        return Decision(
-            point=spec.key,
-            decision=None,
-            ruled_by=None,
-            rule=None,
-            matched_rules=matched,
-            candidate=None,
-            overridden=False,
-            needs_candidate=True,
-            reason="no rule decided and no candidate was given; ask the LLM for one",
-            keyword_hits=hits,
-        )
+    rule: MatchedRule | None = None
+    overridden = needs_candidate = False
+    for winner in indexes:
+        if views[winner].shadow:
+            continue
+        rule = views[winner]
+        decision: str | None = rule.outcome
+        ruled_by: RuledBy | None = HARD_RULE
+        overridden = cand is not None and cand != decision
+        reason = _rule_reason(point, winner, hits, facts, mask, cand, conf, session_state, now)
+        break
+    else:
+        if cand is not None and cand in spec.whitelist:
+            decision, ruled_by = cand, LLM_CANDIDATE
+            reason = f"no rule decided; candidate {cand} accepted (confidence {conf:.2f})"
+        elif candidate is not None:
+            # The whitelist is the set of outcomes a model may have accepted: anything else falls back to
+            # the default even when no rule names it, so turning a whitelist rule to shadow is never unsafe.
+            decision, ruled_by = spec.default_outcome, DEFAULT
+            overridden = cand != decision
+            why = "is not an outcome of this point" if outside else "is not in the candidate whitelist"
+            reason = f"no rule decided; candidate {cand} {why}; default outcome {decision}"
+        elif spec.ask_when_no_candidate:
+            decision, ruled_by, needs_candidate = None, None, True
+            reason = "no rule decided and no candidate was given; ask the LLM for one"
+        else:
+            decision, ruled_by = spec.default_outcome, DEFAULT
+            reason = f"no rule decided; default outcome {decision}"
+    # Positional, in field order: one is built per request, and keywords cost twice as much here.
     return Decision(
-        point=spec.key,
-        decision=spec.default_outcome,
-        ruled_by=DEFAULT,
-        rule=None,
-        matched_rules=matched,
-        candidate=None,
-        overridden=False,
-        needs_candidate=False,
-        reason=f"no rule decided; default outcome {spec.default_outcome}",
-        keyword_hits=hits,
+        spec.key, decision, ruled_by, rule, matched, candidate, overridden, needs_candidate, reason, hits, outside
     )
