@@ -208,3 +208,38 @@ def test_rules_grouped_under_their_keyword_lists_still_match_in_priority_order()
     none = evaluate(p, text="你好", facts={"amount": 9}, now=NOON_UTC)
     assert [m.key for m in none.matched_rules] == ["r30_fact"]
     assert none.reason == "r30_fact: amount 9 > 5"
+
+
+def test_a_reason_names_what_held_for_every_kind_of_condition():
+    lists = [{"key": "risk", "match": "substring", "terms": ["投诉", "12315"]}]
+    facts = {"amount": "number", "tier": "string"}
+    conditions = {
+        "kw": ({"input_contains": "risk"}, "keyword 12315 (list risk)"),
+        "threshold": ({"fact": "amount", "op": ">", "threshold": "limit"}, "amount 12.5 > limit 10"),
+        "literal": ({"fact": "tier", "op": "in", "value": ["gold", "vip"]}, "tier 'gold' in ('gold', 'vip')"),
+        "cand_in": ({"candidate_in": ["b", "a"]}, "candidate a in a, b"),
+        "cand_not_in": ({"candidate_not_in": ["c", "b"]}, "candidate a not in b, c"),
+        "conf": ({"candidate_confidence_below": "limit"}, "confidence 0.50 below limit 10"),
+        "window": ({"time_window": {"from": "09:00", "to": "18:30", "tz": "UTC"}}, "time within 09:00–18:30 UTC"),
+        "state": ({"session_state_in": ["s1", "s2"]}, "session state s1"),
+    }
+    request = {
+        "text": "打了１２３１５",
+        "candidate": Candidate(decision="a", confidence=0.5),
+        "facts": {"amount": 12.5, "tier": "gold"},
+        "session_state": "s1",
+        "now": NOON_UTC,
+    }
+    for name, (condition, words) in conditions.items():
+        p = point_with([rule(name, 1, "b", [condition])], lists=lists, facts=facts)
+        assert evaluate(p, **request).reason == f"{name}: {words}"
+    whitelist = point_with([rule("wl", 1, "b", [{"candidate_not_in_whitelist": True}])], whitelist=("c",))
+    assert evaluate(whitelist, **request).reason == "wl: candidate a not in the whitelist"
+    # An "all" rule held on every condition; an "any" rule names only the alternatives that held.
+    both = [conditions["kw"][0], conditions["state"][0], {"fact": "amount", "op": "<", "value": 0}]
+    p = point_with([rule("all", 2, "b", both[:2]), rule("any", 1, "b", both, match="any")], lists=lists, facts=facts)
+    d = evaluate(p, **request)
+    assert d.reason == "any: keyword 12315 (list risk); session state s1"
+    assert [m.key for m in d.matched_rules] == ["any", "all"]
+    no_conditions = point_with([rule("always", 1, "b")])
+    assert evaluate(no_conditions, now=NOON_UTC).reason == "always"
