@@ -63,16 +63,10 @@ def explainer(c: ConditionSpec) -> Explainer:
         text = f"time within {_hhmm(c.window_start)}–{_hhmm(c.window_end)} {c.tz}"
     elif kind == "session_state_in":
 
-        def state(
-            _hits: Hits,
-            _facts: Facts,
-            _cand: str | None,
-            _conf: float | None,
-            state: str | None,
-        ) -> str:
+        def session_state(_hits: Hits, _facts: Facts, _cand: str | None, _conf: float | None, state: str | None) -> str:
             return f"session state {state}"
 
-        return state
+        return session_state
     else:
         text = kind
 

@@ -1,7 +1,7 @@
 """The plain, obviously-correct reading of each condition.
 
 It is the reference the generated code is tested against, and it explains a decision after the fact
-(which conditions of the winning rule held). It is not on the hot path.
+(which alternatives of a winning "any" rule held). It is not on the hot path.
 """
 
 from __future__ import annotations

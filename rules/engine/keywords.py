@@ -3,7 +3,7 @@
 Plain terms (substring and whole-word lists) go into one Aho–Corasick automaton: daachorse's
 character-wise double-array automaton, whose state transitions are array lookups. pyahocorasick, which
 this scanner used first, walks a linked list of children at every step; over 5,000 CJK terms and
-500-character inputs it measured ~5× slower, which alone kept the decision path from its throughput
+500-character inputs it measured ~4× slower, which alone kept the decision path from its throughput
 target (bench/RESULTS.md, "Keyword scanners"). A ``re`` alternation of thousands of terms is slower still
 (3 ms p99), so regular expressions are kept for lists in regex mode only.
 """
