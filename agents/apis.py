@@ -1,4 +1,7 @@
-"""The session API: one view per operation; each validates, calls a service and shapes the answer."""
+"""The agent API of this app: deciding (which may move a session) and the sessions themselves.
+
+One view per operation; each validates, calls a service and shapes the answer with a presenter.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ from rest_framework.response import Response
 
 from agents.models import Session
 from agents.selectors import session_get_for_agent, session_latest_anomaly_codes
+from agents.services.decisions import decision_make
 from agents.services.sessions import (
+    AgentRef,
     Move,
     allowed_actions,
     allowed_targets,
@@ -24,10 +29,17 @@ from agents.services.sessions import (
     session_resume,
     session_transition,
 )
-from decision_service.api.auth import request_agent
-from decision_service.api.fields import StrictCharField, StrictSerializer
-from rules.apis import AgentApi
-from rules.errors import InvalidRequest
+from decision_service.api.base import AgentApi, idempotency_key, request_agent
+from decision_service.api.fields import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+)
+from rules.engine import Candidate
+from rules.presenters import decision_body
+from rules.services.decide import DecideRequest
 
 KEY = r"^[a-z][a-z0-9_]{0,63}$"
 
@@ -60,13 +72,6 @@ def move_output(move: Move) -> dict[str, Any]:
     return {"from": move.from_state, "state": move.state, "seq": move.seq}
 
 
-def _idempotency_key(request: Request) -> str:
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if len(key) > 200:
-        raise InvalidRequest("The Idempotency-Key header is too long.", errors={"Idempotency-Key": ["At most 200."]})
-    return key
-
-
 class StrictUUIDField(serializers.UUIDField):
     """A UUID as text only: DRF's own field also takes an integer, as ``uuid.UUID(int=…)``."""
 
@@ -84,6 +89,89 @@ def _holds_nul(value: Any) -> bool:
     if isinstance(value, list):
         return any(_holds_nul(v) for v in value)
     return False
+
+
+def decision_session_feedback(*, agent: AgentRef, session_id: str) -> dict[str, Any]:
+    """Feedback hints for the agent's next prompt, when the decision belongs to a known session."""
+    session = Session.objects.filter(agent_id=agent.pk, key=session_id).first()
+    return {"feedback": session_feedback(session) if session else []}
+
+
+class DecisionCreateApi(AgentApi):
+    class CandidateSerializer(StrictSerializer):
+        decision = StrictCharField(max_length=128)
+        confidence = StrictFloatField(min_value=0.0, max_value=1.0)
+        reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+    class TokensSerializer(StrictSerializer):
+        prompt = StrictIntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
+        completion = StrictIntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
+
+    class InputSerializer(StrictSerializer):
+        point = StrictCharField(max_length=64)
+        session_id = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+        input = StrictCharField(max_length=10_000, required=False, allow_blank=True, default="", trim_whitespace=False)
+        candidate = serializers.JSONField(required=False, allow_null=True)
+        candidate_raw = StrictCharField(
+            max_length=20_000, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+        )
+        facts = serializers.DictField(required=False, default=dict)
+        tokens = serializers.JSONField(required=False, allow_null=True)
+        apply = StrictBooleanField(required=False, default=False)
+
+        def validate_candidate(self, value: Any) -> Any:
+            if value is None:
+                return None
+            nested = DecisionCreateApi.CandidateSerializer(data=value)
+            nested.is_valid(raise_exception=True)
+            return nested.validated_data
+
+        def validate_tokens(self, value: Any) -> Any:
+            if value is None:
+                return None
+            nested = DecisionCreateApi.TokensSerializer(data=value)
+            nested.is_valid(raise_exception=True)
+            return nested.validated_data
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs.get("candidate") is not None and attrs.get("candidate_raw") is not None:
+                raise serializers.ValidationError(
+                    {"candidate_raw": ["Send either candidate or candidate_raw, not both."]}
+                )
+            return attrs
+
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        key = idempotency_key(request)
+        candidate = data.get("candidate")
+        tokens = data.get("tokens") or {}
+        agent = request_agent(request)
+        result = decision_make(
+            agent=agent,
+            request=DecideRequest(
+                point=data["point"],
+                input=data["input"],
+                session_id=data["session_id"],
+                candidate=Candidate(candidate["decision"], candidate["confidence"], candidate["reason"])
+                if candidate
+                else None,
+                candidate_raw=data.get("candidate_raw"),
+                facts=data["facts"],
+                tokens_prompt=tokens.get("prompt"),
+                tokens_completion=tokens.get("completion"),
+            ),
+            idempotency_key=key,
+            apply=data["apply"],
+        )
+        code = status.HTTP_200_OK if result.record is None else status.HTTP_201_CREATED
+        body: dict[str, Any] = dict(decision_body(result))
+        if data["session_id"]:
+            body.update(decision_session_feedback(agent=agent, session_id=data["session_id"]))
+        if data["apply"]:
+            body["session"] = result.session_move
+        return Response(body, status=code)
 
 
 class SessionCreateApi(AgentApi):
@@ -138,7 +226,7 @@ class SessionTransitionApi(AgentApi):
             expected_state=data["expected_state"],
             reason=data["reason"],
             decision_id=data.get("decision_id"),
-            idempotency_key=_idempotency_key(request),
+            idempotency_key=idempotency_key(request),
         )
         return Response(move_output(move))
 

@@ -5,3 +5,14 @@ class AgentsConfig(AppConfig):
     name = "agents"
     verbose_name = "Agents and sessions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from agents import receivers
+        from rules import signals
+
+        signals.point_deleting.connect(receivers.drop_deleted_point, dispatch_uid="agents.drop_deleted_point")
+        signals.point_removal_notes.connect(receivers.removal_notes, dispatch_uid="agents.removal_notes")
+        signals.machine_checking.connect(receivers.stranded_sessions, dispatch_uid="agents.stranded_sessions")
+        signals.machine_deleting.connect(receivers.machine_has_sessions, dispatch_uid="agents.machine_has_sessions")
+        signals.decision_log_purging.connect(receivers.purge_anomalies, dispatch_uid="agents.purge_anomalies")
+        signals.decision_shown.connect(receivers.decision_anomalies, dispatch_uid="agents.decision_anomalies")

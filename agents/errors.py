@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rules.errors import DomainError
+from decision_service.errors import DomainError
 
 
 class UnknownSession(DomainError):

@@ -1,15 +1,11 @@
-"""Agent runtimes (who may call Arbiter) and state machines (how their sessions may move)."""
+"""Agent runtimes (who may call Arbiter), their sessions under state machines, transitions and anomalies."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
 from django.db import models
-from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
-from agents.machines import machine_problems
-from rules.models import DecisionPoint
+from rules.models import DecisionPoint, StateMachine
 from rules.models.config import key_validator
 
 
@@ -33,70 +29,6 @@ class AgentRuntime(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-
-class StateMachine(models.Model):
-    """States, allowed transitions, per-state action whitelists and timeouts for one kind of session."""
-
-    key = models.CharField(max_length=64, validators=[key_validator])
-    name = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    states = models.JSONField(default=list)
-    initial_state = models.CharField(max_length=64)
-    handoff_state = models.CharField(max_length=64, help_text="Where sessions go for a human to take over.")
-    terminal_states = models.JSONField(default=list, blank=True)
-    transitions = models.JSONField(default=dict, help_text="State → the states it may move to.")
-    actions = models.JSONField(default=dict, blank=True, help_text="State → the action types allowed in it.")
-    timeouts = models.JSONField(default=dict, blank=True, help_text="State → seconds before a sweep hands it off.")
-    max_anomalies = models.PositiveIntegerField(
-        default=3,
-        validators=[MinValueValidator(1)],
-        help_text="Model anomalies in one session before it is handed to a human.",
-    )
-    history = HistoricalRecords()
-
-    class Meta:
-        ordering = ["key"]
-        constraints = [
-            models.UniqueConstraint(fields=["key"], name="state_machine_key_unique"),
-            models.CheckConstraint(condition=Q(max_anomalies__gte=1), name="state_machine_max_anomalies_positive"),
-        ]
-
-    def __str__(self) -> str:
-        return self.key
-
-    def clean(self) -> None:
-        problems = machine_problems(
-            states=self.states,
-            initial_state=self.initial_state,
-            handoff_state=self.handoff_state,
-            terminal_states=self.terminal_states,
-            transitions=self.transitions,
-            actions=self.actions,
-            timeouts=self.timeouts,
-        )
-        if not problems and self.key:
-            from rules.models import DecisionPoint
-
-            declared = set(self.states)
-            relying = []
-            for point in DecisionPoint.objects.filter(machine=self.key):
-                missing = sorted(
-                    {s for s in point.state_map.values() if s not in declared}
-                    | ({point.fallback_state} - declared - {""})
-                )
-                if missing:
-                    relying.append(f"{point.key} ({', '.join(missing)})")
-            if relying:
-                problems["states"] = f"Decision points still move sessions to these states: {'; '.join(relying)}."
-            if self.pk:
-                stranded = sorted(
-                    set(self.sessions.exclude(state__in=self.states).values_list("state", flat=True).distinct())
-                )
-                if stranded:
-                    problems["states"] = f"Sessions are still in these states: {', '.join(stranded)}."
-        if problems:
-            raise ValidationError(problems)
 
 
 class Anomaly(models.Model):

@@ -9,17 +9,30 @@ from functools import reduce
 from django.db.models import BooleanField, Case, OuterRef, Q, QuerySet, Subquery, Value, When
 
 from agents.errors import UnknownSession
-from agents.models import AgentRuntime, Anomaly, Session, StateMachine, Transition
+from agents.models import AgentRuntime, Anomaly, Session, Transition
 from agents.services.runtimes import token_hash
-from rules.models import DecisionRecord
+from agents.services.sessions import AgentRef
+from decision_service.principals import AgentPrincipal
+from rules.models import DecisionRecord, StateMachine
 
 
 def agent_get_by_token(*, token: str) -> AgentRuntime | None:
     return AgentRuntime.objects.filter(token_hash=token_hash(token), is_active=True).first()
 
 
-def session_get_for_agent(*, agent: AgentRuntime, session_id: str) -> Session:
-    session = Session.objects.select_related("machine").filter(agent=agent, key=session_id).first()
+def agent_principal(agent: AgentRuntime) -> AgentPrincipal:
+    """What API calls see of an agent runtime: its id, name and the keys of the points it may ask."""
+    return AgentPrincipal(pk=agent.pk, name=agent.name, points=frozenset(p.key for p in agent.points.all()))
+
+
+def agent_principal_by_token(*, token: str) -> AgentPrincipal | None:
+    """The principal of an active agent's token, or None."""
+    agent = AgentRuntime.objects.filter(token_hash=token_hash(token), is_active=True).prefetch_related("points").first()
+    return None if agent is None else agent_principal(agent)
+
+
+def session_get_for_agent(*, agent: AgentRef, session_id: str) -> Session:
+    session = Session.objects.select_related("machine").filter(agent_id=agent.pk, key=session_id).first()
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")
     return session

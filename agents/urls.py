@@ -3,6 +3,7 @@ from django.urls import path
 from agents import apis
 
 urlpatterns = [
+    path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
     path("sessions", apis.SessionCreateApi.as_view(), name="session-create"),
     path("sessions/<str:session_id>", apis.SessionDetailApi.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/transitions", apis.SessionTransitionApi.as_view(), name="session-transition"),

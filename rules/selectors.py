@@ -7,16 +7,21 @@ compares a file against. Keeping one shape means export → import → export ca
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from rules.engine import CompiledPoint
+from rules.errors import IdempotencyConflict, NotFound
 from rules.models import (
     Condition,
     ConditionKind,
     ConfigRevision,
     DecisionPoint,
+    DecisionRecord,
     KeywordList,
+    StateMachine,
     Threshold,
 )
 
@@ -80,8 +85,6 @@ def condition_document(c: Condition) -> dict[str, Any]:
 
 def config_document() -> dict[str, Any]:
     """The whole live configuration as plain, JSON- and YAML-safe data in a deterministic order."""
-    from agents.models import StateMachine  # agents depends on rules, not the other way round
-
     thresholds = [
         drop_empty(
             {
@@ -210,10 +213,31 @@ def revision_get(*, number: int) -> ConfigRevision | None:
     return ConfigRevision.objects.filter(number=number).first()
 
 
-def points_for_agent(*, agent: Any) -> tuple[list[Any], int]:
-    """The compiled points of the current revision that ``agent`` may call, by key."""
+def points_for_agent(*, allowed: frozenset[str]) -> tuple[list[CompiledPoint], int]:
+    """The compiled points of the current revision among ``allowed`` (an agent's scope), by key."""
     from rules.runtime import engines  # the runtime imports models; keep selectors importable without it
 
     config = engines.current()
-    allowed = set(agent.points.values_list("key", flat=True))
     return [config.points[k] for k in sorted(config.points) if k in allowed], config.revision
+
+
+def decision_get_for_agent(*, agent_id: int, decision_id: str) -> DecisionRecord:
+    """A logged decision made by this agent; ``NotFound`` for any other id, malformed ones included."""
+    try:
+        pk = uuid.UUID(decision_id)
+    except ValueError as exc:
+        raise NotFound("No decision with that id was made by this agent.") from exc
+    record = DecisionRecord.objects.filter(pk=pk, agent_id=agent_id).first()
+    if record is None:
+        raise NotFound("No decision with that id was made by this agent.")
+    return record
+
+
+def decision_get_by_idempotency_key(*, agent_id: int, key: str, digest: str) -> DecisionRecord | None:
+    """The decision this agent already logged under ``key``; the key with another body is refused."""
+    record = DecisionRecord.objects.filter(agent_id=agent_id, idempotency_key=key).first()
+    if record is not None and record.request_digest != digest:
+        raise IdempotencyConflict(
+            f"Idempotency-Key '{key}' was already used with a different request body.",
+        )
+    return record

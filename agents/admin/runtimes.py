@@ -1,29 +1,24 @@
-"""Admin for agent runtimes (tokens shown once) and state machines (with their picture)."""
+"""Admin for agent runtimes: tokens shown once, scopes edited through the services."""
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
 
-from agents.admin_forms import AgentRuntimeForm, StateMachineForm
-from agents.diagram import machine_svg
-from agents.models import AgentRuntime, StateMachine
+from agents.admin_forms import AgentRuntimeForm
+from agents.models import AgentRuntime
 from agents.services import (
     agent_create,
     agent_rotate_token,
     agent_save,
     agent_set_points,
-    machine_delete,
-    machine_save,
 )
-from rules.admin.base import REFUSALS, AuditedAdmin, actor_of, reason_from, refusal_text, refused_on_form
+from decision_service.admin.kit import REFUSALS, actor_of, reason_from, refusal_text, refused_on_form
+from rules.admin.base import ConfigAdmin
 from rules.services.revisions import Actor, config_change
 
 _NEW_TOKEN_ATTR = "_arbiter_new_token"  # noqa: S105 - an attribute name, not a secret
@@ -43,7 +38,7 @@ def _show_token_once(modeladmin: admin.ModelAdmin, request: HttpRequest, agent: 
 
 
 @admin.register(AgentRuntime)
-class AgentRuntimeAdmin(AuditedAdmin):
+class AgentRuntimeAdmin(ConfigAdmin):
     form = AgentRuntimeForm
     readonly_after_create = ("name", "token_prefix", "created_at")
     filter_horizontal = ("points",)
@@ -139,63 +134,3 @@ class AgentRuntimeAdmin(AuditedAdmin):
             self.message_user(request, f"No agent was deactivated. {refusal_text(exc)}", messages.ERROR)
             return
         self.message_user(request, "The selected agents are inactive.", messages.SUCCESS)
-
-
-@admin.register(StateMachine)
-class StateMachineAdmin(AuditedAdmin):
-    form = StateMachineForm
-    list_display = ("key", "name", "state_list", "initial_state", "handoff_state", "max_anomalies")
-    list_filter = ("initial_state", "handoff_state", "max_anomalies")
-    search_fields = ("key", "name", "description")
-    readonly_fields = ("diagram", "session_links")
-    fieldsets = [
-        (None, {"fields": ["key", "name", "description"]}),
-        ("States", {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
-        ("Moves, actions and timeouts", {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
-        ("Picture", {"fields": ["diagram", "session_links"]}),
-    ]
-
-    class Media:
-        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/sessions.css")}
-
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
-        fieldsets = super().get_fieldsets(request, obj)
-        if obj is None:  # nothing to draw before the first save
-            fieldsets = [(t, o) for t, o in fieldsets if t != "Picture"]
-        return fieldsets
-
-    @admin.display(description="states")
-    def state_list(self, obj: StateMachine) -> str:
-        return ", ".join(obj.states or [])
-
-    @admin.display(description="the machine")
-    def diagram(self, obj: StateMachine) -> SafeString:
-        """The definition on the form drawn: as saved, or as typed when the form refused it."""
-        svg = machine_svg(
-            states=obj.states,
-            initial_state=obj.initial_state,
-            handoff_state=obj.handoff_state,
-            terminal_states=obj.terminal_states,
-            transitions=obj.transitions,
-            title=obj.key,
-        )
-        # machine_svg escapes every label and attribute itself (xml.sax.saxutils), so its markup is safe.
-        return format_html('<div class="arbiter-diagram">{}</div>', mark_safe(svg))  # noqa: S308
-
-    @admin.display(description="sessions")
-    def session_links(self, obj: StateMachine) -> SafeString:
-        if obj.pk is None:
-            return format_html("{}", "—")
-        url = reverse("admin:agents_session_changelist")
-        return format_html(
-            '<a href="{}">open sessions</a> · <a href="{}">in the handoff state ({})</a>',
-            f"{url}?{urlencode({'machine__id__exact': obj.pk})}",
-            f"{url}?{urlencode({'machine__id__exact': obj.pk, 'handoff': 'yes'})}",
-            obj.handoff_state,
-        )
-
-    def save_record(self, obj: StateMachine, *, actor: Actor, reason: str) -> None:
-        machine_save(machine=obj, actor=actor, reason=reason)
-
-    def delete_record(self, obj: StateMachine, *, actor: Actor, reason: str) -> None:
-        machine_delete(machine=obj, actor=actor, reason=reason)

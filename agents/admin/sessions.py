@@ -20,7 +20,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
-from agents.models import Session, StateMachine, TransitionKind
+from agents.models import Session, TransitionKind
 from agents.selectors import (
     STUCK_HELP,
     TimelineEntry,
@@ -36,6 +36,7 @@ from agents.selectors import (
 )
 from agents.services.sessions import allowed_actions, allowed_targets
 from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, session_changelist_url
+from rules.models import StateMachine
 
 TIMELINE_LIMIT = 500  # events on one session page, the latest ones
 RAW_CHARS = 600  # of an anomaly's raw model output, on the timeline
@@ -203,7 +204,7 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
     ended = session.state in machine.terminal_states
     return {
         "session": session,
-        "machine_url": reverse("admin:agents_statemachine_change", args=[machine.pk]),
+        "machine_url": reverse("admin:rules_statemachine_change", args=[machine.pk]),
         "agent_url": reverse("admin:agents_agentruntime_change", args=[session.agent_id]),
         "ended": ended,
         "in_handoff": session.state == machine.handoff_state,

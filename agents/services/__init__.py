@@ -1,4 +1,4 @@
-"""Writes in the agents app: agent runtimes and machines (``runtimes``), sessions (``sessions``)."""
+"""Writes in the agents app: agent runtimes (``runtimes``), sessions (``sessions``), decisions (``decisions``)."""
 
 from agents.services.runtimes import (
     TOKEN_PREFIX,
@@ -6,8 +6,6 @@ from agents.services.runtimes import (
     agent_rotate_token,
     agent_save,
     agent_set_points,
-    machine_delete,
-    machine_save,
     token_hash,
 )
 
@@ -17,7 +15,5 @@ __all__ = [
     "agent_rotate_token",
     "agent_save",
     "agent_set_points",
-    "machine_delete",
-    "machine_save",
     "token_hash",
 ]

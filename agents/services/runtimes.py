@@ -1,4 +1,4 @@
-"""Writes to agent runtimes and state machines, each recording who and why."""
+"""Writes to agent runtimes, each recording who and why."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 
-from agents.models import AgentRuntime, StateMachine
+from agents.models import AgentRuntime
 from rules.models import DecisionPoint
-from rules.services.revisions import Actor, audited_delete, audited_save, config_change
+from rules.services.revisions import Actor, audited_save, config_change
 
 TOKEN_PREFIX = "arb_"  # noqa: S105 - a public marker, not a secret
 
@@ -82,21 +82,3 @@ def agent_set_points(*, agent: AgentRuntime, point_keys: Iterable[str], actor: A
 def agent_save(*, agent: AgentRuntime, actor: Actor, reason: str) -> AgentRuntime:
     audited_save(agent, actor=actor, reason=reason)
     return agent
-
-
-def machine_save(*, machine: StateMachine, actor: Actor, reason: str) -> StateMachine:
-    audited_save(machine, actor=actor, reason=reason)
-    return machine
-
-
-def machine_delete(*, machine: StateMachine, actor: Actor, reason: str) -> None:
-    from rules.models import DecisionPoint
-
-    points = sorted(DecisionPoint.objects.filter(machine=machine.key).values_list("key", flat=True))
-    if points:
-        raise ValidationError(
-            f"Decision points move sessions of {machine.key}: {', '.join(points)}; change them first."
-        )
-    if machine.sessions.exists():
-        raise ValidationError(f"{machine.key} has sessions; it cannot be deleted while they are kept.")
-    audited_delete(machine, actor=actor, reason=reason)

@@ -20,7 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, QuerySet
@@ -37,8 +37,20 @@ from agents.errors import (
     UnknownMachine,
     UnknownSession,
 )
-from agents.models import AgentRuntime, Anomaly, Session, StateMachine, Transition, TransitionKind
-from rules.errors import DomainError, IdempotencyConflict, InvalidRequest
+from agents.models import Anomaly, Session, Transition, TransitionKind
+from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
+from rules.models import DecisionRecord, StateMachine
+
+
+class AgentRef(Protocol):
+    """The agent a call is made for: an ``AgentRuntime`` or the API's ``AgentPrincipal`` (its id and name)."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def name(self) -> str: ...
+
 
 SYSTEM_TIMEOUT = "system:timeout-sweep"
 SYSTEM_MODEL_FAILURE = "system:model-failure-policy"
@@ -73,7 +85,7 @@ def _digest(body: Mapping[str, Any]) -> str:
 
 def session_create(
     *,
-    agent: AgentRuntime,
+    agent: AgentRef,
     machine_key: str,
     session_id: str | None = None,
     context: Mapping[str, Any] | None = None,
@@ -83,7 +95,7 @@ def session_create(
         raise UnknownMachine(f"There is no state machine '{machine_key}'.")
     key = session_id or uuid.uuid4().hex
     session = Session(
-        agent=agent,
+        agent_id=agent.pk,
         key=key,
         machine=machine,
         state=machine.initial_state,
@@ -117,8 +129,8 @@ def locked_sessions(sessions: QuerySet[Session]) -> QuerySet[Session]:
     return sessions.select_for_update(of=("self",)).select_related("machine")
 
 
-def _locked(agent: AgentRuntime, session_id: str) -> Session:
-    session = locked_sessions(Session.objects.filter(agent=agent, key=session_id)).first()
+def _locked(agent: AgentRef, session_id: str) -> Session:
+    session = locked_sessions(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")
     return session
@@ -135,7 +147,7 @@ def _closed(session: Session) -> SessionClosed:
     return SessionClosed(f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq})
 
 
-def move_session(
+def session_move(
     session: Session,
     *,
     to: str,
@@ -177,10 +189,10 @@ def move_session(
     return Move(from_state=from_state, state=to, seq=seq, kind=kind)
 
 
-def record_anomaly(
+def anomaly_record(
     session: Session | None,
     *,
-    agent: AgentRuntime,
+    agent: AgentRef,
     session_id: str,
     code: str,
     detail: str = "",
@@ -190,7 +202,7 @@ def record_anomaly(
 ) -> Move | None:
     """Record a model anomaly; apply the machine's model-failure policy. Returns the handoff move, if any."""
     Anomaly.objects.create(
-        agent=agent,
+        agent_id=agent.pk,
         session_id=session_id,
         point=point,
         code=code,
@@ -206,7 +218,7 @@ def record_anomaly(
     ended = session.state in machine.terminal_states or session.state == machine.handoff_state
     if ended or session.anomaly_count < machine.max_anomalies:
         return None
-    return move_session(
+    return session_move(
         session,
         to=machine.handoff_state,
         kind=TransitionKind.MODEL_FAILURE,
@@ -223,7 +235,7 @@ def _refuse_after_commit(outcome: Move | DomainError) -> Move:
 
 def session_transition(
     *,
-    agent: AgentRuntime,
+    agent: AgentRef,
     session_id: str,
     to: str,
     expected_state: str,
@@ -247,12 +259,10 @@ def session_transition(
     return _refuse_after_commit(outcome)
 
 
-def _check_decision(agent: AgentRuntime, session: Session, decision_id: Any) -> None:
+def _check_decision(agent: AgentRef, session: Session, decision_id: Any) -> None:
     """A move may cite a decision of the same agent about this session (or about none); anything else
     would fail the foreign key only at commit, as a server error, or link another agent's log."""
-    from rules.models import DecisionRecord
-
-    cited = DecisionRecord.objects.filter(pk=decision_id, agent=agent, session_id__in=["", session.key])
+    cited = DecisionRecord.objects.filter(pk=decision_id, agent_id=agent.pk, session_id__in=["", session.key])
     if not cited.exists():
         raise InvalidRequest(
             "decision_id names no decision this agent made about this session.",
@@ -262,7 +272,7 @@ def _check_decision(agent: AgentRuntime, session: Session, decision_id: Any) -> 
 
 def _transition_locked(
     session: Session,
-    agent: AgentRuntime,
+    agent: AgentRef,
     to: str,
     expected_state: str,
     reason: str,
@@ -277,7 +287,7 @@ def _transition_locked(
     allowed = allowed_targets(session)
     if to not in allowed:
         detail = f"'{session.state}' → '{to}' is not allowed; allowed: {', '.join(allowed) or 'none'}"
-        handoff = record_anomaly(session, agent=agent, session_id=session.key, code=ILLEGAL_TRANSITION, detail=detail)
+        handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ILLEGAL_TRANSITION, detail=detail)
         return IllegalTransition(
             detail + ".",
             extra={
@@ -287,7 +297,7 @@ def _transition_locked(
                 "handed_off": handoff is not None,
             },
         )
-    return move_session(
+    return session_move(
         session,
         to=to,
         kind=TransitionKind.MOVE,
@@ -299,7 +309,7 @@ def _transition_locked(
     )
 
 
-def session_action(*, agent: AgentRuntime, session_id: str, action: str) -> list[str]:
+def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str]:
     """Check an action against the current state's whitelist; returns the whitelist when allowed."""
     with transaction.atomic():
         session = _locked(agent, session_id)
@@ -307,7 +317,7 @@ def session_action(*, agent: AgentRuntime, session_id: str, action: str) -> list
         if action in whitelist:
             return whitelist
         detail = f"'{action}' is not allowed in '{session.state}'; allowed: {', '.join(whitelist) or 'none'}"
-        handoff = record_anomaly(session, agent=agent, session_id=session.key, code=ACTION_NOT_ALLOWED, detail=detail)
+        handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ACTION_NOT_ALLOWED, detail=detail)
         refusal = ActionNotAllowed(
             detail + ".",
             extra={
@@ -332,7 +342,7 @@ def _policy_handoff(session: Session) -> IllegalTransition | None:
     return None
 
 
-def session_interrupt(*, agent: AgentRuntime, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
+def session_interrupt(*, agent: AgentRef, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
     """Set the current state aside and move to ``to``; ``session_resume`` comes back to it."""
     with transaction.atomic():
         session = _locked(agent, session_id)
@@ -350,7 +360,7 @@ def session_interrupt(*, agent: AgentRuntime, session_id: str, to: str, expected
         elif handed_off := _policy_handoff(session):
             outcome = handed_off
         else:
-            outcome = move_session(
+            outcome = session_move(
                 session,
                 to=to,
                 kind=TransitionKind.INTERRUPT,
@@ -361,7 +371,7 @@ def session_interrupt(*, agent: AgentRuntime, session_id: str, to: str, expected
     return _refuse_after_commit(outcome)
 
 
-def session_resume(*, agent: AgentRuntime, session_id: str, expected_state: str, reason: str = "") -> Move:
+def session_resume(*, agent: AgentRef, session_id: str, expected_state: str, reason: str = "") -> Move:
     with transaction.atomic():
         session = _locked(agent, session_id)
         outcome: Move | DomainError
@@ -377,7 +387,7 @@ def session_resume(*, agent: AgentRuntime, session_id: str, expected_state: str,
         elif handed_off := _policy_handoff(session):
             outcome = handed_off
         else:
-            outcome = move_session(
+            outcome = session_move(
                 session,
                 to=session.stack[-1],
                 kind=TransitionKind.RESUME,
@@ -389,12 +399,12 @@ def session_resume(*, agent: AgentRuntime, session_id: str, expected_state: str,
 
 
 def session_report_anomaly(
-    *, agent: AgentRuntime, session_id: str, code: str, detail: str = "", raw: str = ""
+    *, agent: AgentRef, session_id: str, code: str, detail: str = "", raw: str = ""
 ) -> Move | None:
     """An anomaly the agent detected itself (invalid JSON, schema violation, retries exhausted)."""
     with transaction.atomic():
         session = _locked(agent, session_id)
-        return record_anomaly(session, agent=agent, session_id=session.key, code=code, detail=detail, raw=raw)
+        return anomaly_record(session, agent=agent, session_id=session.key, code=code, detail=detail, raw=raw)
 
 
 def session_timeouts_sweep(*, now: dt.datetime | None = None) -> int:
@@ -413,7 +423,7 @@ def session_timeouts_sweep(*, now: dt.datetime | None = None) -> int:
                     session = locked_sessions(Session.objects.filter(pk=pk)).first()
                     if session is None or session.state != state or session.state_entered_at > cutoff:
                         continue  # moved on meanwhile
-                    move_session(
+                    session_move(
                         session,
                         to=machine.handoff_state,
                         kind=TransitionKind.TIMEOUT,
@@ -441,8 +451,6 @@ _ANOMALY_HINTS = {
 
 def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
     """Short hints for the agent's next prompt when a session keeps going wrong the same way."""
-    from rules.models import DecisionRecord
-
     hints: list[str] = []
     codes = Counter(
         Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)

@@ -33,7 +33,7 @@ from bench.engine.zen_jdm import outcome as zen_outcome
 from rules.engine import Decision, compile_config, evaluate
 from rules.engine.compiler import CompiledPoint
 from rules.engine.keywords import KeywordListSpec
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 Outcome = tuple[str | None, str | None, str | None]
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import ahocorasick
 
 from rules.engine.keywords import KeywordListSpec
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
 

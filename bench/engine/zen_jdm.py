@@ -23,7 +23,7 @@ import zen
 from bench.engine.workload import Request
 from rules.engine.compiler import CompiledPoint
 from rules.engine.model import ConditionSpec, PointSpec
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 _EXPR = "any"  # id of the expression column used by "any" rules
 

@@ -6,12 +6,13 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from decision_service.api.parsers import PayloadTooLarge
-from rules.errors import DomainError
+from decision_service.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,18 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         # Problem details may carry extension members (RFC 9457), e.g. the current state on a conflict.
         response.data.update({k: v for k, v in exc.extra.items() if k not in response.data})
         return response
+    if isinstance(exc, DjangoValidationError):
+        # A model's clean() or a service refused a value: unprocessable, with the messages per field.
+        problems: dict[str, list[str]] = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+        return problem_response(
+            status_code=422,
+            code="invalid_request",
+            title="Invalid request",
+            detail=" ".join(m for messages in problems.values() for m in messages),
+            errors=problems,
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

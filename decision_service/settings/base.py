@@ -82,7 +82,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    # Named by path: the token class lives with the tokens (agents), and the views that use it build on
+    # decision_service.api.base, which imports no app.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -27,10 +27,12 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
+from decision_service.admin.kit import ReadOnlyAdmin
 from rules.engine import Decision
 from rules.errors import DomainError
 from rules.models import CandidateRequestCount, ConfigRevision, DecisionPoint, DecisionRecord, Rule, RuledBy
-from rules.services.decisions import decision_replay
+from rules.services.replay import decision_replay
+from rules.signals import decision_shown
 
 SESSION_SEARCH_HELP = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
 RULED_BY_LABELS = dict(RuledBy.choices)
@@ -52,19 +54,6 @@ def session_search(queryset: QuerySet, term: str) -> QuerySet:
             return queryset
         return queryset.filter(session_id__gte=prefix, session_id__startswith=prefix)
     return queryset.filter(session_id=term)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """A log, not a record anyone edits: viewing only, for staff with the view (or change) permission."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class SessionLogAdmin(ReadOnlyAdmin):
@@ -117,6 +106,27 @@ class OutcomeFilter(admin.SimpleListFilter):
         return queryset.filter(decision=value) if value else queryset
 
 
+class AgentFilter(admin.SimpleListFilter):
+    """Agent runtimes by name, as the log keeps them: those among the latest decisions (a bounded read of
+    the time index, not a DISTINCT over the whole log); another name still filters by URL."""
+
+    title = "agent"
+    parameter_name = "agent"
+    RECENT = 2000
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        recent = DecisionRecord.objects.order_by("-created_at").values_list("agent_name", flat=True)[: self.RECENT]
+        names = set(recent)
+        selected = self.value()
+        if selected:
+            names.add(selected)
+        return [(n, n) for n in sorted(names)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(agent_name=value) if value else queryset
+
+
 # --- the "why" panel: everything a reviewer needs to see why a decision came out as it did ------------
 
 
@@ -162,19 +172,10 @@ def why_context(record: DecisionRecord) -> dict[str, Any]:
                 "url": urls.get(m["key"]),
             }
         )
-    anomalies = [
-        {
-            "url": reverse("admin:agents_anomaly_change", args=[a.pk]),
-            "created_at": a.created_at,
-            "code": a.code,
-            "detail": a.detail,
-        }
-        for a in record.anomalies.order_by("created_at")
-    ]
     tokens_total = None
     if record.tokens_prompt is not None or record.tokens_completion is not None:
         tokens_total = (record.tokens_prompt or 0) + (record.tokens_completion or 0)
-    return {
+    context: dict[str, Any] = {
         "record": record,
         "matched": rows,
         "winner_missing": bool(winner_key) and not winner_marked,
@@ -186,10 +187,15 @@ def why_context(record: DecisionRecord) -> dict[str, Any]:
         "facts_json": _pretty_json(record.facts) if record.facts else "",
         "revision_url": _revision_url(record.revision),
         "tokens_total": tokens_total,
-        "anomalies": anomalies,
+        "anomalies": [],
         "replay_url": reverse("admin:rules_decisionrecord_replay", args=[record.pk]),
         "session_url": session_changelist_url(record.session_id) if record.session_id else None,
     }
+    # What the apps built on the log know about the decision (the anomalies it raised, in agents).
+    answers: list[tuple[Any, Any]] = decision_shown.send(sender=DecisionRecord, record=record)
+    for _, extra in answers:
+        context.update(extra or {})
+    return context
 
 
 # --- the replay view ------------------------------------------------------------------------------------
@@ -247,10 +253,9 @@ class DecisionRecordAdmin(SessionLogAdmin):
         OutcomeFilter,
         "ruled_by",
         "overridden",
-        "agent",
+        AgentFilter,
         ("created_at", admin.DateFieldListFilter),
     )
-    list_select_related = ("agent",)
     ordering = ("-created_at",)
     list_per_page = 50
     show_full_result_count = False
@@ -309,7 +314,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
 
     @admin.display(description="agent", ordering="agent_name")
     def agent_label(self, obj: DecisionRecord) -> str:
-        return obj.agent.name if obj.agent is not None else obj.agent_name
+        return obj.agent_name
 
     @admin.display(description="session", ordering="session_id")
     def session(self, obj: DecisionRecord) -> str:
@@ -389,18 +394,16 @@ class DecisionRecordAdmin(SessionLogAdmin):
 class CandidateRequestCountAdmin(ReadOnlyAdmin):
     """How often each point answered "ask your LLM" (``needs_candidate``), per agent and day."""
 
-    list_display = ("day", "point", "agent", "count")
-    list_filter = ("point", "agent", ("day", admin.DateFieldListFilter))
-    list_select_related = ("agent",)
+    list_display = ("day", "point", "agent_name", "count")
+    list_filter = ("point", "agent_name", ("day", admin.DateFieldListFilter))
     ordering = ("-day", "point")
     show_facets = admin.ShowFacets.NEVER
-    fields = ("point", "agent", "day", "count")
+    fields = ("point", "agent_name", "day", "count")
 
 
 __all__ = [
     "CandidateRequestCountAdmin",
     "DecisionRecordAdmin",
-    "ReadOnlyAdmin",
     "SessionLogAdmin",
     "session_changelist_url",
     "session_search",

@@ -7,22 +7,21 @@ Forms convert text ↔ values and nothing more; what a value may be is decided b
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from django import forms
 
+from decision_service.admin.fields import ListField, MappingField, PairsField, plain_number
+from decision_service.admin.forms import AuditedModelForm
 from rules.admin.fields import (
     FactsField,
-    ListField,
     LiteralField,
-    PairsField,
     literal_tokens,
     parse_literal,
     parse_literal_list,
-    plain_number,
     show_literal,
 )
-from rules.masking import BUILTIN_PATTERNS
+from rules.engine.masking import BUILTIN_PATTERNS
 from rules.models import (
     Condition,
     ConditionKind,
@@ -31,38 +30,10 @@ from rules.models import (
     KeywordList,
     Operator,
     Rule,
+    StateMachine,
     Threshold,
 )
 from rules.models.config import CONDITION_INPUTS, unused_condition_inputs
-
-DEFAULT_REASON = "Edited in admin"
-REASON_FIELD = "change_reason"
-
-Problem = tuple[str | None, str]
-
-
-class AuditedModelForm(forms.ModelForm):
-    """Every admin form asks why; the admin passes the answer to the services as ``reason``."""
-
-    change_reason = forms.CharField(
-        label="Reason for this change",
-        required=False,
-        max_length=500,
-        widget=forms.TextInput(attrs={"size": 80, "placeholder": DEFAULT_REASON}),
-        help_text=f"Recorded in the history and in the configuration revision. Empty means “{DEFAULT_REASON}”.",
-    )
-
-    # Set by the admin (on a subclass) when a service refused this submission on the first pass.
-    injected_problems: ClassVar[list[Problem]] = []
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or self.cleaned_data
-        for name, message in self.injected_problems:
-            if name is not None and name in self.fields:
-                self.add_error(name, message)
-            else:
-                self.add_error(None, message if name is None else f"{name.replace('_', ' ')}: {message}")
-        return cleaned
 
 
 def _plain_initial(form: forms.ModelForm, *names: str) -> None:
@@ -177,8 +148,6 @@ class DecisionPointForm(AuditedModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from agents.models import StateMachine  # agents builds on rules
-
         machine = self.fields["machine"]
         assert isinstance(machine, forms.ChoiceField)
         machine.choices = [("", "— none —")] + [(k, k) for k in StateMachine.objects.values_list("key", flat=True)]
@@ -306,3 +275,51 @@ def _text_items(text: str) -> list[str]:
                 token = token.strip('"')
         items.append(token)
     return items
+
+
+class StateMachineForm(AuditedModelForm):
+    states = ListField(help_text="One state key per line, e.g. greeting, collecting, confirming, handoff, done.")
+    terminal_states = ListField(help_text="States a session ends in, one per line. They have no way out.")
+    transitions = MappingField(
+        help_text="One line per state: “state: the states it may move to”, e.g. “collecting: confirming, handoff”. "
+        "Every state must be reachable from the initial state."
+    )
+    actions = MappingField(
+        help_text="One line per state: “state: the action types allowed in it”, e.g. “collecting: ask, lookup_order”."
+    )
+    timeouts = MappingField(
+        numbers=True,
+        help_text="One line per state: “state: seconds”, e.g. “waiting_for_user: 900”. "
+        "A session left longer in the state is handed to a human.",
+    )
+
+    class Meta:
+        model = StateMachine
+        fields = [
+            "key",
+            "name",
+            "description",
+            "states",
+            "initial_state",
+            "handoff_state",
+            "terminal_states",
+            "transitions",
+            "actions",
+            "timeouts",
+            "max_anomalies",
+        ]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        help_texts = {
+            "key": "Sessions refer to the machine by this key; it cannot change later.",
+            "initial_state": "Where every session starts; one of the states.",
+            "handoff_state": "Where sessions go for a human to take over; one of the states.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Show the per-state lines in the order of the states (PostgreSQL's jsonb keeps no key order).
+        order = {state: i for i, state in enumerate(self.initial.get("states") or [])}
+        for name in ("transitions", "actions", "timeouts"):
+            mapping = self.initial.get(name)
+            if isinstance(mapping, dict):
+                self.initial[name] = dict(sorted(mapping.items(), key=lambda item: order.get(item[0], len(order))))

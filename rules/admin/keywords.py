@@ -9,7 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from rules.admin.base import AuditedAdmin, AuditedInline, actor_of, reason_from, refused_on_form
+from decision_service.admin.kit import actor_of, reason_from, refused_on_form
+from rules.admin.base import AuditedInline, ConfigAdmin
 from rules.admin.forms import KeywordListForm
 from rules.admin.thresholds import rules_using
 from rules.models import Condition, KeywordList, KeywordTerm
@@ -37,7 +38,7 @@ class KeywordTermInline(AuditedInline, admin.TabularInline):
 
 
 @admin.register(KeywordList)
-class KeywordListAdmin(AuditedAdmin):
+class KeywordListAdmin(ConfigAdmin):
     form = KeywordListForm
     inlines = [KeywordTermInline]
     list_display = ("key", "name", "match_mode", "term_count", "used_by")

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from rules.admin.base import AuditedAdmin, AuditedInline
+from rules.admin.base import AuditedInline, ConfigAdmin
 from rules.admin.forms import ConditionForm, DecisionPointForm, RuleForm
 from rules.models import Condition, DecisionPoint, Rule
 from rules.models.config import HIGH_RISK_CATEGORIES, describe_condition
@@ -27,7 +27,7 @@ from rules.services.revisions import Actor
 
 
 @admin.register(DecisionPoint)
-class DecisionPointAdmin(AuditedAdmin):
+class DecisionPointAdmin(ConfigAdmin):
     form = DecisionPointForm
     list_display = ("key", "name", "outcome_list", "default_outcome", "no_candidate", "rule_total")
     list_filter = ("no_candidate",)
@@ -144,7 +144,7 @@ class HighRiskFilter(admin.SimpleListFilter):
 
 
 @admin.register(Rule)
-class RuleAdmin(AuditedAdmin):
+class RuleAdmin(ConfigAdmin):
     form = RuleForm
     inlines = [ConditionInline]
     readonly_after_create = ("point", "key")

@@ -10,8 +10,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from rules.admin.base import AuditedAdmin
-from rules.admin.fields import plain_number
+from decision_service.admin.fields import plain_number
+from rules.admin.base import ConfigAdmin
 from rules.admin.forms import ThresholdForm
 from rules.models import Condition, Threshold
 from rules.services.records import threshold_delete, threshold_save
@@ -30,7 +30,7 @@ def rules_using(conditions: QuerySet[Condition]) -> list[str]:
 
 
 @admin.register(Threshold)
-class ThresholdAdmin(AuditedAdmin):
+class ThresholdAdmin(ConfigAdmin):
     form = ThresholdForm
     list_display = ("key", "name", "value_shown", "unit", "allowed_range", "high_risk", "used_by")
     list_filter = ("high_risk", "unit")

@@ -20,10 +20,21 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from rules.errors import ConfigError
-from rules.models import Condition, ConditionKind, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
+from rules.models import (
+    Condition,
+    ConditionKind,
+    DecisionPoint,
+    KeywordList,
+    KeywordTerm,
+    Rule,
+    StateMachine,
+    Threshold,
+)
 from rules.selectors import condition_document, config_document
 from rules.services import records
+from rules.services.machines import machine_delete, machine_save
 from rules.services.revisions import Actor, config_change
+from rules.signals import point_removal_notes
 
 from .diff import RecordChange, config_diff, diff_lines, same
 from .validate import CONDITION_KINDS, config_from_yaml
@@ -77,18 +88,16 @@ def config_import(*, text: str, source: str, actor: Actor, reason: str, dry_run:
 
 
 def _removal_notes(changes: list[RecordChange]) -> dict[tuple[str, str], str]:
-    """Point out agent runtimes that lose access to a point the import deletes."""
-    from agents.models import AgentRuntime  # agents depends on rules, not the other way round
-
+    """What the apps built on rules say they lose with the points the import deletes (agents' access)."""
     removed = [c.key for c in changes if c.kind == "point" and c.action == "remove"]
     if not removed:
         return {}
-    users: dict[str, list[str]] = defaultdict(list)
-    for agent in AgentRuntime.objects.filter(points__key__in=removed).prefetch_related("points").order_by("name"):
-        for point in agent.points.all():
-            if point.key in removed:
-                users[point.key].append(agent.name)
-    return {("point", key): f"agents {', '.join(names)} lose access to it" for key, names in users.items()}
+    notes: dict[tuple[str, str], str] = {}
+    answers: list[tuple[Any, Any]] = point_removal_notes.send(sender=DecisionPoint, keys=removed)
+    for _, answer in answers:
+        for key, note in (answer or {}).items():
+            notes[("point", key)] = note
+    return notes
 
 
 @contextmanager
@@ -352,9 +361,6 @@ class _Applier:
         # CANDIDATE_NOT_IN_WHITELIST needs nothing but its kind.
 
     def machine(self, change: RecordChange) -> None:
-        from agents.models import StateMachine
-        from agents.services import machine_delete, machine_save
-
         with _refusal(f"machine {change.label}"):
             if change.action == "remove":
                 machine_delete(machine=StateMachine.objects.get(key=change.key), actor=self.actor, reason=self.reason)

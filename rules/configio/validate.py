@@ -19,8 +19,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from agents.machines import machine_problems
+from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
+from rules.machines import machine_problems
 from rules.models.config import (
     ConditionKind,
     FactType,
@@ -34,7 +35,6 @@ from rules.models.config import (
     masking_problems,
     session_mapping_problems,
 )
-from rules.normalize import normalize_term
 from rules.selectors import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out, time_out
 
 from .readers import KEY, Reader, describe, one_of

@@ -19,7 +19,7 @@ from rules.engine.model import (
     MatchedRule,
     RuledBy,
 )
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 
 def _rule_reason(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import daachorse
 
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
 # it. CJK has no spaces between words, so a CJK neighbour never blocks a match.

@@ -15,6 +15,7 @@ from rules.models.config import (
     Threshold,
 )
 from rules.models.decisions import CandidateRequestCount, DecisionRecord, RuledBy
+from rules.models.machines import StateMachine
 from rules.models.revisions import ConfigRevision
 
 __all__ = [
@@ -35,5 +36,6 @@ __all__ = [
     "RuleCombinator",
     "RuleMode",
     "RuledBy",
+    "StateMachine",
     "Threshold",
 ]

@@ -20,8 +20,8 @@ from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
-from rules.masking import BUILTIN_PATTERNS
-from rules.normalize import normalize_term
+from rules.engine.masking import BUILTIN_PATTERNS
+from rules.engine.normalize import normalize_term
 
 key_validator = RegexValidator(
     r"^[a-z][a-z0-9_]{0,63}$",
@@ -279,7 +279,7 @@ class DecisionPoint(models.Model):
         return self.key
 
     def _session_problems(self, outcomes: list[str]) -> dict[str, str]:
-        from agents.models import StateMachine  # agents builds on rules; the machine is named by key
+        from rules.models.machines import StateMachine  # machines.py imports this module
 
         states = None
         if self.machine:

@@ -1,7 +1,9 @@
 """The decision log: every answered decision, candidate versus final, with what it was decided under.
 
 Rows are written once, in the request's transaction, and never updated; they name points, rules and
-agents by key as well as by reference so the log still reads after configuration is deleted.
+agents by key so the log still reads after configuration is deleted. The agent runtime is kept as plain
+values (its id and its name, which never changes), not a foreign key: agent runtimes belong to the
+``agents`` app, which builds on this one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ class DecisionRecord(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     created_at = models.DateTimeField(db_index=True)
     point = models.CharField(max_length=64)
-    agent = models.ForeignKey("agents.AgentRuntime", null=True, on_delete=models.SET_NULL, related_name="decisions")
+    agent_id = models.BigIntegerField(null=True, blank=True, help_text="The agent runtime's id.")
     agent_name = models.CharField(max_length=64)
     session_id = models.CharField(max_length=128, blank=True)
     input = models.TextField(blank=True, help_text="The user's input, with personal data masked.")
@@ -61,7 +63,7 @@ class DecisionRecord(models.Model):
         verbose_name_plural = "decision log"
         constraints = [
             models.UniqueConstraint(
-                fields=["agent", "idempotency_key"],
+                fields=["agent_id", "idempotency_key"],
                 condition=~models.Q(idempotency_key=""),
                 name="decision_idempotency_key_unique_per_agent",
             ),
@@ -72,7 +74,7 @@ class DecisionRecord(models.Model):
             models.Index(fields=["session_id", "created_at"], name="decision_session_idx"),
             models.Index(fields=["decision", "-created_at"], name="decision_outcome_time_idx"),
             models.Index(fields=["ruled_by", "-created_at"], name="decision_ruled_by_time_idx"),
-            models.Index(fields=["agent", "-created_at"], name="decision_agent_time_idx"),
+            models.Index(fields=["agent_id", "-created_at"], name="decision_agent_time_idx"),
         ]
 
     def __str__(self) -> str:
@@ -83,12 +85,15 @@ class CandidateRequestCount(models.Model):
     """How often a point answered "ask your LLM" (``needs_candidate``): not decisions, but counted."""
 
     point = models.CharField(max_length=64)
-    agent = models.ForeignKey("agents.AgentRuntime", on_delete=models.CASCADE, related_name="+")
+    agent_id = models.BigIntegerField(help_text="The agent runtime's id.")
+    agent_name = models.CharField(max_length=64, default="")
     day = models.DateField()
     count = models.PositiveIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["point", "agent", "day"], name="candidate_request_count_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["point", "agent_id", "day"], name="candidate_request_count_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.point} {self.day}: {self.count}"

@@ -10,10 +10,11 @@ from typing import TypeVar
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from rules.engine.normalize import normalize_term
 from rules.models import Condition, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
 from rules.models.config import unused_condition_inputs
-from rules.normalize import normalize_term
 from rules.services.revisions import Actor, audited_delete, audited_save, config_change
+from rules.signals import point_deleting
 
 M = TypeVar("M", bound=models.Model)
 
@@ -99,13 +100,10 @@ def point_save(*, point: DecisionPoint, actor: Actor, reason: str) -> DecisionPo
 
 
 def point_delete(*, point: DecisionPoint, actor: Actor, reason: str) -> None:
-    """Delete a point with its rules; agents that could call it lose access, in their history too."""
-    from agents.services import agent_set_points  # agents builds on rules; imported late to avoid a cycle
-
+    """Delete a point with its rules. ``point_deleting`` lets the apps built on rules drop what refers to
+    it first, in the same change (agent runtimes lose access to it, in their history too)."""
     with config_change(actor=actor, reason=reason):
-        for agent in list(point.agents.all()):
-            keep = [p.key for p in agent.points.all() if p.pk != point.pk]
-            agent_set_points(agent=agent, point_keys=keep, actor=actor, reason=reason)
+        point_deleting.send(sender=DecisionPoint, point=point, actor=actor, reason=reason)
         for rule in list(point.rules.all()):
             rule_delete(rule=rule, actor=actor, reason=reason)
         audited_delete(point, actor=actor, reason=reason)

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
-from agents.models import Anomaly
 from rules.models import CandidateRequestCount, DecisionRecord
+from rules.signals import decision_log_purging
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 5000
 
 
-def _delete_in_batches(queryset: models.QuerySet, *, order_by: str, batch_size: int) -> int:
+def delete_in_batches(queryset: models.QuerySet, *, order_by: str, batch_size: int) -> int:
     """Delete every row of ``queryset``, oldest first, ``batch_size`` primary keys at a time."""
     model = queryset.model
     total = 0
@@ -55,15 +56,16 @@ def decision_log_purge(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     cutoff = (now or timezone.now()) - dt.timedelta(days=days)
-    # Anomalies first: those of the decisions about to go are old too, so the decisions' delete has
-    # fewer anomaly links left to set to NULL.
-    anomalies = _delete_in_batches(
-        Anomaly.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
+    # The apps built on the log first (anomalies): theirs are old too, and rows pointing at the decisions
+    # about to go would each need their link set to NULL when the decisions are deleted.
+    answers: list[tuple[Any, Any]] = decision_log_purging.send(
+        sender=DecisionRecord, cutoff=cutoff, batch_size=batch_size
     )
-    decisions = _delete_in_batches(
+    anomalies = sum(count or 0 for _, count in answers)
+    decisions = delete_in_batches(
         DecisionRecord.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
     )
-    counters = _delete_in_batches(
+    counters = delete_in_batches(
         CandidateRequestCount.objects.filter(day__lt=cutoff.date()), order_by="day", batch_size=batch_size
     )
     logger.info(

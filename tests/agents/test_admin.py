@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import AgentRuntime, StateMachine
+from agents.models import AgentRuntime
 from agents.services import token_hash
-from rules.models import ConfigRevision
+from rules.models import ConfigRevision, StateMachine
 from tests.rules.test_admin import build_config, form_data, messages_of
 
 TOKEN = re.compile(r"arb_[A-Za-z0-9_\-]{20,}")
@@ -129,7 +129,7 @@ def test_agents_cannot_be_deleted_only_deactivated(admin_client_, config):
 @pytest.mark.django_db
 def test_state_machine_is_edited_as_lines(admin_client_, config, staff_user):
     machine = config["machine"]
-    url = reverse("admin:agents_statemachine_change", args=[machine.pk])
+    url = reverse("admin:rules_statemachine_change", args=[machine.pk])
     data = form_data(admin_client_.get(url))
     assert data["states"] == "greeting\ncollecting\nhandoff\ndone"
     assert data["transitions"] == "greeting: collecting\ncollecting: handoff, done\nhandoff: done"
@@ -163,7 +163,7 @@ def test_state_machine_is_edited_as_lines(admin_client_, config, staff_user):
 )
 def test_state_machine_errors_are_shown_on_the_form(admin_client_, config, changes, field, message):
     machine = config["machine"]
-    url = reverse("admin:agents_statemachine_change", args=[machine.pk])
+    url = reverse("admin:rules_statemachine_change", args=[machine.pk])
     data = form_data(admin_client_.get(url))
     data.update(changes)
     history_before = machine.history.count()
@@ -175,7 +175,7 @@ def test_state_machine_errors_are_shown_on_the_form(admin_client_, config, chang
 
 @pytest.mark.django_db
 def test_state_machine_add_and_delete_go_through_the_services(admin_client_, staff_user):
-    url = reverse("admin:agents_statemachine_add")
+    url = reverse("admin:rules_statemachine_add")
     data = form_data(admin_client_.get(url))
     data.update(
         key="tiny",
@@ -192,7 +192,7 @@ def test_state_machine_add_and_delete_go_through_the_services(admin_client_, sta
     machine = StateMachine.objects.get(key="tiny")
     assert machine.history.get().history_change_reason == "Smallest machine"
     response = admin_client_.post(
-        reverse("admin:agents_statemachine_delete", args=[machine.pk]), {"post": "yes", "change_reason": "Unused"}
+        reverse("admin:rules_statemachine_delete", args=[machine.pk]), {"post": "yes", "change_reason": "Unused"}
     )
     assert response.status_code == 302
     assert not StateMachine.objects.filter(key="tiny").exists()

@@ -18,10 +18,11 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.models import Session, StateMachine
+from agents.models import Session
 from agents.services import agent_create
 from agents.services.sessions import session_timeouts_sweep
 from rules.configio.apply import config_import
+from rules.models import StateMachine
 from rules.runtime import engines
 from tests.rules.test_admin import form_data
 
@@ -316,7 +317,7 @@ def test_the_human_queue_needs_the_view_permission(client, django_user_model, de
 
 def test_the_machine_page_draws_the_machine(admin_client_, demo):
     machine = StateMachine.objects.get(key="after_sales")
-    response = admin_client_.get(reverse("admin:agents_statemachine_change", args=[machine.pk]))
+    response = admin_client_.get(reverse("admin:rules_statemachine_change", args=[machine.pk]))
     html = response.content.decode()
     begin = html.index('class="arbiter-machine"')
     svg = html[begin : html.index("</svg>", begin)]
@@ -328,7 +329,7 @@ def test_the_machine_page_draws_the_machine(admin_client_, demo):
 
 
 def test_the_machine_add_page_has_no_picture(admin_client_):
-    html = admin_client_.get(reverse("admin:agents_statemachine_add")).content.decode()
+    html = admin_client_.get(reverse("admin:rules_statemachine_add")).content.decode()
     assert "arbiter-machine" not in html
 
 
@@ -350,7 +351,7 @@ def test_the_machine_add_page_has_no_picture(admin_client_):
 )
 def test_an_invalid_machine_edit_shows_the_problem_on_its_field(admin_client_, demo, changes, field, message):
     machine = StateMachine.objects.get(key="after_sales")
-    url = reverse("admin:agents_statemachine_change", args=[machine.pk])
+    url = reverse("admin:rules_statemachine_change", args=[machine.pk])
     data = form_data(admin_client_.get(url))
     data.update(changes, change_reason="Trying")
     history_before = machine.history.count()

@@ -24,7 +24,8 @@ from django.utils import timezone
 from agents import tasks
 from agents.errors import IllegalTransition
 from agents.models import AgentRuntime, Session, Transition
-from agents.services import agent_create, machine_save
+from agents.services import agent_create
+from agents.services.decisions import decision_make
 from agents.services.sessions import (
     SYSTEM_TIMEOUT,
     session_create,
@@ -36,7 +37,8 @@ from agents.services.sessions import (
 from decision_service.celery import app as celery_app
 from rules.configio.apply import config_import
 from rules.runtime import engines
-from rules.services.decisions import DecideRequest, decision_make
+from rules.services.decide import DecideRequest
+from rules.services.machines import machine_save
 from tests.rules.test_worker import WAIT_SECONDS, Worker, _result_backend_url
 
 # The worker fixture itself, requested by name in the Celery test (an explicit re-export, so kept).

@@ -7,10 +7,11 @@ from rest_framework.test import APIClient
 
 from agents.models import AgentRuntime
 from agents.services import agent_create
+from agents.services.decisions import decision_make
 from agents.services.sessions import session_create, session_interrupt, session_transition
 from rules.configio.apply import config_import
 from rules.runtime import engines
-from rules.services.decisions import DecideRequest, decision_make
+from rules.services.decide import DecideRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "after_sales.yaml"

@@ -17,7 +17,6 @@ from agents import apis as session_apis
 from agents import errors as agent_errors
 from agents import urls as agents_urls
 from decision_service.api.errors import _DRF_CODES
-from rules import apis
 from rules import urls as rules_urls
 from rules.errors import (
     DomainError,
@@ -93,9 +92,9 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
 @pytest.mark.parametrize(
     ("serializer", "name"),
     [
-        (apis.DecisionCreateApi.InputSerializer, "DecideRequest"),
-        (apis.DecisionCreateApi.CandidateSerializer, "Candidate"),
-        (apis.DecisionCreateApi.TokensSerializer, "Tokens"),
+        (session_apis.DecisionCreateApi.InputSerializer, "DecideRequest"),
+        (session_apis.DecisionCreateApi.CandidateSerializer, "Candidate"),
+        (session_apis.DecisionCreateApi.TokensSerializer, "Tokens"),
         (session_apis.SessionCreateApi.InputSerializer, "SessionCreateRequest"),
         (session_apis.SessionTransitionApi.InputSerializer, "TransitionRequest"),
         (session_apis.SessionActionApi.InputSerializer, "ActionRequest"),

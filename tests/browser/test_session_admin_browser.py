@@ -14,9 +14,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.models import Session, StateMachine
+from agents.models import Session
 from agents.services import agent_create
 from rules.configio.apply import config_import
+from rules.models import StateMachine
 from rules.runtime import engines
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
@@ -101,7 +102,7 @@ def test_session_timeline_queue_and_machine_picture_in_the_browser(live_server, 
     page.wait_for_selector("#why-panel")
 
     # The machine page: the picture, one box per state and one arrow per allowed move.
-    page.goto(f"{live_server.url}/admin/agents/statemachine/{machine.pk}/change/")
+    page.goto(f"{live_server.url}/admin/rules/statemachine/{machine.pk}/change/")
     page.wait_for_selector("svg.arbiter-machine")
     assert page.locator("svg.arbiter-machine g.state").count() == len(machine.states)
     moves = sum(len(targets) for targets in machine.transitions.values())

@@ -16,8 +16,8 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import AgentRuntime, StateMachine
-from agents.services import agent_create, machine_save
+from agents.models import AgentRuntime
+from agents.services import agent_create
 from rules.admin.fields import parse_literal, parse_literal_list, show_literal
 from rules.models import (
     Condition,
@@ -30,8 +30,10 @@ from rules.models import (
     Operator,
     Rule,
     RuleCategory,
+    StateMachine,
     Threshold,
 )
+from rules.services.machines import machine_save
 from rules.services.records import (
     condition_save,
     keyword_list_save,
@@ -225,7 +227,7 @@ MODELS = [
     ("rules", "decisionpoint"),
     ("rules", "rule"),
     ("rules", "configrevision"),
-    ("agents", "statemachine"),
+    ("rules", "statemachine"),
     ("agents", "agentruntime"),
 ]
 
@@ -696,7 +698,7 @@ def test_deleting_a_rule_goes_through_the_service(admin_client_, config, staff_u
         ("rules", "keywordlist", "refund_words", ["key"]),
         ("rules", "decisionpoint", "point", ["key"]),
         ("rules", "rule", "big_refund", ["key", "point"]),
-        ("agents", "statemachine", "machine", ["key"]),
+        ("rules", "statemachine", "machine", ["key"]),
         ("agents", "agentruntime", "agent", ["name"]),
     ],
 )

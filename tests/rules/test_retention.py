@@ -29,7 +29,7 @@ def make_decision(agent: AgentRuntime, created_at: dt.datetime, **fields) -> Dec
     return DecisionRecord.objects.create(
         created_at=created_at,
         point="refund_approval",
-        agent=agent,
+        agent_id=agent.pk,
         agent_name=agent.name,
         decision="auto_approve",
         ruled_by="default",
@@ -55,8 +55,8 @@ def test_only_rows_older_than_the_period_are_deleted(agent, settings):
     old_anomaly = make_anomaly(agent, days_ago(31), decision=old[0])
     # An anomaly still inside the period keeps its row; its old decision goes, so the link is emptied.
     recent_anomaly = make_anomaly(agent, days_ago(2), decision=old[1])
-    CandidateRequestCount.objects.create(point="intent_routing", agent=agent, day=days_ago(40).date(), count=3)
-    CandidateRequestCount.objects.create(point="intent_routing", agent=agent, day=days_ago(3).date(), count=5)
+    CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(40).date(), count=3)
+    CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(3).date(), count=5)
 
     assert decision_log_purge(now=NOW) == 3
 
@@ -83,7 +83,7 @@ def test_zero_keeps_everything(agent, settings, days):
     settings.ARBITER_DECISION_RETENTION_DAYS = days
     make_decision(agent, days_ago(5000))
     make_anomaly(agent, days_ago(5000))
-    CandidateRequestCount.objects.create(point="intent_routing", agent=agent, day=days_ago(5000).date(), count=1)
+    CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(5000).date(), count=1)
     assert decision_log_purge(now=NOW) == 0
     assert decision_log_purge(older_than_days=0, now=NOW) == 0
     assert (DecisionRecord.objects.count(), Anomaly.objects.count(), CandidateRequestCount.objects.count()) == (1, 1, 1)

@@ -19,16 +19,18 @@ from agents.errors import (
     UnknownMachine,
     UnknownSession,
 )
-from agents.models import AgentRuntime, Anomaly, Session, StateMachine, Transition
-from agents.services import agent_create, machine_save
+from agents.models import AgentRuntime, Anomaly, Session, Transition
+from agents.services import agent_create
+from agents.services import decisions as decisions_module
+from agents.services.decisions import decision_make
 from agents.services.sessions import (
     SYSTEM_MODEL_FAILURE,
     Move,
-    move_session,
     session_action,
     session_create,
     session_feedback,
     session_interrupt,
+    session_move,
     session_report_anomaly,
     session_resume,
     session_transition,
@@ -36,10 +38,10 @@ from agents.services.sessions import (
 from rules.configio.apply import config_import
 from rules.engine import Candidate
 from rules.errors import InvalidRequest
-from rules.models import CandidateRequestCount, DecisionRecord
+from rules.models import CandidateRequestCount, DecisionRecord, StateMachine
 from rules.runtime import engines
-from rules.services import decisions as decisions_module
-from rules.services.decisions import DecideRequest, decision_make
+from rules.services.decide import DecideRequest
+from rules.services.machines import machine_save
 
 DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
 
@@ -284,7 +286,7 @@ def test_a_stale_writer_cannot_overwrite_a_move(agent):
     stale = Session.objects.select_related("machine").get(key="s")
     session_transition(agent=agent, session_id="s", to="received", expected_state="init")
     with pytest.raises(StateMismatch) as lost:
-        move_session(stale, to="human_handoff", kind="move", actor="racer")
+        session_move(stale, to="human_handoff", kind="move", actor="racer")
     assert lost.value.extra == {"state": "received", "seq": 1}
     assert transitions("s") == [(1, "init", "received", "move")]
 
@@ -394,12 +396,12 @@ def test_decision_move_and_log_commit_together_or_not_at_all(agent, monkeypatch,
     calls: list[str] = []
 
     def move_then_fail(session, **kwargs):
-        move_session(session, **kwargs)  # the move and its row are written ...
+        session_move(session, **kwargs)  # the move and its row are written ...
         calls.append(kwargs["kind"])
         assert DecisionRecord.objects.count() == 1 and Anomaly.objects.count() == anomalies
         raise RuntimeError("the database went away")  # ... and then something fails
 
-    monkeypatch.setattr(decisions_module, "move_session", move_then_fail)
+    monkeypatch.setattr(decisions_module, "session_move", move_then_fail)
     with pytest.raises(RuntimeError):
         decide(agent, "s", input=text, candidate=cand(**candidate) if candidate else None)
     assert calls == ["decision" if candidate else "fallback"]

@@ -243,7 +243,9 @@ def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
     rec.condition_save(
         condition=Condition(rule=rule, kind="session_state_in", states=["received"]), actor=actor, reason="t"
     )
-    agent = DecisionRecord._meta.get_field("agent").related_model.objects.get(name="support_bot")
+    from agents.models import AgentRuntime
+
+    agent = AgentRuntime.objects.get(name="support_bot")
     session_create(agent=agent, machine_key="after_sales", session_id="s1")
     session_transition(agent=agent, session_id="s1", to="received", expected_state="init")
     body = decide(

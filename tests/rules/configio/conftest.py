@@ -8,8 +8,16 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from agents.models import StateMachine
-from rules.models import Condition, ConfigRevision, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
+from rules.models import (
+    Condition,
+    ConfigRevision,
+    DecisionPoint,
+    KeywordList,
+    KeywordTerm,
+    Rule,
+    StateMachine,
+    Threshold,
+)
 from rules.selectors import config_document
 
 DEMO_FILE = Path(settings.BASE_DIR) / "demo" / "after_sales.yaml"

@@ -9,7 +9,6 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 
-from agents.models import StateMachine
 from agents.services import agent_create
 from rules.configio import apply
 from rules.configio.apply import ImportResult, config_import
@@ -21,6 +20,7 @@ from rules.models import (
     KeywordList,
     KeywordTerm,
     Rule,
+    StateMachine,
     Threshold,
 )
 from rules.services.revisions import config_change
@@ -292,7 +292,7 @@ def test_a_refusal_during_apply_names_the_record_and_rolls_everything_back(actor
 
 
 def test_a_database_refusal_at_the_end_rolls_back_the_earlier_writes(actor, monkeypatch):
-    from agents import services as agent_services
+    from rules.configio import apply as apply_module
 
     run(DEMO, actor)
     before = db_state()
@@ -300,7 +300,7 @@ def test_a_database_refusal_at_the_end_rolls_back_the_earlier_writes(actor, monk
     def refuse(**kwargs):
         raise IntegrityError("sessions still use it")
 
-    monkeypatch.setattr(agent_services, "machine_delete", refuse)
+    monkeypatch.setattr(apply_module, "machine_delete", refuse)
     changed = DEMO.replace("value: 0.65", "value: 0.7")
     changed = changed[: changed.index("  - key: change_address")]
     with pytest.raises(ConfigError) as exc:

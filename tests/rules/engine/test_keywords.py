@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 # Few symbols, so that terms overlap, nest and repeat across lists; full-width and upper-case forms
 # exercise normalisation; the emoji and the lone surrogate exercise positions past the BMP and input

@@ -3,7 +3,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules.normalize import normalize_text
+from rules.engine.normalize import normalize_text
 
 # Full-width forms, CJK, compatibility characters and combining marks: where NFKC does real work.
 TEXT = st.text(

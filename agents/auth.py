@@ -1,33 +1,18 @@
-"""Bearer-token authentication for agent runtimes."""
+"""Bearer-token authentication for agent runtimes (named in ``REST_FRAMEWORK`` by dotted path)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from agents.models import AgentRuntime
-from agents.selectors import agent_get_by_token
-
-
-class AgentPrincipal:
-    """What ``request.user`` is for an API call: the agent runtime behind the token."""
-
-    is_authenticated = True
-    is_anonymous = False
-
-    def __init__(self, agent: AgentRuntime) -> None:
-        self.agent = agent
-
-    def __str__(self) -> str:
-        return self.agent.name
+from agents.selectors import agent_principal_by_token
+from decision_service.principals import AgentPrincipal
 
 
 class AgentTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentRuntime] | None:
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentPrincipal] | None:
         header = authentication.get_authorization_header(request).split()
         if not header:
             return None
@@ -39,16 +24,10 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
             token = header[1].decode("ascii")
         except UnicodeDecodeError as exc:
             raise exceptions.AuthenticationFailed("The token is not valid.") from exc
-        agent = agent_get_by_token(token=token)
-        if agent is None:
+        principal = agent_principal_by_token(token=token)
+        if principal is None:
             raise exceptions.AuthenticationFailed("The token is not valid, or its agent is inactive.")
-        return AgentPrincipal(agent), agent
+        return principal, principal
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
-
-
-def request_agent(request: Any) -> AgentRuntime:
-    principal = request.user
-    assert isinstance(principal, AgentPrincipal)
-    return principal.agent

@@ -1,0 +1,186 @@
+"""A whole decide, as an agent runtime asks for it on every turn: scope, session, decision, log, move.
+
+The configuration's part (the compiled point, the evaluation, the log row) is ``rules.services.decide``;
+this module adds what only the agents app knows: the agent's scope, the session's lock and state, the
+anomalies recorded against the session, and the move that ``apply=true`` makes. Decision, log row,
+anomalies and move commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agents.errors import MachineMismatch, SessionClosed, UnknownSession
+from agents.models import AgentRuntime, Session
+from agents.selectors import agent_principal
+from agents.services.sessions import (
+    DECISION_MOVE_NOT_ALLOWED,
+    allowed_targets,
+    anomaly_record,
+    locked_sessions,
+    session_move,
+)
+from decision_service.errors import InvalidRequest
+from decision_service.principals import AgentPrincipal
+from rules.engine import CompiledPoint
+from rules.models import DecisionRecord
+from rules.selectors import decision_get_by_idempotency_key
+from rules.services.decide import (
+    DecideRequest,
+    DecideResult,
+    decision_evaluate,
+    decision_prepare,
+    decision_session_move_set,
+    point_current,
+    result_from_record,
+)
+from rules.services.scope import point_allowed_check
+
+
+def decision_make(
+    *,
+    agent: AgentPrincipal | AgentRuntime,
+    request: DecideRequest,
+    idempotency_key: str = "",
+    now: dt.datetime | None = None,
+    apply: bool = False,
+) -> DecideResult:
+    """Decide, and log the decision in the same transaction; an answered decision is always logged.
+
+    With a ``session_id`` of an existing session, rules see its state. With ``apply``, the decision
+    also moves the session through the point's outcome → state map (or its fallback, with an anomaly,
+    when the machine forbids the mapped move): decision, move and log commit together or not at all.
+    With an ``idempotency_key``, a retry of the same body returns the decision already made (one log
+    row); the same key with another body is refused.
+    """
+    principal = agent if isinstance(agent, AgentPrincipal) else agent_principal(agent)
+    digest = request.digest(apply=apply)
+    if idempotency_key:
+        existing = decision_get_by_idempotency_key(agent_id=principal.pk, key=idempotency_key, digest=digest)
+        if existing is not None:
+            return result_from_record(existing)
+    point, revision = point_current(point_key=request.point)
+    point_allowed_check(agent=principal, point_key=request.point)
+    prepared = decision_prepare(point=point, request=request)
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            session = _session_for(principal, request.session_id, point, apply)
+            evaluated = decision_evaluate(
+                agent_id=principal.pk,
+                agent_name=principal.name,
+                point=point,
+                revision=revision,
+                request=request,
+                prepared=prepared,
+                session_state=session.state if session else None,
+                now=now,
+                idempotency_key=idempotency_key,
+                digest=digest,
+            )
+            record = evaluated.record
+            if record is None:
+                return DecideResult(
+                    decision=evaluated.decision,
+                    revision=revision,
+                    evaluated_us=evaluated.evaluated_us,
+                    record=None,
+                    session_move=_stay(session) if apply and session else None,
+                )
+            start = _stay(session) if session is not None else None
+            for note in evaluated.anomalies:
+                anomaly_record(
+                    session,
+                    agent=principal,
+                    session_id=request.session_id,
+                    point=point.spec.key,
+                    code=note.code,
+                    detail=note.detail,
+                    raw=note.raw,
+                    decision_id=record.pk,
+                )
+            if apply and session is not None and start is not None:
+                # From where the session was when the request came: an anomaly above may have handed it off.
+                move = {**_apply(session, point, record, principal), "from": start["from"]}
+                decision_session_move_set(record=record, move=move)
+    except IntegrityError:
+        # Two retries with one key raced: the other one logged it first.
+        if idempotency_key:
+            existing = decision_get_by_idempotency_key(agent_id=principal.pk, key=idempotency_key, digest=digest)
+            if existing is not None:
+                return result_from_record(existing)
+        raise
+    # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
+    return result_from_record(record, replayed=False)
+
+
+def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, apply: bool) -> Session | None:
+    """The session the decision is about, locked for the transaction; refusals for apply=true."""
+    if not session_id:
+        if apply:
+            raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
+        return None
+    session = locked_sessions(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
+    if not apply:
+        return session
+    if session is None:
+        raise UnknownSession(f"This agent has no session '{session_id}'; create it first.")
+    if session.state in session.machine.terminal_states:
+        raise SessionClosed(
+            f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq}
+        )
+    if point.spec.machine != session.machine.key:
+        raise MachineMismatch(
+            f"Decision point {point.spec.key} moves sessions of "
+            f"'{point.spec.machine or 'no machine'}', not of '{session.machine.key}'."
+        )
+    return session
+
+
+def _stay(session: Session) -> dict[str, Any]:
+    return {"from": session.state, "state": session.state, "seq": session.seq}
+
+
+def _apply(session: Session, point: CompiledPoint, record: DecisionRecord, agent: AgentPrincipal) -> dict[str, Any]:
+    """Move the session as the point maps the final decision; the fallback when the machine forbids it."""
+    before = _stay(session)
+    machine = session.machine
+    if session.state == machine.handoff_state and session.handoff_reason:
+        return before  # the model-failure policy just handed it to a person: leave it there
+    target = point.spec.state_map.get(record.decision)
+    if target is None or target == session.state:
+        return before
+    if target in allowed_targets(session):
+        move = session_move(
+            session, to=target, kind="decision", actor=record.agent_name, reason=record.reason, decision_id=record.pk
+        )
+        return {"from": move.from_state, "state": move.state, "seq": move.seq}
+    # The fallback is the point's safe place (seed 001: clarify). It is a move like any other: taken only
+    # where the machine allows it. From a state that cannot go there (a person's queue, a refund under
+    # review, or the very state the mapping was refused) the session stays where it is.
+    fallback = point.spec.fallback_state
+    can_fall_back = bool(fallback) and fallback != session.state and fallback in allowed_targets(session)
+    detail = f"{record.decision} maps to '{target}', which {machine.key} does not allow from '{session.state}'" + (
+        f"; fell back to '{fallback}'" if can_fall_back else f"; stayed in '{session.state}'"
+    )
+    handoff = anomaly_record(
+        session,
+        agent=agent,
+        session_id=session.key,
+        point=point.spec.key,
+        code=DECISION_MOVE_NOT_ALLOWED,
+        detail=detail,
+        decision_id=record.pk,
+    )
+    if handoff is not None:
+        return {"from": before["from"], "state": handoff.state, "seq": handoff.seq}
+    if not can_fall_back:
+        return before
+    move = session_move(
+        session, to=fallback, kind="fallback", actor=record.agent_name, reason=detail, decision_id=record.pk
+    )
+    return {"from": move.from_state, "state": move.state, "seq": move.seq}

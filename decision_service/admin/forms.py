@@ -1,0 +1,36 @@
+"""Every audited admin form asks why; the admin passes the answer to the services as ``reason``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django import forms
+
+DEFAULT_REASON = "Edited in admin"
+REASON_FIELD = "change_reason"
+
+Problem = tuple[str | None, str]
+
+
+class AuditedModelForm(forms.ModelForm):
+    """A model form with a reason field, able to show what a service refused on the first pass."""
+
+    change_reason = forms.CharField(
+        label="Reason for this change",
+        required=False,
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 80, "placeholder": DEFAULT_REASON}),
+        help_text=f"Recorded in the history and in the configuration revision. Empty means “{DEFAULT_REASON}”.",
+    )
+
+    # Set by the admin (on a subclass) when a service refused this submission on the first pass.
+    injected_problems: ClassVar[list[Problem]] = []
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or self.cleaned_data
+        for name, message in self.injected_problems:
+            if name is not None and name in self.fields:
+                self.add_error(name, message)
+            else:
+                self.add_error(None, message if name is None else f"{name.replace('_', ' ')}: {message}")
+        return cleaned

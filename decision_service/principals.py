@@ -1,0 +1,23 @@
+"""Who is calling: the principals the API's authentication classes put on ``request.user``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPrincipal:
+    """An agent runtime on an API call: its id, its name (which never changes) and the points it may ask.
+
+    Built by the agents app's token authentication; apps below agents see the agent only through it.
+    """
+
+    pk: int
+    name: str
+    points: frozenset[str]
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,353 @@
+"""Deciding a request and logging it: the part of every agent turn that needs only the configuration.
+
+``agents.services.decisions.decision_make`` orchestrates a whole decide: the agent's scope, the
+session's lock and state, the anomalies and the move. Here: the compiled point, the request's facts and
+candidate checked against it, the evaluation, and the log row (or the "ask your LLM" counter) written
+in the caller's transaction, so a decision that is answered is always in the log.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
+from rules.engine.compiler import CompileError
+from rules.engine.masking import Masker
+from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
+from rules.errors import EngineUnavailable, InvalidRequest, UnknownPoint
+from rules.models import CandidateRequestCount, DecisionRecord
+from rules.runtime import engines
+
+# Anomalies a decision can reveal about the model; the agents app records them against the session.
+CANDIDATE_NOT_AN_OUTCOME = "candidate_not_an_outcome"
+INVALID_CANDIDATE_OUTPUT = "invalid_candidate_output"
+
+
+@dataclass(frozen=True)
+class DecideRequest:
+    """A validated request body (shape checked by the API; facts are checked here, against the point)."""
+
+    point: str
+    input: str = ""
+    session_id: str = ""
+    candidate: Candidate | None = None
+    candidate_raw: str | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    tokens_prompt: int | None = None
+    tokens_completion: int | None = None
+
+    def digest(self, *, apply: bool = False) -> str:
+        body = {
+            "apply": apply,
+            "point": self.point,
+            "input": self.input,
+            "session_id": self.session_id,
+            "candidate": None
+            if self.candidate is None
+            else [self.candidate.decision, self.candidate.confidence, self.candidate.reason],
+            "candidate_raw": self.candidate_raw,
+            "facts": self.facts,
+            "tokens": [self.tokens_prompt, self.tokens_completion],
+        }
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class DecideResult:
+    """``record`` is the logged decision; it is None when the point asks for a candidate first."""
+
+    decision: Decision
+    revision: int
+    evaluated_us: int
+    record: DecisionRecord | None
+    replayed: bool = False
+    session_move: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AnomalyNote:
+    """Something the model did wrong, seen while deciding: ``raw`` is the (masked) model output."""
+
+    code: str
+    detail: str
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What ``decision_evaluate`` did: the decision, and its log row unless a candidate is needed first."""
+
+    decision: Decision
+    evaluated_us: int
+    record: DecisionRecord | None
+    anomalies: tuple[AnomalyNote, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The request checked against its point: the candidate to decide with, and why raw output held none."""
+
+    candidate: Candidate | None
+    parse_problem: str | None
+    facts: Mapping[str, Any]
+
+
+def point_current(*, point_key: str) -> tuple[CompiledPoint, int]:
+    """The compiled point of the current revision, with the revision's number."""
+    try:
+        config = engines.current()
+    except CompileError as exc:
+        raise EngineUnavailable(str(exc)) from exc
+    point = config.point(point_key)
+    if point is None:
+        raise UnknownPoint(f"There is no decision point '{point_key}'.")
+    return point, config.revision
+
+
+def _fact_problem(value: Any, declared: str) -> str | None:
+    if declared in {"number", "integer"}:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a {'whole ' if declared == 'integer' else ''}number"
+        if isinstance(value, float) and not math.isfinite(value):
+            return "must be a finite number"
+        if declared == "integer" and not isinstance(value, int):
+            return "must be a whole number"
+        return None
+    if declared == "boolean":
+        return None if isinstance(value, bool) else "must be true or false"
+    # NUL cannot be stored in PostgreSQL text or JSON: refuse it here rather than fail on insert.
+    if declared == "string":
+        if not isinstance(value, str):
+            return "must be a string"
+        return "must not contain NUL characters" if "\x00" in value else None
+    if declared == "string_list":
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not ok:
+            return "must be a list of strings"
+        return "must not contain NUL characters" if any("\x00" in v for v in value) else None
+    return f"has an unknown declared type {declared}"
+
+
+def facts_check(point: CompiledPoint, facts: Mapping[str, Any]) -> None:
+    declared = point.spec.facts
+    errors: dict[str, list[str]] = {}
+    for name, value in facts.items():
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            errors[name] = [f"'{name}' is not a fact of {point.spec.key} (declared: {known})."]
+        elif value is not None and (problem := _fact_problem(value, declared[name])):
+            errors[name] = [f"{problem} (declared {declared[name]})."]
+    if errors:
+        raise InvalidRequest("Some facts do not fit the decision point.", errors={"facts": errors})
+
+
+def decision_prepare(*, point: CompiledPoint, request: DecideRequest) -> Prepared:
+    """Check the request's facts against the point and read the candidate out of raw model output."""
+    facts_check(point, request.facts)
+    candidate = request.candidate
+    parse_problem = None
+    if request.candidate_raw is not None:
+        try:
+            candidate = parse_candidate(request.candidate_raw)
+        except CandidateParseError as exc:
+            parse_problem = str(exc)
+    facts = {k: v for k, v in request.facts.items() if v is not None}
+    return Prepared(candidate=candidate, parse_problem=parse_problem, facts=facts)
+
+
+def _count_candidate_request(agent_id: int, agent_name: str, point: str, day: dt.date) -> None:
+    with transaction.atomic():
+        row, _ = CandidateRequestCount.objects.select_for_update().get_or_create(
+            point=point, agent_id=agent_id, day=day, defaults={"agent_name": agent_name}
+        )
+        row.count += 1
+        row.save(update_fields=["count"])
+
+
+def decision_evaluate(
+    *,
+    agent_id: int,
+    agent_name: str,
+    point: CompiledPoint,
+    revision: int,
+    request: DecideRequest,
+    prepared: Prepared,
+    session_state: str | None,
+    now: dt.datetime,
+    idempotency_key: str = "",
+    digest: str = "",
+) -> Evaluated:
+    """Evaluate the request and log the decision, in the caller's transaction.
+
+    A point that needs a candidate first logs nothing (its "ask your LLM" counter goes up). Anything
+    the model did wrong is returned as ``anomalies`` for the caller to record against the session.
+    """
+    started = time.perf_counter_ns()
+    decision = evaluate(
+        point,
+        text=request.input,
+        candidate=prepared.candidate,
+        facts=prepared.facts,
+        now=now,
+        session_state=session_state,
+    )
+    if prepared.parse_problem is not None:
+        decision = invalid_output_decision(point, decision, prepared.parse_problem)
+    evaluated_us = (time.perf_counter_ns() - started) // 1000
+    if decision.needs_candidate:
+        _count_candidate_request(agent_id, agent_name, point.spec.key, now.date())
+        return Evaluated(decision=decision, evaluated_us=evaluated_us, record=None)
+    record = _record(
+        agent_id, agent_name, request, point, decision, revision, evaluated_us, now, idempotency_key, digest
+    )
+    record.session_state = session_state or ""
+    record.save(force_insert=True)
+    anomalies = []
+    if prepared.parse_problem is not None:
+        anomalies.append(AnomalyNote(INVALID_CANDIDATE_OUTPUT, prepared.parse_problem, record.candidate_raw))
+    candidate = prepared.candidate
+    if decision.candidate_outside_outcomes and candidate is not None:
+        detail = f"candidate '{candidate.decision}' is not an outcome of {point.spec.key}"
+        anomalies.append(AnomalyNote(CANDIDATE_NOT_AN_OUTCOME, detail))
+    return Evaluated(decision=decision, evaluated_us=evaluated_us, record=record, anomalies=tuple(anomalies))
+
+
+def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -> None:
+    """Record on the log row how the decision moved its session (apply=true), in the same transaction."""
+    record.session_move = move
+    record.save(update_fields=["session_move"])
+
+
+def invalid_output_decision(point: CompiledPoint, decision: Decision, problem: str) -> Decision:
+    """Raw model output without a valid candidate: the default answers, unless a hard rule already did."""
+    if decision.ruled_by == HARD_RULE:
+        return decision
+    spec = point.spec
+    return Decision(
+        point=spec.key,
+        decision=spec.default_outcome,
+        ruled_by=DEFAULT,
+        rule=None,
+        matched_rules=decision.matched_rules,
+        candidate=None,
+        overridden=False,
+        needs_candidate=False,
+        reason=f"the model output held no valid candidate ({problem}); default outcome {spec.default_outcome}",
+        keyword_hits=decision.keyword_hits,
+    )
+
+
+def _masker(point_key: str) -> Masker:
+    from rules.models import DecisionPoint  # read per request: masking settings are not in the engine snapshot
+
+    row = DecisionPoint.objects.filter(key=point_key).values_list("mask_skip", "mask_patterns").first()
+    skip, patterns = row if row else ([], {})
+    return Masker(skip=skip, extra=patterns)
+
+
+def matched_rule_document(m: MatchedRule) -> dict[str, Any]:
+    """How a matched rule is stored in the log (and read back by ``record_decision``)."""
+    return {"key": m.key, "priority": m.priority, "category": m.category, "outcome": m.outcome, "shadow": m.shadow}
+
+
+def _record(
+    agent_id: int,
+    agent_name: str,
+    request: DecideRequest,
+    point: CompiledPoint,
+    decision: Decision,
+    revision: int,
+    evaluated_us: int,
+    now: dt.datetime,
+    idempotency_key: str,
+    digest: str,
+) -> DecisionRecord:
+    masker = _masker(point.spec.key)
+    masked_input = masker.mask(request.input)
+    counts = dict(masked_input.counts)
+    candidate = decision.candidate
+
+    def masked(text: str) -> str:
+        result = masker.mask(text)
+        for kind, n in result.counts.items():
+            counts[kind] = counts.get(kind, 0) + n
+        return result.text
+
+    rule = decision.rule
+    return DecisionRecord(
+        created_at=now,
+        point=point.spec.key,
+        agent_id=agent_id,
+        agent_name=agent_name,
+        session_id=request.session_id,
+        input=masked_input.text,
+        facts=dict(request.facts),
+        candidate_decision=candidate.decision if candidate else "",
+        candidate_confidence=candidate.confidence if candidate else None,
+        candidate_reason=masked(candidate.reason) if candidate else "",
+        candidate_raw=masked(request.candidate_raw or ""),
+        candidate_invalid=request.candidate_raw is not None and candidate is None,
+        decision=decision.decision or "",
+        ruled_by=decision.ruled_by or "",
+        rule_key=rule.key if rule else "",
+        rule_priority=rule.priority if rule else None,
+        rule_category=rule.category if rule else "",
+        matched_rules=[matched_rule_document(m) for m in decision.matched_rules],
+        keyword_hits={k: list(v) for k, v in decision.keyword_hits.items()},
+        overridden=decision.overridden,
+        reason=masked(decision.reason),
+        revision=revision,
+        engine=point.backend,
+        evaluated_us=evaluated_us,
+        tokens_prompt=request.tokens_prompt,
+        tokens_completion=request.tokens_completion,
+        idempotency_key=idempotency_key,
+        request_digest=digest,
+        masked=counts,
+    )
+
+
+def record_candidate(record: DecisionRecord) -> Candidate | None:
+    if not record.candidate_decision or record.candidate_confidence is None:
+        return None
+    return Candidate(record.candidate_decision, record.candidate_confidence, record.candidate_reason)
+
+
+def record_decision(record: DecisionRecord) -> Decision:
+    """The logged decision, read back as an engine ``Decision``."""
+    matched = tuple(MatchedRule(**m) for m in record.matched_rules)
+    rule = next((m for m in matched if m.key == record.rule_key and not m.shadow), None)
+    return Decision(
+        point=record.point,
+        decision=record.decision,
+        ruled_by=record.ruled_by,  # type: ignore[arg-type]
+        rule=rule,
+        matched_rules=matched,
+        candidate=record_candidate(record),
+        overridden=record.overridden,
+        needs_candidate=False,
+        reason=record.reason,
+        keyword_hits={k: tuple(v) for k, v in record.keyword_hits.items()},
+    )
+
+
+def result_from_record(record: DecisionRecord, *, replayed: bool = True) -> DecideResult:
+    """A logged decision as the answer to its request: what a retry with the same Idempotency-Key gets."""
+    return DecideResult(
+        decision=record_decision(record),
+        revision=record.revision,
+        evaluated_us=record.evaluated_us,
+        record=record,
+        replayed=replayed,
+        session_move=record.session_move,
+    )

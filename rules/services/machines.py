@@ -1,0 +1,26 @@
+"""Writes to state machines, each recording who and why."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+from rules.models import DecisionPoint, StateMachine
+from rules.services.revisions import Actor, audited_delete, audited_save
+from rules.signals import machine_deleting
+
+
+def machine_save(*, machine: StateMachine, actor: Actor, reason: str) -> StateMachine:
+    audited_save(machine, actor=actor, reason=reason)
+    return machine
+
+
+def machine_delete(*, machine: StateMachine, actor: Actor, reason: str) -> None:
+    points = sorted(DecisionPoint.objects.filter(machine=machine.key).values_list("key", flat=True))
+    if points:
+        raise ValidationError(
+            f"Decision points move sessions of {machine.key}: {', '.join(points)}; change them first."
+        )
+    for _, refusal in machine_deleting.send(sender=StateMachine, machine=machine):
+        if refusal:
+            raise ValidationError(refusal)
+    audited_delete(machine, actor=actor, reason=reason)

@@ -1,0 +1,119 @@
+"""Moving state machines into rules, and the decision log's agent key, keep every row and history row.
+
+The database is migrated back to where it was before the move, filled through the historical models
+the way a live installation would have been, and migrated forward again; the rows must all be there,
+read through today's models. Runs on SQLite and on PostgreSQL (CI runs both).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from agents.models import AgentRuntime, Session
+from rules.models import CandidateRequestCount, DecisionRecord, StateMachine
+
+BEFORE = [("rules", "0005_decision_session_move"), ("agents", "0006_session_key_index")]
+
+
+def _migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+def _latest():
+    executor = MigrationExecutor(connection)
+    return executor.loader.graph.leaf_nodes()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_state_machines_and_the_log_keep_their_rows_across_the_move():
+    latest = _latest()
+    try:
+        old = _migrate(BEFORE)
+        OldMachine = old.get_model("agents", "StateMachine")
+        OldHistory = old.get_model("agents", "HistoricalStateMachine")
+        OldAgent = old.get_model("agents", "AgentRuntime")
+        OldSession = old.get_model("agents", "Session")
+        OldRecord = old.get_model("rules", "DecisionRecord")
+        OldCount = old.get_model("rules", "CandidateRequestCount")
+        machine = OldMachine.objects.create(
+            key="flow",
+            states=["start", "done"],
+            initial_state="start",
+            handoff_state="start",
+            terminal_states=["done"],
+            transitions={"start": ["done"]},
+        )
+        OldHistory.objects.create(
+            id=machine.pk,
+            key="flow",
+            states=["start", "done"],
+            initial_state="start",
+            handoff_state="start",
+            terminal_states=["done"],
+            transitions={"start": ["done"]},
+            history_date=timezone.now(),
+            history_type="+",
+            history_change_reason="created before the move",
+        )
+        agent = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
+        OldSession.objects.create(
+            agent=agent, key="s1", machine=machine, state="start", state_entered_at=timezone.now()
+        )
+        record_id = uuid.uuid4()
+        OldRecord.objects.create(
+            id=record_id,
+            created_at=timezone.now(),
+            point="p",
+            agent=agent,
+            agent_name="bot",
+            decision="yes",
+            ruled_by="default",
+            revision=1,
+            idempotency_key="k1",
+        )
+        OldCount.objects.create(point="p", agent=agent, day=dt.date(2026, 11, 30), count=4)
+        # A database from before the move has the model's content type (and permissions) under agents.
+        ContentType.objects.filter(app_label="rules", model__in=["statemachine", "historicalstatemachine"]).delete()
+        old_type = ContentType.objects.get_or_create(app_label="agents", model="statemachine")[0]
+        Permission.objects.get_or_create(
+            content_type=old_type, codename="change_statemachine", defaults={"name": "Can change state machine"}
+        )
+
+        _migrate(latest)
+    finally:
+        _migrate(latest)
+
+    moved = StateMachine.objects.get(key="flow")
+    assert moved.pk == machine.pk and moved.transitions == {"start": ["done"]}
+    assert [h.history_change_reason for h in moved.history.all()] == ["created before the move"]
+    session = Session.objects.get(key="s1")
+    assert session.machine == moved and session.agent == AgentRuntime.objects.get(name="bot")
+    record = DecisionRecord.objects.get(pk=record_id)
+    assert (record.agent_id, record.agent_name, record.idempotency_key) == (agent.pk, "bot", "k1")
+    count = CandidateRequestCount.objects.get(point="p")
+    assert (count.agent_id, count.agent_name, count.count) == (agent.pk, "bot", 4)
+    permission = Permission.objects.get(codename="change_statemachine")
+    assert (permission.content_type.app_label, permission.content_type.model) == ("rules", "statemachine")
+    # Still one idempotency key per agent: the unique constraint came along with the column.
+    with pytest.raises(IntegrityError):
+        DecisionRecord.objects.create(
+            created_at=timezone.now(),
+            point="p",
+            agent_id=agent.pk,
+            agent_name="bot",
+            decision="no",
+            ruled_by="default",
+            revision=1,
+            idempotency_key="k1",
+        )
