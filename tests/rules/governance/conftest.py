@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from rules.configio.apply import config_import
+from rules.runtime import engines
+
+DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
+DEMO_TEXT = DEMO.read_text(encoding="utf-8")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    engines.clear()
+    yield
+    engines.clear()
+
+
+def make_user(username: str, *groups: str, **extra):
+    user = get_user_model().objects.create_user(
+        username=username, password="pw-" + username + "-123", email=f"{username}@example.com", is_staff=True, **extra
+    )
+    for name in groups:
+        user.groups.add(Group.objects.get(name=name))
+    return user
+
+
+@pytest.fixture
+def editor(db):
+    return make_user("editor", "config_editors")
+
+
+@pytest.fixture
+def approver(db):
+    return make_user("approver", "risk_approvers")
+
+
+@pytest.fixture
+def approver2(db):
+    return make_user("approver2", "risk_approvers")
+
+
+@pytest.fixture
+def demo(db, editor):
+    """The after-sales demo as the live configuration (the first configuration applies directly)."""
+    result = config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="demo")
+    assert result.revision == 1
+    return result

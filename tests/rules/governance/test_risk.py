@@ -1,0 +1,238 @@
+"""What is high-risk, case by case (rules/risk.py), on the after-sales demo configuration."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from rules.configio.diff import config_diff
+from rules.configio.validate import config_from_yaml
+from rules.risk import change_risks, record_approval_note
+
+DEMO = config_from_yaml((Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml").read_text("utf-8"))
+
+
+def _risks(edit):
+    after = copy.deepcopy(DEMO)
+    edit(after)
+    return [(r.record, r.why) for r in change_risks(DEMO, after, config_diff(DEMO, after))]
+
+
+def threshold(doc, key):
+    return next(t for t in doc["thresholds"] if t["key"] == key)
+
+
+def point(doc, key):
+    return next(p for p in doc["points"] if p["key"] == key)
+
+
+def rule(doc, point_key, key):
+    return next(r for r in point(doc, point_key)["rules"] if r["key"] == key)
+
+
+def keyword_list(doc, key):
+    return next(kl for kl in doc["keyword_lists"] if kl["key"] == key)
+
+
+def machine(doc, key):
+    return next(m for m in doc["machines"] if m["key"] == key)
+
+
+def new_rule(key, priority, category="business", outcome="general_query", **extra):
+    return {
+        "key": key,
+        "priority": priority,
+        "category": category,
+        "match": "all",
+        "mode": "enforce",
+        "outcome": outcome,
+        "conditions": [{"candidate_in": ["product_info"]}],
+        **extra,
+    }
+
+
+# --- thresholds --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["value", "min", "max", "high_risk"])
+def test_changing_a_high_risk_thresholds_value_bounds_or_flag_is_high_risk(field):
+    new = {"value": 1000, "min": 1, "max": 200000, "high_risk": False}[field]
+    risks = _risks(lambda d: threshold(d, "auto_refund_limit").__setitem__(field, new))
+    assert risks == [("threshold auto_refund_limit", f"changes {field} of a high-risk threshold")]
+
+
+def test_describing_a_high_risk_threshold_is_not():
+    assert _risks(lambda d: threshold(d, "auto_refund_limit").__setitem__("description", "Refund cap")) == []
+
+
+def test_flagging_a_threshold_high_risk_is_high_risk_and_an_unflagged_one_changes_freely():
+    def add_low(d):
+        d["thresholds"].append({"key": "wait", "value": 5, "high_risk": False})
+
+    def edit_low(d):
+        threshold(d, "wait")["value"] = 9
+
+    base = copy.deepcopy(DEMO)
+    add_low(base)
+    after = copy.deepcopy(base)
+    edit_low(after)
+    assert change_risks(base, after, config_diff(base, after)) == []
+    flagged = copy.deepcopy(base)
+    threshold(flagged, "wait")["high_risk"] = True
+    assert [r.why for r in change_risks(base, flagged, config_diff(base, flagged))] == [
+        "changes high_risk of a high-risk threshold"
+    ]
+
+
+def test_deleting_a_high_risk_threshold_is_high_risk():
+    def delete(d):
+        d["thresholds"] = [t for t in d["thresholds"] if t["key"] != "min_confidence"]
+
+    assert ("threshold min_confidence", "deletes a high-risk threshold") in _risks(delete)
+
+
+def test_adding_a_threshold_is_not():
+    assert _risks(lambda d: d["thresholds"].append({"key": "new_one", "value": 3, "high_risk": True})) == []
+
+
+# --- rules -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "value"),
+    [("mode", "off"), ("mode", "shadow"), ("outcome", "general_query"), ("priority", 15), ("category", "business")],
+)
+def test_changing_a_compliance_rule_is_high_risk(change, value):
+    risks = _risks(lambda d: rule(d, "intent_routing", "high_risk_keyword").__setitem__(change, value))
+    assert (
+        "rule intent_routing.high_risk_keyword",
+        f"changes {change} of a high-risk rule (a compliance rule)",
+    ) in risks
+
+
+def test_a_rule_whose_outcome_hands_over_to_a_person_is_high_risk_whatever_its_category():
+    # candidate_not_whitelisted is a risk rule; low_confidence (quality → intent_clarify) is not high-risk.
+    assert _risks(lambda d: rule(d, "intent_routing", "low_confidence").__setitem__("mode", "shadow")) == []
+
+    def handoff_quality_rule(d):
+        point(d, "intent_routing")["rules"].append(new_rule("to_person", 70, "quality", "human_handoff"))
+
+    assert _risks(handoff_quality_rule) == [
+        (
+            "rule intent_routing.to_person",
+            "adds a high-risk rule (its outcome human_handoff hands the conversation to a person)",
+        )
+    ]
+
+
+def test_rewording_a_high_risk_rule_is_not():
+    assert _risks(lambda d: rule(d, "intent_routing", "high_risk_keyword").__setitem__("description", "x")) == []
+
+
+def test_deleting_a_high_risk_rule_is_high_risk():
+    def delete(d):
+        p = point(d, "refund_approval")
+        p["rules"] = []
+
+    assert _risks(delete) == [("rule refund_approval.over_auto_refund_limit", "deletes a high-risk rule (a risk rule)")]
+
+
+def test_a_low_risk_rule_added_after_the_high_risk_rules_applies_at_once():
+    assert _risks(lambda d: point(d, "intent_routing")["rules"].append(new_rule("late", 90))) == []
+
+
+def test_a_rule_placed_ahead_of_a_high_risk_rule_is_high_risk():
+    assert _risks(lambda d: point(d, "intent_routing")["rules"].append(new_rule("early", 5))) == [
+        ("rule intent_routing.early", "now decides before the high-risk rule intent_routing.candidate_not_whitelisted"),
+        ("rule intent_routing.early", "now decides before the high-risk rule intent_routing.high_risk_keyword"),
+    ]
+
+
+def test_a_priority_change_that_moves_a_rule_ahead_of_a_high_risk_rule_is_high_risk():
+    risks = _risks(lambda d: rule(d, "intent_routing", "refund_trigger").__setitem__("priority", 5))
+    assert risks == [
+        ("rule intent_routing.refund_trigger", "now decides before the high-risk rule intent_routing.high_risk_keyword")
+    ]
+
+
+def test_a_shadow_rule_ahead_of_a_high_risk_rule_decides_nothing_so_is_not():
+    assert _risks(lambda d: point(d, "intent_routing")["rules"].append(new_rule("watch", 5, mode="shadow"))) == []
+
+
+# --- keyword lists -----------------------------------------------------------------------------------
+
+
+def test_changing_the_terms_of_a_list_a_high_risk_rule_uses_is_high_risk():
+    risks = _risks(lambda d: keyword_list(d, "high_risk")["terms"].remove("报警"))
+    assert risks == [
+        (
+            "keyword list high_risk",
+            "changes the terms of a list the high-risk rule intent_routing.high_risk_keyword uses",
+        )
+    ]
+
+
+def test_changing_the_terms_of_a_list_only_low_risk_rules_use_is_not():
+    assert _risks(lambda d: keyword_list(d, "refund_triggers")["terms"].append("退订")) == []
+
+
+# --- points and machines -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("candidate_whitelist", ["close_order"]),
+        ("default_outcome", "general_query"),
+        ("state_map", {"close_order": "closed"}),
+        ("fallback_state", "received"),
+    ],
+)
+def test_changing_a_points_answers_or_session_mapping_is_high_risk(field, value):
+    assert _risks(lambda d: point(d, "intent_routing").__setitem__(field, value))[0] == (
+        "point intent_routing",
+        f"changes the point's {field}",
+    )
+
+
+def test_masking_less_personal_data_is_high_risk_and_masking_more_is_not():
+    assert _risks(lambda d: point(d, "intent_routing").__setitem__("mask_skip", ["phone"])) == [
+        ("point intent_routing", "masks less personal data in the decision log")
+    ]
+    assert _risks(lambda d: point(d, "intent_routing").__setitem__("mask_patterns", {"order": "E[0-9]{10}"})) == []
+
+
+def test_describing_a_point_or_declaring_a_fact_is_not():
+    assert _risks(lambda d: point(d, "intent_routing").__setitem__("description", "Routes messages")) == []
+    assert _risks(lambda d: point(d, "intent_routing").__setitem__("facts", {"vip": "boolean"})) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("transitions", {"init": ["received"], "received": ["closed", "human_handoff"], "human_handoff": ["closed"]}),
+        ("timeouts", {"init": 60}),
+        ("handoff", "escalated"),
+        ("max_anomalies", 9),
+    ],
+)
+def test_changing_a_machines_moves_timeouts_handoff_or_failure_policy_is_high_risk(field, value):
+    risks = _risks(lambda d: machine(d, "after_sales").__setitem__(field, value))
+    assert ("machine after_sales", f"changes the machine's {field}") in risks
+
+
+def test_deleting_a_point_or_a_machine_is_high_risk():
+    def delete_point(d):
+        d["points"] = [p for p in d["points"] if p["key"] != "refund_approval"]
+
+    assert ("point refund_approval", "deletes a decision point") in _risks(delete_point)
+
+
+def test_the_admin_note_says_what_needs_approval_for_each_kind_of_record():
+    assert "High-risk threshold" in record_approval_note("threshold", "auto_refund_limit", DEMO)
+    assert record_approval_note("keyword_list", "refund_triggers", DEMO) is None
+    assert "high-risk rule intent_routing.high_risk_keyword" in record_approval_note("keyword_list", "high_risk", DEMO)
+    assert "a compliance rule" in record_approval_note("rule", "high_risk_keyword", DEMO, "intent_routing")
+    assert "ahead of a high-risk rule" in record_approval_note("rule", "refund_trigger", DEMO, "intent_routing")
