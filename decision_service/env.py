@@ -96,6 +96,22 @@ ARBITER_REVISION_CHECK_SECONDS = float(_str("ARBITER_REVISION_CHECK_SECONDS", "0
 ARBITER_DECISION_RETENTION_DAYS = _int("ARBITER_DECISION_RETENTION_DAYS", 180)
 LOG_LEVEL = _str("LOG_LEVEL", "INFO")
 
+# Change governance: approvals a high-risk change needs (from people other than its author), and how
+# much recent traffic its impact preview replays.
+ARBITER_REQUIRED_APPROVALS = _int("ARBITER_REQUIRED_APPROVALS", 1)
+ARBITER_IMPACT_DECISIONS = _int("ARBITER_IMPACT_DECISIONS", 10_000)
+ARBITER_IMPACT_DAYS = _int("ARBITER_IMPACT_DAYS", 30)
+# Where people reach the service (links in e-mails).
+ARBITER_BASE_URL = _str("ARBITER_BASE_URL", "http://127.0.0.1:8000")
+
+# E-mail: printed to the console unless an SMTP host is given.
+EMAIL_HOST = _str("EMAIL_HOST")
+EMAIL_PORT = _int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = _str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = _str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = _bool("EMAIL_USE_TLS")
+DEFAULT_FROM_EMAIL = _str("DEFAULT_FROM_EMAIL", "arbiter@localhost")
+
 
 def local_secret_key() -> str:
     return SECRET_KEY or _local_secret_key()

@@ -20,12 +20,13 @@ class ErrorCode(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     MALFORMED_JSON = "malformed_json"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    DEFERRED = "deferred"
 
 
 class DomainError(Exception):
     """A refusal with a stable ``code``, an HTTP status and, optionally, per-field problems."""
 
-    code: str = ErrorCode.INVALID_REQUEST
+    code: str = ErrorCode.INVALID_REQUEST.value
     status: int = 400
     title: str = "Request refused"
 
@@ -49,18 +50,33 @@ class DomainError(Exception):
 
 
 class InvalidRequest(DomainError):
-    code = ErrorCode.INVALID_REQUEST
+    code: str = ErrorCode.INVALID_REQUEST.value
     status = 422
     title = "Invalid request"
 
 
 class NotFound(DomainError):
-    code = ErrorCode.NOT_FOUND
+    code: str = ErrorCode.NOT_FOUND.value
     status = 404
     title = "Not found"
 
 
 class IdempotencyConflict(DomainError):
-    code = ErrorCode.IDEMPOTENCY_CONFLICT
+    code: str = ErrorCode.IDEMPOTENCY_CONFLICT.value
     status = 409
     title = "Idempotency key reused"
+
+
+class PermissionDenied(DomainError):
+    code: str = ErrorCode.PERMISSION_DENIED.value
+    status = 403
+    title = "Permission denied"
+
+
+class Deferred(DomainError):
+    """Not refused, not done yet: the change was recorded to be made later (for instance once someone
+    approves it). Callers that show results to people say so and point at where it waits."""
+
+    code: str = ErrorCode.DEFERRED.value
+    status = 202
+    title = "Deferred"

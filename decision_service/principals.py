@@ -21,3 +21,10 @@ class AgentPrincipal:
 
     def __str__(self) -> str:
         return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class StaffCredential:
+    """``request.auth`` when a staff user's API token authenticated the call (``request.user`` is the user)."""
+
+    token_prefix: str

@@ -12,6 +12,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 admin.site.site_header = "Arbiter"
 admin.site.site_title = "Arbiter"
 admin.site.index_title = "Decision rules, thresholds and agents"
+admin.site.index_template = "admin/arbiter/index.html"
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -7,8 +7,19 @@ here so that code about rules has one place to import its errors from.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest, NotFound
+from decision_service.errors import (
+    Deferred,
+    DomainError,
+    IdempotencyConflict,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+)
+
+if TYPE_CHECKING:
+    from rules.models import ChangeRequest
 
 
 class RulesErrorCode(StrEnum):
@@ -16,12 +27,18 @@ class RulesErrorCode(StrEnum):
     UNKNOWN_POINT = "unknown_point"
     POINT_NOT_ALLOWED = "point_not_allowed"
     ENGINE_UNAVAILABLE = "engine_unavailable"
+    APPROVAL_REQUIRED = "approval_required"
+    SELF_APPROVAL_FORBIDDEN = "self_approval_forbidden"
+    NOT_PENDING = "not_pending"
+    CHANGE_REQUEST_SUPERSEDED = "change_request_superseded"
+    NO_CHANGES = "no_changes"
+    OVERRIDE_REASON_REQUIRED = "override_reason_required"
 
 
 class ConfigError(DomainError):
     """A configuration document or record that cannot be applied; ``problems`` name each place."""
 
-    code = RulesErrorCode.INVALID_CONFIG
+    code: str = RulesErrorCode.INVALID_CONFIG.value
     status = 422
     title = "Invalid configuration"
 
@@ -31,13 +48,13 @@ class ConfigError(DomainError):
 
 
 class UnknownPoint(DomainError):
-    code = RulesErrorCode.UNKNOWN_POINT
+    code: str = RulesErrorCode.UNKNOWN_POINT.value
     status = 404
     title = "Unknown decision point"
 
 
 class PointNotAllowed(DomainError):
-    code = RulesErrorCode.POINT_NOT_ALLOWED
+    code: str = RulesErrorCode.POINT_NOT_ALLOWED.value
     status = 403
     title = "Decision point not allowed"
 
@@ -45,19 +62,73 @@ class PointNotAllowed(DomainError):
 class EngineUnavailable(DomainError):
     """The configuration cannot be evaluated by the configured backend (e.g. beyond durable-rules' limits)."""
 
-    code = RulesErrorCode.ENGINE_UNAVAILABLE
+    code: str = RulesErrorCode.ENGINE_UNAVAILABLE.value
     status = 503
     title = "Engine unavailable"
 
 
+class ApprovalRequired(Deferred):
+    """A high-risk change was held back: it waits in ``change_request`` for approval."""
+
+    code: str = RulesErrorCode.APPROVAL_REQUIRED.value
+    title = "Approval required"
+
+    def __init__(self, change_request: ChangeRequest) -> None:
+        self.change_request = change_request
+        super().__init__(
+            f"The change needs a second person's approval: change request {change_request.pk} is pending.",
+            extra={"change_request": change_request.pk},
+        )
+
+
+class SelfApprovalForbidden(DomainError):
+    code: str = RulesErrorCode.SELF_APPROVAL_FORBIDDEN.value
+    status = 403
+    title = "Self-approval forbidden"
+
+
+class NotPending(DomainError):
+    code: str = RulesErrorCode.NOT_PENDING.value
+    status = 409
+    title = "Change request not pending"
+
+
+class ChangeRequestSuperseded(DomainError):
+    code: str = RulesErrorCode.CHANGE_REQUEST_SUPERSEDED.value
+    status = 409
+    title = "Change request superseded"
+
+
+class NoChanges(DomainError):
+    code: str = RulesErrorCode.NO_CHANGES.value
+    status = 422
+    title = "No changes"
+
+
+class OverrideReasonRequired(DomainError):
+    """Approving a request that breaks pinned regression cases needs an explicit override reason."""
+
+    code: str = RulesErrorCode.OVERRIDE_REASON_REQUIRED.value
+    status = 422
+    title = "Override reason required"
+
+
 __all__ = [
+    "ApprovalRequired",
+    "ChangeRequestSuperseded",
     "ConfigError",
+    "Deferred",
     "DomainError",
     "EngineUnavailable",
     "IdempotencyConflict",
     "InvalidRequest",
+    "NoChanges",
     "NotFound",
+    "NotPending",
+    "OverrideReasonRequired",
+    "PermissionDenied",
     "PointNotAllowed",
     "RulesErrorCode",
+    "SelfApprovalForbidden",
     "UnknownPoint",
 ]

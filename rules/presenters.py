@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from rules.engine import Candidate, CompiledPoint, Decision, MatchedRule
-from rules.models import DecisionRecord
+from rules.models import ChangeRequest, DecisionRecord
 from rules.services.decide import DecideResult
 from rules.services.replay import Replay
 
@@ -194,4 +194,42 @@ def point_body(point: CompiledPoint, revision: int) -> dict[str, Any]:
         "min_confidence": floor[1] if floor else None,
         "min_confidence_threshold": floor[0] if floor else None,
         "revision": revision,
+    }
+
+
+def change_request_body(request: ChangeRequest) -> dict[str, Any]:
+    """A change request as the staff API shows it."""
+    from rules.services.change_requests import change_request_diff, required_approvals
+
+    impact = dict(request.impact or {})
+    impact.setdefault("status", request.impact_status or None)
+    return {
+        "id": request.pk,
+        "state": request.state,
+        "risk": request.risk,
+        "author": request.author_name,
+        "reason": request.reason,
+        "created_at": timestamp(request.created_at),
+        "apply_at": timestamp(request.apply_at) if request.apply_at else None,
+        "base_revision": request.base_revision,
+        "applied_revision": request.applied_revision,
+        "risks": list(request.risks),
+        "diff": [
+            {"record": row.record, "field": row.field, "before": row.before, "after": row.after}
+            for row in change_request_diff(request)
+        ],
+        "approvals": [
+            {"user": a.user.get_username(), "at": timestamp(a.at)} for a in request.approvals.select_related("user")
+        ],
+        "required_approvals": required_approvals(),
+        "superseded_by": request.superseded_by,
+        "failure": request.failure or None,
+        "impact": {
+            "status": impact.get("status"),
+            "evaluated": impact.get("evaluated"),
+            "changed": impact.get("changed"),
+            "matrix": impact.get("matrix"),
+            "examples": impact.get("examples"),
+            "broken_cases": impact.get("broken_cases"),
+        },
     }

@@ -1,6 +1,9 @@
-"""Celery tasks of the rules app: thin wrappers that import their service inside and return plain data."""
+"""Celery tasks of the rules app: thin wrappers that take ids, import their service inside and return
+plain data. Each is safe to run twice (late acknowledgement may redeliver a task after a worker dies)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from celery import shared_task
 
@@ -11,3 +14,27 @@ def decision_log_purge(older_than_days: int | None = None) -> int:
     from rules.services.retention import decision_log_purge as purge
 
     return purge(older_than_days=older_than_days)
+
+
+@shared_task(name="rules.tasks.change_request_impact")
+def change_request_impact(request_id: int) -> dict[str, Any]:
+    """Replay recent traffic under a change request's proposal and store the result on the request."""
+    from rules.services.impact import change_request_impact_run
+
+    return change_request_impact_run(request_id=request_id)
+
+
+@shared_task(name="rules.tasks.change_request_notify")
+def change_request_notify(request_id: int) -> int:
+    """E-mail the approvers that a change request waits for them; returns how many were written to."""
+    from rules.services.notifications import change_request_notify_approvers
+
+    return change_request_notify_approvers(request_id=request_id)
+
+
+@shared_task(name="rules.tasks.change_requests_apply_due")
+def change_requests_apply_due() -> list[int]:
+    """Apply approved change requests whose time has come (Celery beat, every 30 s)."""
+    from rules.services.change_requests import change_requests_apply_due as apply_due
+
+    return apply_due()

@@ -1,10 +1,27 @@
 from django.urls import path
 
-from rules import apis
+from rules import apis, staff_apis
 
 urlpatterns = [
     path("decisions/<str:decision_id>", apis.DecisionDetailApi.as_view(), name="decision-detail"),
     path("decisions/<str:decision_id>/replay", apis.DecisionReplayApi.as_view(), name="decision-replay"),
     path("points", apis.PointListApi.as_view(), name="point-list"),
     path("points/<str:point_key>", apis.PointDetailApi.as_view(), name="point-detail"),
+    path("change-requests", staff_apis.ChangeRequestsApi.as_view(), name="change-requests"),
+    path("change-requests/<int:request_id>", staff_apis.ChangeRequestDetailApi.as_view(), name="change-request-detail"),
+    path(
+        "change-requests/<int:request_id>/approve",
+        staff_apis.ChangeRequestApproveApi.as_view(),
+        name="change-request-approve",
+    ),
+    path(
+        "change-requests/<int:request_id>/reject",
+        staff_apis.ChangeRequestRejectApi.as_view(),
+        name="change-request-reject",
+    ),
+    path(
+        "change-requests/<int:request_id>/withdraw",
+        staff_apis.ChangeRequestWithdrawApi.as_view(),
+        name="change-request-withdraw",
+    ),
 ]

@@ -13,3 +13,12 @@ def staff_user(db):
 @pytest.fixture
 def actor(staff_user):
     return staff_user
+
+
+@pytest.fixture(autouse=True)
+def _config_changes_apply_at_once(request, monkeypatch):
+    """Most tests build configuration step by step and are about something else than approval: their
+    high-risk changes apply at once, as the first configuration of an installation does. Tests marked
+    ``governed`` keep the real gate — they are the four-eyes tests, one for every path a change can take."""
+    if request.node.get_closest_marker("governed") is None:
+        monkeypatch.setattr("rules.services.revisions.governance_gate", lambda change, snapshot: None)

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 
 from agents.models import AgentRuntime
+from decision_service.tokens import AGENT_TOKEN_PREFIX, new_token, token_hash
 from rules.models import DecisionPoint
 from rules.services.revisions import Actor, audited_save, config_change
 
-TOKEN_PREFIX = "arb_"  # noqa: S105 - a public marker, not a secret
-
-
-def token_hash(token: str) -> str:
-    # Tokens carry 256 random bits, so a fast hash is enough: there is nothing to brute-force.
-    return hashlib.sha256(token.encode()).hexdigest()
+TOKEN_PREFIX = AGENT_TOKEN_PREFIX
 
 
 def _new_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+    return new_token(AGENT_TOKEN_PREFIX)
 
 
 def _points_by_key(keys: Iterable[str]) -> list[DecisionPoint]:

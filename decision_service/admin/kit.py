@@ -35,7 +35,7 @@ from django.urls import reverse
 from simple_history.admin import SimpleHistoryAdmin
 
 from decision_service.admin.forms import DEFAULT_REASON, REASON_FIELD, AuditedModelForm, Problem
-from decision_service.errors import DomainError
+from decision_service.errors import Deferred, DomainError
 
 Actor = AbstractBaseUser | None
 
@@ -183,6 +183,12 @@ class AuditedAdmin(SimpleHistoryAdmin):
         """What one submission runs in; services called inside join it (see the module docstring)."""
         return transaction.atomic()
 
+    def deferred_response(self, request: HttpRequest, deferred: Deferred) -> HttpResponse:
+        """Where a submission goes when its change was recorded to be made later (e.g. once approved)."""
+        self.message_user(request, deferred.detail, messages.WARNING)
+        opts = self.model._meta
+        return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+
     # --- presentation --------------------------------------------------------------------------------
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Sequence[str]:
@@ -297,6 +303,8 @@ class AuditedAdmin(SimpleHistoryAdmin):
         try:
             with self.change_scope(actor=actor_of(request), reason=reason_from(request, DELETE_REASON)):
                 return super().delete_view(request, object_id, extra_context)
+        except Deferred as deferred:
+            return self.deferred_response(request, deferred)
         except (*REFUSALS, ProtectedError, RestrictedError) as exc:
             self.message_user(request, f"Not deleted. {refusal_text(exc)}", messages.ERROR)
             opts = self.model._meta
@@ -309,6 +317,8 @@ class AuditedAdmin(SimpleHistoryAdmin):
         try:
             with self.change_scope(actor=actor_of(request), reason=reason_from(request)):
                 return view()
+        except Deferred as deferred:
+            return self.deferred_response(request, deferred)
         except ServiceRefused as refused:
             setattr(request, _REFUSAL_ATTR, refused.refusal)
         # Second pass over the same POST, outside any change: the injected errors make it re-render.
@@ -336,6 +346,8 @@ def delete_selected_audited(modeladmin: AuditedAdmin, request: HttpRequest, quer
     try:
         with modeladmin.change_scope(actor=actor_of(request), reason=reason_from(request, DELETE_REASON)):
             return delete_selected(modeladmin, request, queryset)
+    except Deferred as deferred:
+        return modeladmin.deferred_response(request, deferred)
     except (*REFUSALS, ProtectedError, RestrictedError) as exc:
         modeladmin.message_user(request, f"Nothing was deleted. {refusal_text(exc)}", messages.ERROR)
         return None

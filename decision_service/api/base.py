@@ -13,13 +13,22 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from decision_service.api.parsers import LimitedJSONParser
+from decision_service.api.parsers import LimitedJSONParser, StaffJSONParser
 from decision_service.errors import InvalidRequest
-from decision_service.principals import AgentPrincipal
+from decision_service.principals import AgentPrincipal, StaffCredential
 
 IDEMPOTENCY_KEY_MAX = 200
 
-__all__ = ["AgentApi", "AgentPrincipal", "IsAgent", "idempotency_key", "request_agent"]
+__all__ = [
+    "AgentApi",
+    "AgentPrincipal",
+    "IsAgent",
+    "IsStaffToken",
+    "StaffApi",
+    "idempotency_key",
+    "request_agent",
+    "route",
+]
 
 
 class IsAgent(BasePermission):
@@ -27,9 +36,28 @@ class IsAgent(BasePermission):
         return isinstance(request.user, AgentPrincipal)
 
 
+class IsStaffToken(BasePermission):
+    """A staff user's API token: an agent's token is refused here (403), as a staff token is on agent views."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        user = request.user
+        return (
+            isinstance(request.auth, StaffCredential)
+            and bool(getattr(user, "is_active", False))
+            and bool(getattr(user, "is_staff", False))
+        )
+
+
 class AgentApi(APIView):
     permission_classes = [IsAgent]
     parser_classes = [LimitedJSONParser]
+
+
+class StaffApi(APIView):
+    """Views for staff automation (change requests, the human queue): staff API tokens only."""
+
+    permission_classes = [IsStaffToken]
+    parser_classes = [StaffJSONParser]
 
 
 def request_agent(request: Any) -> AgentPrincipal:
@@ -47,3 +75,17 @@ def idempotency_key(request: Request) -> str:
             errors={"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters."]},
         )
     return key
+
+
+def route(*views: type[APIView]) -> type[APIView]:
+    """One route for several one-operation views (GET lists, POST creates): a view class with each
+    view's handler, so a wrong method is refused with the route's whole ``Allow`` list."""
+    members: dict[str, Any] = {}
+    for view in views:
+        for name, member in vars(view).items():
+            if name in members and name not in {"__module__", "__doc__", "__qualname__"}:
+                raise TypeError(f"{view.__name__}.{name} is defined by two views of the route")
+            if not name.startswith("__"):
+                members[name] = member
+    name = "".join(v.__name__.removesuffix("Api") for v in views) + "Api"
+    return type(name, (views[0].__mro__[1],), {**members, "__module__": views[0].__module__})

@@ -16,8 +16,10 @@ class PayloadTooLarge(exceptions.APIException):
 
 
 class LimitedJSONParser(parsers.JSONParser):
+    limit_setting = "ARBITER_MAX_REQUEST_BYTES"
+
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        limit = settings.ARBITER_MAX_REQUEST_BYTES
+        limit = int(getattr(settings, self.limit_setting))
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and declared.isdigit() and int(declared) > limit:
@@ -35,6 +37,12 @@ class LimitedJSONParser(parsers.JSONParser):
         if problem:
             raise exceptions.ParseError(problem)
         return data
+
+
+class StaffJSONParser(LimitedJSONParser):
+    """Staff operations carry whole configuration documents: a larger limit than an agent's turn."""
+
+    limit_setting = "ARBITER_MAX_STAFF_REQUEST_BYTES"
 
 
 MAX_DEPTH = 32

@@ -82,9 +82,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
-    # Named by path: the token class lives with the tokens (agents), and the views that use it build on
-    # decision_service.api.base, which imports no app.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
+    # Named by path: each token class lives with its tokens (staff tokens in rules, agent tokens in
+    # agents), and the views that use them build on decision_service.api.base, which imports no app.
+    # The staff class answers only for staff tokens (by their prefix) and leaves the rest to the next.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rules.auth.StaffTokenAuthentication", "agents.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -107,11 +108,34 @@ ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
 # Decisions older than this are purged by the daily sweep (0 keeps them forever).
 ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
 ARBITER_MAX_REQUEST_BYTES = 64 * 1024
+# A staff request carries a whole configuration document (the change request API).
+ARBITER_MAX_STAFF_REQUEST_BYTES = 4 * 1024 * 1024
+# Django refuses larger bodies before any parser sees them: let the staff limit through.
+DATA_UPLOAD_MAX_MEMORY_SIZE = ARBITER_MAX_STAFF_REQUEST_BYTES + 1024
+# Change governance (see rules/services/change_requests.py and rules/services/impact.py).
+ARBITER_REQUIRED_APPROVALS = env.ARBITER_REQUIRED_APPROVALS
+ARBITER_IMPACT_DECISIONS = env.ARBITER_IMPACT_DECISIONS
+ARBITER_IMPACT_DAYS = env.ARBITER_IMPACT_DAYS
+ARBITER_BASE_URL = env.ARBITER_BASE_URL
+
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if env.EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_HOST = env.EMAIL_HOST or "localhost"
+EMAIL_PORT = env.EMAIL_PORT
+EMAIL_HOST_USER = env.EMAIL_HOST_USER
+EMAIL_HOST_PASSWORD = env.EMAIL_HOST_PASSWORD
+EMAIL_USE_TLS = env.EMAIL_USE_TLS
+DEFAULT_FROM_EMAIL = env.DEFAULT_FROM_EMAIL
 
 CELERY_BEAT_SCHEDULE = {
     "purge-old-decisions": {"task": "rules.tasks.decision_log_purge", "schedule": 24 * 3600.0},
     # Per-state timeouts are seconds (seed 003: 30 s waiting for the model), so sweep often.
     "sweep-session-timeouts": {"task": "agents.tasks.session_timeouts_sweep", "schedule": 5.0},
+    # Approved change requests with an apply_at go live within this long after their time.
+    "apply-due-change-requests": {"task": "rules.tasks.change_requests_apply_due", "schedule": 30.0},
 }
 
 LOGGING = {

@@ -1,5 +1,5 @@
 """Django admin for configuration records. Each module registers its models; shared plumbing is in ``base``."""
 
-from rules.admin import decisions, keywords, machines, points, revisions, thresholds
+from rules.admin import change_requests, decisions, keywords, machines, points, revisions, thresholds
 
-__all__ = ["decisions", "keywords", "machines", "points", "revisions", "thresholds"]
+__all__ = ["change_requests", "decisions", "keywords", "machines", "points", "revisions", "thresholds"]

@@ -27,10 +27,19 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
-from decision_service.admin.kit import ReadOnlyAdmin
+from decision_service.admin.kit import ReadOnlyAdmin, actor_of
 from rules.engine import Decision
 from rules.errors import DomainError
-from rules.models import CandidateRequestCount, ConfigRevision, DecisionPoint, DecisionRecord, Rule, RuledBy
+from rules.models import (
+    CandidateRequestCount,
+    ConfigRevision,
+    DecisionPoint,
+    DecisionRecord,
+    RegressionCase,
+    Rule,
+    RuledBy,
+)
+from rules.services.regressions import regression_case_pin
 from rules.services.replay import decision_replay
 from rules.signals import decision_shown
 
@@ -147,6 +156,12 @@ def _revision_url(number: int) -> str | None:
     return None if pk is None else reverse("admin:rules_configrevision_change", args=[pk])
 
 
+def _point_outcomes(point: str, logged: str) -> list[str]:
+    """The outcomes a pinned case may expect: the point's today, the logged one first."""
+    outcomes = DecisionPoint.objects.filter(key=point).values_list("outcomes", flat=True).first() or []
+    return [logged, *(o for o in outcomes if o != logged)]
+
+
 def session_changelist_url(session_id: str) -> str:
     return reverse("admin:rules_decisionrecord_changelist") + "?" + urlencode({"q": session_id})
 
@@ -189,6 +204,9 @@ def why_context(record: DecisionRecord) -> dict[str, Any]:
         "tokens_total": tokens_total,
         "anomalies": [],
         "replay_url": reverse("admin:rules_decisionrecord_replay", args=[record.pk]),
+        "pin_url": reverse("admin:rules_decisionrecord_pin", args=[record.pk]),
+        "outcomes": _point_outcomes(record.point, record.decision),
+        "pinned": list(RegressionCase.objects.filter(decision_id=record.pk).order_by("pk")),
         "session_url": session_changelist_url(record.session_id) if record.session_id else None,
     }
     # What the apps built on the log know about the decision (the anomalies it raised, in agents).
@@ -344,7 +362,35 @@ class DecisionRecordAdmin(SessionLogAdmin):
             self.admin_site.admin_view(self.replay_view),
             name="{}_{}_replay".format(*info),
         )
-        return [replay, *super().get_urls()]
+        pin = path(
+            "<path:object_id>/pin/",
+            self.admin_site.admin_view(self.pin_view),
+            name="{}_{}_pin".format(*info),
+        )
+        return [replay, pin, *super().get_urls()]
+
+    def pin_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Pin the decision as a regression case, with the logged outcome or a corrected one."""
+        record = self.get_object(request, unquote(object_id))
+        if record is None or request.method != "POST":
+            return HttpResponseRedirect(reverse("admin:rules_decisionrecord_changelist"))
+        if not request.user.has_perm("rules.add_regressioncase"):
+            raise PermissionDenied
+        url = reverse("admin:rules_decisionrecord_change", args=[record.pk])
+        try:
+            case = regression_case_pin(
+                record=record,
+                actor=actor_of(request),
+                expected=str(request.POST.get("expected", "")).strip() or None,
+                note=str(request.POST.get("note", "")).strip(),
+            )
+        except DomainError as exc:
+            self.message_user(request, f"Not pinned. {exc.detail}", messages.ERROR)
+            return HttpResponseRedirect(url)
+        self.message_user(
+            request, f"Pinned as regression case {case.pk}: it must keep deciding {case.expected}.", messages.SUCCESS
+        )
+        return HttpResponseRedirect(url)
 
     def replay_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The decision evaluated again: under the revision it was made under, and under today's."""
@@ -399,6 +445,39 @@ class CandidateRequestCountAdmin(ReadOnlyAdmin):
     ordering = ("-day", "point")
     show_facets = admin.ShowFacets.NEVER
     fields = ("point", "agent_name", "day", "count")
+
+
+@admin.register(RegressionCase)
+class RegressionCaseAdmin(admin.ModelAdmin):
+    """Pinned cases: made from the decision log, checked by every change request and check_regressions."""
+
+    list_display = ("pk", "point", "expected", "input_short", "note", "created_by", "created_at")
+    list_filter = ("point", "expected")
+    search_fields = ("note", "input")
+    readonly_fields = (
+        "point",
+        "input",
+        "facts",
+        "session_state",
+        "candidate_decision",
+        "candidate_confidence",
+        "candidate_invalid",
+        "keyword_hits",
+        "masked",
+        "decided_at",
+        "expected",
+        "decision_id",
+        "created_by",
+        "created_at",
+    )
+    fields = (*readonly_fields, "note")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # pinned from a logged decision (its page), never typed in
+
+    @admin.display(description="input")
+    def input_short(self, obj: RegressionCase) -> str:
+        return obj.input[:60]
 
 
 __all__ = [

@@ -39,6 +39,7 @@ class KeywordTermInline(AuditedInline, admin.TabularInline):
 
 @admin.register(KeywordList)
 class KeywordListAdmin(ConfigAdmin):
+    governance_kind = "keyword_list"
     form = KeywordListForm
     inlines = [KeywordTermInline]
     list_display = ("key", "name", "match_mode", "term_count", "used_by")

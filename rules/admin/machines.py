@@ -21,6 +21,7 @@ from rules.services.revisions import Actor
 
 @admin.register(StateMachine)
 class StateMachineAdmin(ConfigAdmin):
+    governance_kind = "machine"
     form = StateMachineForm
     list_display = ("key", "name", "state_list", "initial_state", "handoff_state", "max_anomalies")
     list_filter = ("initial_state", "handoff_state", "max_anomalies")

@@ -28,6 +28,7 @@ from rules.services.revisions import Actor
 
 @admin.register(DecisionPoint)
 class DecisionPointAdmin(ConfigAdmin):
+    governance_kind = "point"
     form = DecisionPointForm
     list_display = ("key", "name", "outcome_list", "default_outcome", "no_candidate", "rule_total")
     list_filter = ("no_candidate",)
@@ -145,6 +146,11 @@ class HighRiskFilter(admin.SimpleListFilter):
 
 @admin.register(Rule)
 class RuleAdmin(ConfigAdmin):
+    governance_kind = "rule"
+
+    def governance_key(self, obj: Rule) -> tuple[str, str]:
+        return obj.key, obj.point.key
+
     form = RuleForm
     inlines = [ConditionInline]
     readonly_after_create = ("point", "key")

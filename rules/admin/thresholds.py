@@ -31,6 +31,7 @@ def rules_using(conditions: QuerySet[Condition]) -> list[str]:
 
 @admin.register(Threshold)
 class ThresholdAdmin(ConfigAdmin):
+    governance_kind = "threshold"
     form = ThresholdForm
     list_display = ("key", "name", "value_shown", "unit", "allowed_range", "high_risk", "used_by")
     list_filter = ("high_risk", "unit")

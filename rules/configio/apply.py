@@ -19,8 +19,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from rules.errors import ConfigError
+from rules.errors import ApprovalRequired, ConfigError
 from rules.models import (
+    ChangeRequest,
     Condition,
     ConditionKind,
     DecisionPoint,
@@ -30,7 +31,8 @@ from rules.models import (
     StateMachine,
     Threshold,
 )
-from rules.selectors import condition_document, config_document
+from rules.risk import RiskReason, change_risks
+from rules.selectors import condition_document, config_document, revision_latest
 from rules.services import records
 from rules.services.machines import machine_delete, machine_save
 from rules.services.revisions import Actor, config_change
@@ -46,13 +48,17 @@ class ImportResult:
 
     ``diff`` has one line per added/removed record and per changed field; ``changed`` says whether
     the file differs from the live configuration; ``revision`` is the number of the revision the
-    import created — ``None`` for a dry run, when nothing changed, or when the import ran inside an
-    outer ``config_change`` (which cuts the revision when it ends).
+    import created — ``None`` for a dry run, when nothing changed, when the change waits for approval,
+    or when the import ran inside an outer ``config_change`` (which cuts the revision when it ends).
+    ``risks`` says which parts need a second person's approval; when they do, nothing was applied and
+    ``change_request`` is the pending request the import became.
     """
 
     diff: list[str] = field(default_factory=list)
     changed: bool = False
     revision: int | None = None
+    risks: list[RiskReason] = field(default_factory=list)
+    change_request: ChangeRequest | None = None
 
 
 class _DryRun(Exception):
@@ -65,24 +71,52 @@ def config_import(*, text: str, source: str, actor: Actor, reason: str, dry_run:
     Raises ``ConfigError`` listing every problem — of the document (path and line each) or, rarely,
     of a record the database refuses (naming the record) — and then nothing is written. A dry run
     performs the whole apply inside a savepoint and rolls it back, so it finds the same problems a
-    real import would, and leaves no trace.
+    real import would, and leaves no trace. A high-risk change is not applied: it becomes a pending
+    change request (``ImportResult.change_request``).
     """
     document = config_from_yaml(text)
-    reason = reason or f"import_config {source}"
+    return config_apply(document=document, actor=actor, reason=reason or f"import_config {source}", dry_run=dry_run)
+
+
+def config_apply(
+    *,
+    document: dict[str, Any],
+    actor: Actor,
+    reason: str,
+    dry_run: bool = False,
+    change_request: ChangeRequest | None = None,
+) -> ImportResult:
+    """Make the live configuration equal to ``document`` (canonical, already validated); see ``config_import``.
+
+    ``change_request`` is for ``change_request_apply`` only: the approved request whose change this is.
+    """
     lines: list[str] = []
     changes: list[RecordChange] = []
+    risks: list[RiskReason] = []
     try:
         # The savepoint lets a dry run roll back even inside an outer change. The live side is read
         # inside, under the configuration writers' lock, so no other writer slips in between.
-        with config_change(actor=actor, reason=reason) as change, transaction.atomic():
-            changes = config_diff(config_document(), document)
+        with config_change(actor=actor, reason=reason, change_request=change_request) as change, transaction.atomic():
+            live = config_document()
+            changes = config_diff(live, document)
             lines = diff_lines(changes, notes=_removal_notes(changes))
+            if changes and dry_run and revision_latest() is not None:
+                risks = change_risks(live, document, changes)
             if changes:
                 _Applier(actor=actor, reason=reason).apply(document, changes)
             if dry_run and changes:
                 raise _DryRun
     except _DryRun:
-        return ImportResult(diff=lines, changed=True, revision=None)
+        return ImportResult(diff=lines, changed=True, revision=None, risks=risks)
+    except ApprovalRequired as held:
+        request = held.change_request
+        return ImportResult(
+            diff=lines,
+            changed=True,
+            revision=None,
+            risks=[RiskReason(r["record"], r["why"]) for r in request.risks],
+            change_request=request,
+        )
     revision = change.revision.number if changes and change.revision is not None else None
     return ImportResult(diff=lines, changed=bool(changes), revision=revision)
 

@@ -15,27 +15,47 @@ from rules.models.config import (
     Threshold,
 )
 from rules.models.decisions import CandidateRequestCount, DecisionRecord, RuledBy
+from rules.models.governance import (
+    OPEN_STATES,
+    ChangeRequest,
+    ChangeRequestApproval,
+    ChangeRequestEvent,
+    ChangeRequestRisk,
+    ChangeRequestState,
+    ImpactStatus,
+    RegressionCase,
+)
 from rules.models.machines import StateMachine
 from rules.models.revisions import ConfigRevision
+from rules.models.tokens import StaffToken
 
 __all__ = [
+    "OPEN_STATES",
     "CandidateRequestCount",
+    "ChangeRequest",
+    "ChangeRequestApproval",
+    "ChangeRequestEvent",
+    "ChangeRequestRisk",
+    "ChangeRequestState",
     "Condition",
     "ConditionKind",
     "ConfigRevision",
     "DecisionPoint",
     "DecisionRecord",
     "FactType",
+    "ImpactStatus",
     "KeywordList",
     "KeywordTerm",
     "MatchMode",
     "NoCandidatePolicy",
     "Operator",
+    "RegressionCase",
     "Rule",
     "RuleCategory",
     "RuleCombinator",
     "RuleMode",
     "RuledBy",
+    "StaffToken",
     "StateMachine",
     "Threshold",
 ]

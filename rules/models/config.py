@@ -120,7 +120,8 @@ class Threshold(models.Model):
     min_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
     max_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
     high_risk = models.BooleanField(
-        default=False, help_text="Changes to a high-risk threshold need a second person's approval."
+        default=False,
+        help_text="Changing a high-risk threshold's value, bounds or this flag waits for a second person's approval.",
     )
     history = HistoricalRecords()
 

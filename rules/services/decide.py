@@ -317,7 +317,8 @@ def _record(
     )
 
 
-def record_candidate(record: DecisionRecord) -> Candidate | None:
+def record_candidate(record: Any) -> Candidate | None:
+    """The candidate a logged request carried (a ``DecisionRecord`` or a row with its candidate fields)."""
     if not record.candidate_decision or record.candidate_confidence is None:
         return None
     return Candidate(record.candidate_decision, record.candidate_confidence, record.candidate_reason)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rules.engine import CompiledPoint, Decision, evaluate
 from rules.engine.compiler import CompileError
@@ -66,7 +68,33 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
 _PLACEHOLDER = re.compile(r"\[[a-z][a-z0-9_]*\]")
 
 
-def reevaluate(point: CompiledPoint, record: DecisionRecord, *, exact: bool) -> Decision:
+class LoggedRequest(Protocol):
+    """What a replay needs of a logged request: a ``DecisionRecord``, or a lighter row with the same fields
+    (the impact preview reads them with ``values()``; a regression case carries them too)."""
+
+    @property
+    def input(self) -> str: ...
+    @property
+    def masked(self) -> dict[str, Any]: ...
+    @property
+    def keyword_hits(self) -> dict[str, Any]: ...
+    @property
+    def facts(self) -> dict[str, Any]: ...
+    @property
+    def session_state(self) -> str: ...
+    @property
+    def candidate_decision(self) -> str: ...
+    @property
+    def candidate_confidence(self) -> float | None: ...
+    @property
+    def candidate_reason(self) -> str: ...
+    @property
+    def candidate_invalid(self) -> bool: ...
+    @property
+    def created_at(self) -> dt.datetime: ...
+
+
+def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
     """Decide a logged request again. The logged input is masked when personal data was found in it:
     under the revision it was decided under (``exact``), the lists that hit then are known and are used
     instead of a scan, so the replay is identical; under another revision the masked text is scanned with

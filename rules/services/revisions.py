@@ -1,9 +1,17 @@
-"""Configuration changes and the revisions they cut.
+"""Configuration changes and the revisions they cut — and the gate that holds high-risk ones back.
 
 Every write to a configuration record runs inside ``config_change``. The outermost one takes a
 lock that serialises configuration writers, and on leaving — if anything was written — cuts one new
 revision with a snapshot of the whole configuration. Nested calls join the outer change, so an
 admin form with inlines, or a YAML import of a hundred records, becomes exactly one revision.
+
+Because every writer (admin form, bulk action, revert, import_config, the change request API, the
+shell) goes through here, this is where four-eyes approval is enforced: before the revision is cut,
+the change is compared with the latest revision (``rules.risk``). A high-risk change is rolled back —
+the live configuration never sees it — and becomes a pending change request instead, which the
+caller learns of as ``ApprovalRequired``. Only ``change_request_apply`` (an approved request, or
+break glass) passes the gate with a high-risk change. The first configuration of an installation
+(no revision yet) applies directly: there is nothing live to protect.
 """
 
 from __future__ import annotations
@@ -21,7 +29,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 
-from rules.models import ConfigRevision
+from rules.configio.diff import RecordChange, config_diff
+from rules.errors import ApprovalRequired
+from rules.models import ChangeRequest, ConfigRevision
+from rules.risk import RiskReason, change_risks
 from rules.selectors import config_document, revision_latest
 
 # Arbitrary constant: the key of the PostgreSQL advisory lock that serialises configuration writers.
@@ -37,6 +48,19 @@ class ConfigChange:
     dirty: bool = False
     revision: ConfigRevision | None = None
     touched: list[str] = field(default_factory=list)
+    # Set only by change_request_apply: the approved request whose change this is.
+    change_request: ChangeRequest | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A change the gate held back: what it would do, against which revision, and why it needs approval."""
+
+    base_revision: int
+    before: dict[str, Any]
+    after: dict[str, Any]
+    changes: list[RecordChange]
+    risks: list[RiskReason]
 
 
 _current: contextvars.ContextVar[ConfigChange | None] = contextvars.ContextVar("config_change", default=None)
@@ -50,22 +74,63 @@ def _lock_writers() -> None:
 
 
 @contextmanager
-def config_change(*, actor: Actor, reason: str) -> Iterator[ConfigChange]:
-    """Group configuration writes into one transaction and (if anything changed) one revision."""
+def config_change(*, actor: Actor, reason: str, change_request: ChangeRequest | None = None) -> Iterator[ConfigChange]:
+    """Group configuration writes into one transaction and (if anything changed) one revision.
+
+    A high-risk change is not applied: it is rolled back and ``ApprovalRequired`` is raised with the
+    change request it became (see the module docstring). ``change_request`` is for
+    ``change_request_apply`` only.
+    """
     outer = _current.get()
     if outer is not None:
         yield outer
         return
-    change = ConfigChange(actor=actor, reason=reason)
+    change = ConfigChange(actor=actor, reason=reason, change_request=change_request)
     token = _current.set(change)
+    held: Proposal | None = None
     try:
         with transaction.atomic():
             _lock_writers()
             yield change
             if change.dirty:
-                change.revision = revision_create(actor=actor, reason=reason)
+                snapshot = config_document()
+                held = governance_gate(change, snapshot)
+                if held is not None:
+                    transaction.set_rollback(True)
+                else:
+                    change.revision = revision_create(actor=actor, reason=reason, snapshot=snapshot)
+                    _supersede_open_requests(change)
     finally:
         _current.reset(token)
+    if held is not None:
+        from rules.services.change_requests import change_request_hold
+
+        raise ApprovalRequired(change_request_hold(proposal=held, actor=actor, reason=reason))
+
+
+def governance_gate(change: ConfigChange, snapshot: dict[str, Any]) -> Proposal | None:
+    """The proposal to hold back for approval, or None when the change may apply now (see the module
+    docstring). Tests that only build configuration replace this; the governance tests never do."""
+    if change.change_request is not None:
+        return None
+    latest = revision_latest()
+    if latest is None or latest.digest == snapshot_digest(snapshot):
+        return None
+    changes = config_diff(latest.snapshot, snapshot)
+    risks = change_risks(latest.snapshot, snapshot, changes)
+    if not risks:
+        return None
+    return Proposal(base_revision=latest.number, before=latest.snapshot, after=snapshot, changes=changes, risks=risks)
+
+
+def _supersede_open_requests(change: ConfigChange) -> None:
+    if change.revision is None:
+        return
+    from rules.services.change_requests import change_requests_supersede
+
+    change_requests_supersede(
+        snapshot=change.revision.snapshot, revision=change.revision.number, applying=change.change_request
+    )
 
 
 def audited_save(instance: models.Model, *, actor: Actor, reason: str) -> models.Model:
@@ -116,11 +181,11 @@ def snapshot_digest(snapshot: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def revision_create(*, actor: Actor, reason: str) -> ConfigRevision:
+def revision_create(*, actor: Actor, reason: str, snapshot: dict[str, Any] | None = None) -> ConfigRevision:
     """Snapshot the live configuration as the next revision, unless it equals the latest one."""
     with transaction.atomic():
         _lock_writers()
-        snapshot = config_document()
+        snapshot = config_document() if snapshot is None else snapshot
         digest = snapshot_digest(snapshot)
         latest = revision_latest()
         if latest is not None and latest.digest == digest:

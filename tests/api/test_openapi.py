@@ -17,14 +17,22 @@ from agents import apis as session_apis
 from agents import errors as agent_errors
 from agents import urls as agents_urls
 from decision_service.api.errors import _DRF_CODES
+from rules import staff_apis
 from rules import urls as rules_urls
 from rules.errors import (
+    ChangeRequestSuperseded,
+    ConfigError,
     DomainError,
     EngineUnavailable,
     IdempotencyConflict,
     InvalidRequest,
+    NoChanges,
     NotFound,
+    NotPending,
+    OverrideReasonRequired,
+    PermissionDenied,
     PointNotAllowed,
+    SelfApprovalForbidden,
     UnknownPoint,
 )
 from tests.api.conftest import SPEC
@@ -101,6 +109,8 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (session_apis.SessionInterruptApi.InputSerializer, "InterruptRequest"),
         (session_apis.SessionResumeApi.InputSerializer, "ResumeRequest"),
         (session_apis.SessionAnomalyCreateApi.InputSerializer, "AnomalyRequest"),
+        (staff_apis.ChangeRequestCreateApi.InputSerializer, "ChangeRequestCreate"),
+        (staff_apis.ChangeRequestApproveApi.InputSerializer, "ChangeRequestApprove"),
     ],
 )
 def test_request_schemas_match_the_serializers(spec, serializer, name):
@@ -138,6 +148,16 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
     # rules/errors.py also holds errors only the configuration tools raise: the API's are listed here.
     # agents/errors.py holds the session API's refusals only: every one of them can be sent.
     domain = {UnknownPoint, PointNotAllowed, IdempotencyConflict, InvalidRequest, NotFound, EngineUnavailable}
+    # The staff API's refusals (change requests).
+    domain |= {
+        ConfigError,
+        NoChanges,
+        NotPending,
+        SelfApprovalForbidden,
+        ChangeRequestSuperseded,
+        OverrideReasonRequired,
+        PermissionDenied,
+    }
     domain |= _domain_errors(agent_errors)
     sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
     assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent

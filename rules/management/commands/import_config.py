@@ -13,7 +13,8 @@ from rules.errors import ConfigError
 class Command(BaseCommand):
     help = (
         "Make the live configuration equal to a YAML file: print the difference, then apply it as one "
-        "revision. The file is the whole configuration — records it does not mention are deleted."
+        "revision (a high-risk change becomes a change request that waits for approval instead). The file is "
+        "the whole configuration — records it does not mention are deleted."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -42,8 +43,18 @@ class Command(BaseCommand):
             return
         for line in result.diff:
             self.stdout.write(line)
+        for risk in result.risks:
+            self.stdout.write(f"needs approval: {risk.record}: {risk.why}")
+        if result.change_request is not None:
+            # Last line, for scripts: the change waits for a second person and nothing was applied.
+            self.stdout.write(f"change request {result.change_request.pk} pending approval")
+            return
         if options["dry_run"]:
-            self.stdout.write(f"Dry run: {len(result.diff)} change(s) checked; nothing was written.")
+            verdict = "a second person's approval" if result.risks else "no approval"
+            self.stdout.write(
+                f"Dry run: {len(result.diff)} change(s) checked; applying them would need {verdict}; "
+                "nothing was written."
+            )
         elif result.revision is not None:
             self.stdout.write(f"Applied {len(result.diff)} change(s) as revision {result.revision}.")
         else:

@@ -105,7 +105,9 @@ def test_import_config_prints_the_diff_and_the_revision(write, staff_user):
 def test_import_config_dry_run_writes_nothing(write):
     before = db_state()
     out, _ = call("import_config", str(DEMO_FILE), "--dry-run")
-    assert out.splitlines()[-1] == "Dry run: 13 change(s) checked; nothing was written."
+    assert out.splitlines()[-1] == (
+        "Dry run: 13 change(s) checked; applying them would need no approval; nothing was written."
+    )
     assert db_state() == before
 
 

@@ -1,0 +1,224 @@
+"""Change requests in the admin: the list (pending first), and a page with the diff, the impact preview,
+the approvals and the buttons each person may use. Every button calls a change request service; what a
+user may do is decided there, so the page only hides what would be refused anyway."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from decision_service.admin.charts import bar_chart_svg
+from decision_service.admin.kit import ReadOnlyAdmin, actor_of, refusal_text
+from decision_service.errors import DomainError
+from rules.configio.diff import show
+from rules.configio.export import document_yaml
+from rules.configio.validate import config_from_yaml
+from rules.models import ChangeRequest, ChangeRequestState
+from rules.selectors import config_document
+from rules.services.change_requests import (
+    APPROVE_PERMISSION,
+    BREAK_GLASS_PERMISSION,
+    change_request_acknowledge,
+    change_request_approve,
+    change_request_break_glass,
+    change_request_diff,
+    change_request_reject,
+    change_request_schedule,
+    change_request_update,
+    change_request_withdraw,
+    document_with_changes,
+    required_approvals,
+)
+
+_ORDER = Case(
+    When(state=ChangeRequestState.PENDING, then=Value(0)),
+    When(state=ChangeRequestState.APPROVED, then=Value(1)),
+    default=Value(2),
+    output_field=IntegerField(),
+)
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("open", "open (pending or approved)"), *ChangeRequestState.choices]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if value == "open":
+            return queryset.filter(state__in=[ChangeRequestState.PENDING, ChangeRequestState.APPROVED])
+        return queryset.filter(state=value) if value else queryset
+
+
+@admin.register(ChangeRequest)
+class ChangeRequestAdmin(ReadOnlyAdmin):
+    change_form_template = "admin/rules/changerequest/change_form.html"
+    list_display = ("number", "state", "risk", "author_name", "reason", "records", "approvals_given", "created_at")
+    list_display_links = ("number",)
+    list_filter = (StateFilter, "risk")
+    search_fields = ("reason", "author_name")
+    fields = ("state",)
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css",)}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ChangeRequest]:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(open_first=_ORDER, approval_count=Count("approvals"))
+            .order_by("open_first", "-created_at", "-pk")
+        )
+
+    @admin.display(description="request", ordering="pk")
+    def number(self, obj: ChangeRequest) -> str:
+        return f"#{obj.pk}"
+
+    @admin.display(description="records")
+    def records(self, obj: ChangeRequest) -> str:
+        labels = sorted(
+            {f"{c['kind']} {c.get('point') + '.' if c.get('point') else ''}{c['key']}" for c in obj.changes}
+        )
+        return ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+
+    @admin.display(description="approvals")
+    def approvals_given(self, obj: ChangeRequest) -> str:
+        return f"{obj.approval_count}/{required_approvals()}"  # type: ignore[attr-defined]
+
+    # --- the request's page ----------------------------------------------------------------------------
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context["cr"] = page_context(request, obj)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        act = path(
+            "<path:object_id>/act/",
+            self.admin_site.admin_view(self.act_view),
+            name="rules_changerequest_act",
+        )
+        return [act, *super().get_urls()]
+
+    def act_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """One button of the page: the service decides whether this user may do it."""
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None or request.method != "POST":
+            return HttpResponseRedirect(reverse("admin:rules_changerequest_changelist"))
+        if not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        url = reverse("admin:rules_changerequest_change", args=[obj.pk])
+        action = request.POST.get("action", "")
+        reason = str(request.POST.get("reason", "")).strip()
+        user = actor_of(request)
+        try:
+            if action == "approve":
+                done = change_request_approve(
+                    request=obj, actor=user, reason=reason, override_reason=str(request.POST.get("override_reason", ""))
+                )
+                said = "Approved." if done.state != ChangeRequestState.APPLIED else "Approved and applied."
+            elif action == "reject":
+                change_request_reject(request=obj, actor=user, reason=reason)
+                said = "Rejected."
+            elif action == "withdraw":
+                change_request_withdraw(request=obj, actor=user, reason=reason)
+                said = "Withdrawn."
+            elif action == "break_glass":
+                change_request_break_glass(request=obj, actor=user, reason=reason)
+                said = "Applied at once (break glass). A second person must review it."
+            elif action == "acknowledge":
+                change_request_acknowledge(request=obj, actor=user, note=reason)
+                said = "Review acknowledged."
+            elif action == "edit":
+                document = config_from_yaml(str(request.POST.get("config", "")))
+                change_request_update(request=obj, document=document, actor=user, reason=reason or None)
+                said = "The request was edited; approvals given before were withdrawn."
+            elif action == "schedule":
+                when = str(request.POST.get("apply_at", "")).strip()
+                moment = parse_datetime(when) if when else None
+                if when and moment is None:
+                    raise DomainError("Give the time as YYYY-MM-DD HH:MM.")
+                change_request_schedule(request=obj, actor=user, apply_at=moment)
+                said = "Scheduled." if moment else "It will apply as soon as it is approved."
+            else:
+                raise DomainError(f"Unknown action {action!r}.")
+        except DomainError as exc:
+            self.message_user(request, f"Not done. {refusal_text(exc)}", messages.ERROR)
+            return HttpResponseRedirect(url)
+        self.message_user(request, said, messages.SUCCESS)
+        return HttpResponseRedirect(url)
+
+
+def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
+    """Everything the request's page shows, as plain values (the template escapes all of it)."""
+    user: Any = request.user
+    is_author = obj.author_id is not None and obj.author_id == user.pk
+    approver = user.is_active and user.has_perm(APPROVE_PERMISSION)
+    approved_by_me = obj.approvals.filter(user_id=user.pk).exists()
+    pending = obj.state == ChangeRequestState.PENDING
+    impact = obj.impact or {}
+    matrix = impact.get("matrix") or {}
+    cells = sorted(
+        ((f"{old} → {new}", count) for old, row in matrix.items() for new, count in row.items()),
+        key=lambda cell: (-cell[1], cell[0]),
+    )
+    evaluated, changed = impact.get("evaluated") or 0, impact.get("changed") or 0
+    summary_chart = bar_chart_svg(
+        [("unchanged", evaluated - changed), ("changed", changed)] if evaluated else [],
+        title="Decisions replayed under the proposal",
+    )
+    live = config_document()
+    return {
+        "obj": obj,
+        "act_url": reverse("admin:rules_changerequest_act", args=[obj.pk]),
+        "diff": [
+            {"record": r.record, "field": r.field, "before": show(r.before), "after": show(r.after)}
+            for r in change_request_diff(obj)
+        ],
+        "risks": obj.risks,
+        "approvals": list(obj.approvals.select_related("user")),
+        "required": required_approvals(),
+        "events": list(obj.events.all()),
+        "impact": impact,
+        "impact_running": obj.impact_status == "running",
+        "matrix_chart": mark_safe(bar_chart_svg(cells, title="Decisions that would change, from → to")),  # noqa: S308
+        "summary_chart": mark_safe(summary_chart),  # noqa: S308 - bar_chart_svg escapes every label itself
+        "broken": impact.get("broken_cases") or [],
+        "can_approve": pending and approver and not is_author and not approved_by_me,
+        "approver_is_author": pending and approver and is_author,
+        "can_reject": obj.is_open and approver,
+        "can_withdraw": obj.is_open and is_author,
+        "can_edit": pending and is_author,
+        "can_break_glass": obj.is_open and user.is_active and user.has_perm(BREAK_GLASS_PERMISSION),
+        "can_acknowledge": obj.review_open and approver and user.pk not in (obj.break_glass_by_id, obj.author_id),
+        "proposal_yaml": document_yaml(document_with_changes(live, obj.changes)) if pending and is_author else "",
+        "superseded": obj.superseded_by,
+    }
+
+
+def pending_notice(request_list: list[ChangeRequest]) -> str:
+    """The line a record's page shows when open requests would change it."""
+    links = [
+        format_html('<a href="{}">request {}</a>', reverse("admin:rules_changerequest_change", args=[r.pk]), r.pk)
+        for r in request_list
+    ]
+    return format_html("A change to this record is pending ({}).", mark_safe(", ".join(links)))  # noqa: S308

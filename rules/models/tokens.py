@@ -1,0 +1,20 @@
+"""API tokens of staff users, for automation (a team that proposes configuration from its git, a
+script that works the human queue). Only a hash is kept; the token is shown once when made."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class StaffToken(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_token")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_prefix = models.CharField(max_length=16, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "staff API token"
+
+    def __str__(self) -> str:
+        return f"{self.token_prefix}… ({self.user})"

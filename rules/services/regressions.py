@@ -1,0 +1,111 @@
+"""Regression cases: logged decisions pinned with the outcome the configuration must keep giving.
+
+A case is pinned from the decision log (its expected outcome the logged one, or a corrected one for a
+decision that was wrong). Every change request is checked against the cases of the points it affects
+(a request that breaks one needs an explicit override reason to be approved), and
+``manage.py check_regressions`` checks them all against the live configuration, for teams that keep
+their rules in git.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from rules.engine import CompiledPoint
+from rules.errors import ConfigError
+from rules.models import DecisionRecord, RegressionCase
+from rules.runtime import engines
+from rules.services.decide import invalid_output_decision
+from rules.services.replay import reevaluate
+from rules.services.revisions import Actor
+
+
+@dataclass(frozen=True)
+class _CaseRequest:
+    """A case as the replay reads a logged request."""
+
+    input: str
+    masked: dict[str, Any]
+    keyword_hits: dict[str, Any]
+    facts: dict[str, Any]
+    session_state: str
+    candidate_decision: str
+    candidate_confidence: float | None
+    candidate_reason: str
+    candidate_invalid: bool
+    created_at: dt.datetime
+
+
+def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetime | None = None) -> str:
+    """The outcome ``point`` gives the case's request today (``(asks the LLM)`` when it needs a candidate)."""
+    request = _CaseRequest(
+        input=case.input,
+        masked=case.masked,
+        keyword_hits=case.keyword_hits,
+        facts=case.facts,
+        session_state=case.session_state,
+        candidate_decision=case.candidate_decision,
+        candidate_confidence=case.candidate_confidence,
+        candidate_reason="",
+        candidate_invalid=False,
+        created_at=case.decided_at or now or timezone.now(),
+    )
+    decision = reevaluate(point, request, exact=False)
+    if case.candidate_invalid:
+        decision = invalid_output_decision(point, decision, "recorded as invalid")
+    return decision.decision or "(asks the LLM)"
+
+
+def regression_case_pin(
+    *, record: DecisionRecord, actor: Actor, expected: str | None = None, note: str = ""
+) -> RegressionCase:
+    """Pin a logged decision: ``expected`` defaults to the logged outcome (give another to correct it)."""
+    outcome = (expected or record.decision).strip()
+    point = engines.current().point(record.point)
+    if point is not None and outcome not in point.spec.outcomes:
+        raise ConfigError([f"expected: '{outcome}' is not an outcome of {record.point}"])
+    with transaction.atomic():
+        return RegressionCase.objects.create(
+            point=record.point,
+            input=record.input,
+            facts=record.facts,
+            session_state=record.session_state,
+            candidate_decision=record.candidate_decision,
+            candidate_confidence=record.candidate_confidence,
+            candidate_invalid=record.candidate_invalid,
+            keyword_hits=record.keyword_hits,
+            masked=record.masked,
+            decided_at=record.created_at,
+            expected=outcome,
+            note=note,
+            decision_id=record.pk,
+            created_by=actor if actor is not None and getattr(actor, "pk", None) else None,  # type: ignore[misc]
+        )
+
+
+@dataclass(frozen=True)
+class CaseFailure:
+    case: RegressionCase
+    got: str
+
+    def line(self) -> str:
+        source = f" (decision {self.case.decision_id})" if self.case.decision_id else ""
+        return f"case {self.case.pk} {self.case.point}: expected {self.case.expected}, got {self.got}{source}"
+
+
+def regressions_check() -> tuple[int, list[CaseFailure]]:
+    """Every case against the live configuration: (how many were checked, the failing ones)."""
+    config = engines.current()
+    failures = []
+    cases = list(RegressionCase.objects.order_by("pk"))
+    for case in cases:
+        point = config.point(case.point)
+        got = case_evaluate(case, point) if point is not None else "(point removed)"
+        if got != case.expected:
+            failures.append(CaseFailure(case, got))
+    return len(cases), failures

@@ -1,0 +1,109 @@
+"""The staff API: change requests, for teams that keep their rules in git and for scripts.
+
+Staff API tokens only (``StaffApi``); what a user may do (propose, approve, withdraw) is decided by the
+change request services, whatever the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from decision_service.api.base import StaffApi, route
+from decision_service.api.fields import StrictCharField, StrictSerializer
+from rules.configio.validate import config_from_yaml
+from rules.models import ChangeRequest, ChangeRequestState
+from rules.presenters import change_request_body
+from rules.services.change_requests import (
+    change_request_approve,
+    change_request_propose,
+    change_request_reject,
+    change_request_schedule,
+    change_request_withdraw,
+)
+
+
+class _DecisionSerializer(StrictSerializer):
+    reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+def _request(pk: int) -> ChangeRequest:
+    return get_object_or_404(ChangeRequest, pk=pk)
+
+
+class ChangeRequestListApi(StaffApi):
+    def get(self, request: Request) -> Response:
+        state = request.query_params.get("state", "")
+        requests = ChangeRequest.objects.order_by("-created_at", "-pk")
+        if state:
+            if state not in ChangeRequestState.values:
+                raise serializers.ValidationError({"state": [f"One of: {', '.join(ChangeRequestState.values)}."]})
+            requests = requests.filter(state=state)
+        return Response({"change_requests": [change_request_body(r) for r in requests[:200]]})
+
+
+class ChangeRequestCreateApi(StaffApi):
+    class InputSerializer(StrictSerializer):
+        reason = StrictCharField(max_length=500)
+        config = StrictCharField(max_length=1_000_000, trim_whitespace=False)
+        apply_at = serializers.DateTimeField(required=False, allow_null=True)
+
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        document = config_from_yaml(data["config"])
+        created = change_request_propose(document=document, actor=request.user, reason=data["reason"])
+        if data.get("apply_at") and created.state == ChangeRequestState.PENDING:
+            created = change_request_schedule(request=created, actor=request.user, apply_at=data["apply_at"])
+        return Response(change_request_body(created), status=status.HTTP_201_CREATED)
+
+
+class ChangeRequestDetailApi(StaffApi):
+    def get(self, request: Request, request_id: int) -> Response:
+        return Response(change_request_body(_request(request_id)))
+
+
+class ChangeRequestApproveApi(StaffApi):
+    class InputSerializer(_DecisionSerializer):
+        override_reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+    def post(self, request: Request, request_id: int) -> Response:
+        data = _valid(self.InputSerializer, request)
+        done = change_request_approve(
+            request=_request(request_id),
+            actor=request.user,
+            reason=data["reason"],
+            override_reason=data["override_reason"],
+        )
+        return Response(change_request_body(done))
+
+
+class ChangeRequestRejectApi(StaffApi):
+    def post(self, request: Request, request_id: int) -> Response:
+        data = _valid(_DecisionSerializer, request)
+        done = change_request_reject(request=_request(request_id), actor=request.user, reason=data["reason"])
+        return Response(change_request_body(done))
+
+
+class ChangeRequestWithdrawApi(StaffApi):
+    def post(self, request: Request, request_id: int) -> Response:
+        data = _valid(_DecisionSerializer, request)
+        done = change_request_withdraw(request=_request(request_id), actor=request.user, reason=data["reason"])
+        return Response(change_request_body(done))
+
+
+def _valid(serializer_class: type[serializers.Serializer], request: Request) -> Any:
+    # Every field is optional: no body at all is the same as {}.
+    empty = request.META.get("CONTENT_LENGTH") in (None, "", "0") and "HTTP_TRANSFER_ENCODING" not in request.META
+    serializer = serializer_class(data={} if empty else request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+# GET lists and POST proposes on the same path: one class per operation, joined for the route.
+ChangeRequestsApi = route(ChangeRequestListApi, ChangeRequestCreateApi)

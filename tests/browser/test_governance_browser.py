@@ -1,0 +1,84 @@
+"""Four eyes in a real browser: one person proposes a high-risk threshold change in the admin, a second
+sees what it would do to real past traffic and approves it. Same Chromium as ``test_admin_browser``."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from agents.services import agent_create
+from agents.services.decisions import decision_make
+from rules.configio.apply import config_import
+from rules.models import ChangeRequest, Threshold
+from rules.services.decide import DecideRequest
+from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
+
+DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
+SCREENSHOT = Path("/tmp/arbiter-change-request.png")  # noqa: S108
+
+pytestmark = [pytest.mark.browser, pytest.mark.governed]
+
+
+def _user(username, group):
+    user = get_user_model().objects.create_user(username=username, password=f"{username}-pw-1", is_staff=True)
+    user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+def _log_in(page, url, username):
+    page.context.clear_cookies()
+    page.goto(f"{url}/admin/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", f"{username}-pw-1")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+
+
+def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
+    live_server,
+    transactional_db,
+    chromium_page,  # noqa: F811
+):
+    editor, _approver = _user("li_editor", "config_editors"), _user("wang_approver", "risk_approvers")
+    config_import(text=DEMO.read_text("utf-8"), source="demo", actor=editor, reason="demo")
+    bot, _ = agent_create(name="bot", point_keys=["refund_approval"], actor=None, reason="t")
+    for amount in (100, 600, 700, 900):  # today: 600, 700 and 900 go to a person
+        decision_make(agent=bot, request=DecideRequest(point="refund_approval", facts={"refund_amount": amount}))
+    page = chromium_page
+
+    _log_in(page, live_server.url, "li_editor")
+    threshold = Threshold.objects.get(key="auto_refund_limit")
+    page.goto(f"{live_server.url}/admin/rules/threshold/{threshold.pk}/change/")
+    assert "changing its value, its bounds or its high-risk flag needs approval" in page.inner_text("#approval-note")
+    page.fill("#id_value", "750")
+    page.fill("#id_change_reason", "Peak season: fewer refunds to people")
+    page.click("input[name=_save]")
+    message = page.wait_for_selector(".messagelist .warning")
+    assert "needs a second person's approval" in message.inner_text()
+    request = ChangeRequest.objects.get()
+    assert page.url.endswith(f"/admin/rules/changerequest/{request.pk}/change/")
+    assert page.locator("#approve-form").count() == 0  # not for its author
+    threshold.refresh_from_db()
+    assert threshold.value == Decimal("500")
+
+    _log_in(page, live_server.url, "wang_approver")
+    assert "1 waiting for your approval" in page.inner_text("#waiting-for-you")
+    page.click("#waiting-for-you a")
+    page.click(f"text=#{request.pk}")
+    page.wait_for_selector("#impact-summary")
+    summary = page.inner_text("#impact-summary")
+    assert "4 recent decisions of refund_approval replayed" in summary and "2 would come out differently" in summary
+    assert page.locator("#impact-matrix svg").count() == 1
+    assert "human_handoff → auto_approve" in page.inner_text("#impact-matrix")
+    assert "<td>threshold auto_refund_limit</td>" in page.inner_html("#diff")
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    page.fill("#approve-form input[name=reason]", "Checked with finance")
+    page.click("#approve-form input[type=submit]")
+    assert "Approved and applied." in page.wait_for_selector(".messagelist .success").inner_text()
+    threshold.refresh_from_db()
+    assert threshold.value == Decimal("750")
+    assert ChangeRequest.objects.get().state == "applied"
