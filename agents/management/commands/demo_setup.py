@@ -59,7 +59,12 @@ class Command(BaseCommand):
                     self.stdout.write("Demo configuration already loaded.")
             else:
                 result = config_import(text=text, source=str(path), actor=admin, reason=reason)
-                if result.revision is not None:
+                if result.change_request is not None:
+                    self.stdout.write(
+                        f"Putting the demo back changes high-risk records: it waits for a second person's approval "
+                        f"as change request {result.change_request.pk}."
+                    )
+                elif result.revision is not None:
                     self.stdout.write(f"Demo configuration loaded as revision {result.revision}.")
                 else:
                     self.stdout.write("Demo configuration already loaded.")

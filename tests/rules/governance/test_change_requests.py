@@ -236,3 +236,15 @@ def test_the_first_configuration_of_an_installation_applies_directly(db, editor)
 
     result = config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="first load")
     assert result.change_request is None and result.revision == 1
+
+
+def test_approvers_are_emailed_when_a_request_waits(demo, editor, approver, django_capture_on_commit_callbacks):
+    from django.core import mail
+
+    with django_capture_on_commit_callbacks(execute=True):
+        request = _raise_limit(editor)
+    [message] = mail.outbox
+    assert message.to == ["approver@example.com"]  # the author and people without the role are not written to
+    assert message.subject == f"[Arbiter] Change request {request.pk} waits for your approval"
+    assert f"/admin/rules/changerequest/{request.pk}/change/" in message.body
+    assert ChangeRequest.objects.get(pk=request.pk).impact_status == "done"  # the preview ran too
