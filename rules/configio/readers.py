@@ -46,6 +46,14 @@ def one_of(choices: Iterable[str]) -> str:
     return ", ".join(choices)
 
 
+def clause(message: str) -> str:
+    """A validator's sentence ("The operator > needs ….") as the clause of a YAML problem ("the operator > needs …")."""
+    message = message.rstrip().rstrip(".")
+    if len(message) > 1 and message[0].isupper() and message[1].islower():
+        message = message[0].lower() + message[1:]
+    return message
+
+
 class Reader:
     """Reads values out of a loaded YAML document, adding a problem to it for each value that does not fit."""
 

@@ -19,25 +19,24 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from rules.conditions import ADAPTERS, DOCUMENT_KEYS, KINDS
+from rules.conditions.base import DocumentContext
+from rules.document import datetime_out, drop_empty, number_out
 from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
 from rules.machines import machine_problems
 from rules.models.config import (
-    ConditionKind,
     FactType,
     MatchMode,
     NoCandidatePolicy,
-    Operator,
     RuleCategory,
     RuleCombinator,
     RuleMode,
-    fact_compare_problem,
-    masking_problems,
-    session_mapping_problems,
 )
-from rules.selectors import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out, time_out
+from rules.selectors import CONFIG_FORMAT_VERSION
+from rules.validators import masking_problems, session_mapping_problems
 
-from .readers import KEY, Reader, describe, one_of
+from .readers import KEY, Reader, clause, describe, one_of
 from .yamlload import LoadedYaml, Path, load_yaml
 
 TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
@@ -75,8 +74,6 @@ RULE_KEYS = (
     "conditions",
 )
 RULE_REQUIRED = ("key", "priority", "category", "outcome", "conditions")
-FACT_CONDITION_KEYS = ("fact", "op", "threshold", "value")
-TIME_WINDOW_KEYS = ("from", "to", "tz")
 MACHINE_KEYS = (
     "key",
     "name",
@@ -91,7 +88,7 @@ MACHINE_KEYS = (
     "max_anomalies",
 )
 MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
-CONDITION_KINDS: tuple[str, ...] = tuple(ConditionKind.values)
+CONDITION_KINDS: tuple[str, ...] = KINDS
 
 # ``machine_problems`` names model fields; the document names them like this.
 _MACHINE_FIELD_KEYS = {
@@ -128,14 +125,6 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     if problems or document is None:
         raise ConfigError(problems or ["document: not a configuration (line 1)"])
     return document
-
-
-def _sentence(message: str) -> str:
-    """Model messages are sentences ("The operator > needs …."); ours are clauses before "(line N)"."""
-    message = message.rstrip().rstrip(".")
-    if len(message) > 1 and message[0].isupper() and message[1].islower():
-        message = message[0].lower() + message[1:]
-    return message
 
 
 def _plain(value: Decimal) -> str:
@@ -485,7 +474,7 @@ class _Checker(Reader):
             return None
         kinds = [k for k in item if k in CONDITION_KINDS]
         if not kinds:
-            unknown = [k for k in item if k not in FACT_CONDITION_KEYS]
+            unknown = [k for k in item if k not in DOCUMENT_KEYS]
             for key in unknown:
                 self.problem((*path, key), f"unknown key '{key}' (expected one of: {one_of(CONDITION_KINDS)})")
             if not unknown:
@@ -494,99 +483,14 @@ class _Checker(Reader):
         if len(kinds) > 1:
             self.problem(path, f"a condition has exactly one kind; this one has {' and '.join(kinds)}")
             return None
-        kind = kinds[0]
-        if kind == ConditionKind.FACT:
-            return self.fact_condition(item, path, point=point, facts=facts)
-        if self.mapping(item, path, (kind,), (kind,)) is None:
-            return None
-        start = self.count()
-        value = item[kind]
-        value_path = (*path, kind)
-        result: dict[str, Any] | None = None
-        if kind == ConditionKind.INPUT_CONTAINS:
-            list_key = self.key(value, value_path)
-            if list_key is not None and list_key not in self.list_keys:
-                self.problem(value_path, f"there is no keyword list '{list_key}' in keyword_lists")
-            result = {kind: list_key}
-        elif kind in (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN):
-            listed = self.key_list(value, value_path, non_empty="list at least one outcome")
-            for index, outcome in enumerate(listed or []):
-                if outcomes is not None and outcome not in outcomes:
-                    self.problem((*value_path, index), f"'{outcome}' is not an outcome of {point}")
-            result = {kind: listed}
-        elif kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
-            if value is not True:
-                self.problem(value_path, f"write candidate_not_in_whitelist: true (got {describe(value)})")
-            result = {kind: True}
-        elif kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
-            threshold = self.key(value, value_path)
-            if threshold is not None and threshold not in self.threshold_keys:
-                self.problem(value_path, f"there is no threshold '{threshold}' in thresholds")
-            result = {kind: threshold}
-        elif kind == ConditionKind.TIME_WINDOW:
-            result = self.time_window(value, value_path)
-        elif kind == ConditionKind.SESSION_STATE_IN:
-            result = {kind: self.key_list(value, value_path, non_empty="list at least one state")}
-        if self.count() > start:
-            return None
-        return result
-
-    def fact_condition(
-        self, item: dict[str, Any], path: Path, *, point: str, facts: dict[str, str] | None
-    ) -> dict[str, Any] | None:
-        if self.mapping(item, path, FACT_CONDITION_KEYS, ("fact", "op")) is None:
-            return None
-        start = self.count()
-        fact = self.key(item["fact"], (*path, "fact")) if "fact" in item else None
-        if fact is not None and facts is not None and fact not in facts:
-            self.problem((*path, "fact"), f"'{fact}' is not a declared fact of {point}")
-        operator = None
-        if "op" in item:
-            operator = self.text(item["op"], (*path, "op"))
-            if operator is not None and operator not in Operator.values:
-                self.problem((*path, "op"), f"'{operator}' is not one of {one_of(Operator.values)}")
-                operator = None
-        has_threshold, has_value = "threshold" in item, "value" in item
-        doc: dict[str, Any] = {"fact": fact, "op": operator}
-        if has_threshold == has_value:
-            self.problem(path, "compare the fact with either a threshold or a value, not both or neither")
-            return None
-        if has_threshold:
-            threshold = self.key(item["threshold"], (*path, "threshold"))
-            if threshold is not None and threshold not in self.threshold_keys:
-                self.problem((*path, "threshold"), f"there is no threshold '{threshold}' in thresholds")
-            doc["threshold"] = threshold
-        else:
-            value = item["value"]
-            if not _literal_ok(value):
-                self.problem(
-                    (*path, "value"),
-                    f"expected text, a number, true/false or a list of those, got {describe(value)}",
-                )
-            doc["value"] = value
-        if self.count() > start:
-            return None
-        typ = (facts or {}).get(fact or "")
-        if typ and operator:
-            problem = fact_compare_problem(typ, operator, has_threshold, doc.get("value"))
-            if problem:
-                where = "op" if "operator" in problem else ("threshold" if has_threshold else "value")
-                self.problem((*path, where), _sentence(problem))
-                return None
-        return doc
-
-    def time_window(self, value: Any, path: Path) -> dict[str, Any] | None:
-        window = self.mapping(value, path, TIME_WINDOW_KEYS, TIME_WINDOW_KEYS, what="a mapping with from, to and tz")
-        if window is None:
-            return None
-        start = self.time_of_day(window["from"], (*path, "from")) if "from" in window else None
-        end = self.time_of_day(window["to"], (*path, "to")) if "to" in window else None
-        tz = self.text(window["tz"], (*path, "tz"), max_length=64) if "tz" in window else None
-        if tz is not None and not known_time_zone(tz):
-            self.problem((*path, "tz"), f"'{tz}' is not a known time zone (use an IANA name such as Asia/Shanghai)")
-        if start is not None and start == end:
-            self.problem((*path, "to"), "the window is empty: from and to are the same time")
-        return {"time_window": {"from": time_out(start), "to": time_out(end), "tz": tz}}
+        context = DocumentContext(
+            point=point,
+            facts=facts,
+            outcomes=outcomes,
+            thresholds=frozenset(self.threshold_keys),
+            keyword_lists=frozenset(self.list_keys),
+        )
+        return ADAPTERS[kinds[0]].read(self, item, path, context)
 
     def machine(self, item: Any, path: Path) -> dict[str, Any] | None:
         record = self.mapping(item, path, MACHINE_KEYS, MACHINE_REQUIRED, what="a state machine (a mapping)")
@@ -625,7 +529,7 @@ class _Checker(Reader):
             timeouts=timeouts or {},
         ).items():
             if readable.get(field, True):
-                self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), _sentence(message))
+                self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), clause(message))
         if self.count() > start or actions is None or timeouts is None:
             return None
         return drop_empty(
@@ -697,14 +601,3 @@ def _get(record: dict[str, Any], name: str, default: Any) -> Any:
 
 def _declared_keys(items: list[Any]) -> set[str]:
     return {item["key"] for item in items if isinstance(item, dict) and isinstance(item.get("key"), str)}
-
-
-def _literal_ok(value: Any) -> bool:
-    def scalar(item: Any) -> bool:
-        if isinstance(item, float):
-            return math.isfinite(item)
-        return isinstance(item, str | int | bool)
-
-    if isinstance(value, list):
-        return all(scalar(item) for item in value)
-    return scalar(value)

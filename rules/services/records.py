@@ -10,9 +10,9 @@ from typing import TypeVar
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from rules.conditions import unused_inputs
 from rules.engine.normalize import normalize_term
 from rules.models import Condition, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
-from rules.models.config import unused_condition_inputs
 from rules.services.revisions import Actor, audited_delete, audited_save, config_change
 from rules.signals import point_deleting
 
@@ -123,8 +123,8 @@ def rule_delete(*, rule: Rule, actor: Actor, reason: str) -> None:
 
 def condition_save(*, condition: Condition, actor: Actor, reason: str) -> Condition:
     """Save a condition, emptying the inputs its kind does not use."""
-    for name, empty in unused_condition_inputs(condition.kind).items():
-        setattr(condition, name, list(empty) if isinstance(empty, list) else empty)
+    for name, empty in unused_inputs(condition.kind).items():
+        setattr(condition, name, empty)
     audited_save(condition, actor=actor, reason=reason)
     return condition
 
