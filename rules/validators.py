@@ -182,31 +182,46 @@ def term_problem(term: str, match_mode: str, *, subject: str = "") -> str | None
     return problem
 
 
+class TermSet:
+    """The terms of one list as they are stored: which term is one the list already holds."""
+
+    def __init__(self, match_mode: str) -> None:
+        self._match_mode = match_mode
+        self._first: dict[str, int] = {}
+
+    def add(self, term: str, position: int) -> int | None:
+        """Add ``term`` (as written) at ``position``; the position of the same term added before, if any."""
+        stored = normalize_term(term, self._match_mode)
+        earlier = self._first.get(stored)
+        if earlier is None:
+            self._first[stored] = position
+        return earlier
+
+
 def same_terms(terms: Sequence[str], match_mode: str) -> dict[int, int]:
     """Index → index of an earlier term that is the same term once both are stored (normalised)."""
-    first: dict[str, int] = {}
-    same: dict[int, int] = {}
-    for index, term in enumerate(terms):
-        stored = normalize_term(term, match_mode)
-        if stored in first:
-            same[index] = first[stored]
-        else:
-            first[stored] = index
-    return same
+    seen = TermSet(match_mode)
+    return {index: earlier for index, term in enumerate(terms) if (earlier := seen.add(term, index)) is not None}
 
 
 # --- decision points ------------------------------------------------------------------------------
 
+NO_OUTCOMES = "A decision point needs at least one outcome."
 
-def fact_declaration_problem(name: Any, fact_type: Any, *, subject: bool = False) -> str | None:
-    """One declared fact: a key naming it, one of the fact types. ``subject``: name the fact in the message."""
-    if not is_key(name):
-        return f"Fact name '{name}' is not a valid key."
-    if fact_type not in FACT_TYPES:
-        if subject:
-            return f"Fact '{name}' has unknown type '{fact_type}' (use {', '.join(FACT_TYPES)})."
-        return f"Unknown fact type '{fact_type}' (use {', '.join(FACT_TYPES)})."
-    return None
+
+def fact_name_problem(name: Any) -> str | None:
+    if is_key(name):
+        return None
+    return f"Fact name '{name}' is not a valid key."
+
+
+def fact_type_problem(fact_type: Any, *, subject: str = "") -> str | None:
+    """A declared fact's type is one of ``FACT_TYPES``; ``subject``: the fact, to name it in the message."""
+    if fact_type in FACT_TYPES:
+        return None
+    if subject:
+        return f"Fact '{subject}' has unknown type '{fact_type}' (use {', '.join(FACT_TYPES)})."
+    return f"Unknown fact type '{fact_type}' (use {', '.join(FACT_TYPES)})."
 
 
 def declared_fact_problem(fact: str, facts: Mapping[str, str], point: str) -> str | None:
@@ -298,12 +313,12 @@ def point_problems(
         problems["facts"] = "Give the facts as a mapping of name to type."
     else:
         for name, fact_type in facts.items():
-            if problem := fact_declaration_problem(str(name), fact_type, subject=True):
+            if problem := fact_name_problem(str(name)) or fact_type_problem(fact_type, subject=str(name)):
                 problems["facts"] = problem
     if problem := key_list_problem(outcomes):
         return {**problems, "outcomes": problem}
     if not outcomes:
-        problems["outcomes"] = "A decision point needs at least one outcome."
+        problems["outcomes"] = NO_OUTCOMES
     if problem := key_list_problem(candidate_whitelist):
         return {**problems, "candidate_whitelist": problem}
     if problem := outcomes_problem(candidate_whitelist, outcomes, "this point"):

@@ -5,18 +5,18 @@ configuration: defaults filled in, empty optional fields dropped, records in the
 numbers, times and datetimes in the selector's spelling. That is what makes the diff a plain
 comparison and export → import → export byte-identical.
 
-Nothing here touches the database — teams run ``validate_config`` in their own CI. The checks mirror
-the models' ``clean()`` (and reuse their helpers where they are pure), so a document that passes here
-is one the record services accept; apply still runs ``full_clean`` on every record it writes.
+Nothing here touches the database — teams run ``validate_config`` in their own CI. This module walks
+the YAML: it reads each value's shape with a path and a line for every problem, and brings the
+document into canonical form. What a value may be is decided by the validators the models' ``clean()``
+calls too (``rules.validators``, and each kind of condition's adapter in ``rules.conditions``), so a
+document that passes here is one the record services accept; apply still runs ``full_clean`` on every
+record it writes.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import zoneinfo
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 from rules.conditions import ADAPTERS, DOCUMENT_KEYS, KINDS
@@ -26,7 +26,6 @@ from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
 from rules.machines import machine_problems
 from rules.models.config import (
-    FactType,
     MatchMode,
     NoCandidatePolicy,
     RuleCategory,
@@ -34,9 +33,21 @@ from rules.models.config import (
     RuleMode,
 )
 from rules.selectors import CONFIG_FORMAT_VERSION
-from rules.validators import masking_problems, session_mapping_problems
+from rules.validators import (
+    MAX_TERM_LENGTH,
+    NO_OUTCOMES,
+    TermSet,
+    fact_name_problem,
+    fact_type_problem,
+    masking_problems,
+    outcome_problem,
+    rule_problems,
+    session_mapping_problems,
+    term_problem,
+    threshold_problems,
+)
 
-from .readers import KEY, Reader, clause, describe, one_of
+from .readers import Reader, clause, describe, one_of
 from .yamlload import LoadedYaml, Path, load_yaml
 
 TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
@@ -90,6 +101,9 @@ MACHINE_KEYS = (
 MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
 CONDITION_KINDS: tuple[str, ...] = KINDS
 
+# ``threshold_problems`` names model fields; the document names them like this.
+_THRESHOLD_FIELD_KEYS = {"value": "value", "min_value": "min", "max_value": "max"}
+
 # ``machine_problems`` names model fields; the document names them like this.
 _MACHINE_FIELD_KEYS = {
     "states": "states",
@@ -125,18 +139,6 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     if problems or document is None:
         raise ConfigError(problems or ["document: not a configuration (line 1)"])
     return document
-
-
-def _plain(value: Decimal) -> str:
-    return format(value.normalize(), "f")
-
-
-def known_time_zone(name: str) -> bool:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
 
 
 class _Checker(Reader):
@@ -225,19 +227,9 @@ class _Checker(Reader):
         low_ok, low = self.optional_number(record, path, "min")
         high_ok, high = self.optional_number(record, path, "max")
         high_risk = self.boolean(record, path, "high_risk", False)
-        if low_ok and high_ok and low is not None and high is not None and low > high:
-            self.problem((*path, "max"), f"the upper bound {_plain(high)} is below the lower bound {_plain(low)}")
-        elif (
-            low_ok
-            and high_ok
-            and value is not None
-            and ((low is not None and value < low) or (high is not None and value > high))
-        ):
-            bounds = f"{'−∞' if low is None else _plain(low)} … {'+∞' if high is None else _plain(high)}"
-            self.problem(
-                (*path, "value"),
-                f"{_plain(value)} is outside the allowed bounds {bounds}{(' ' + unit) if unit else ''}",
-            )
+        if low_ok and high_ok:
+            for field, problem in threshold_problems(value=value, min_value=low, max_value=high, unit=unit).items():
+                self.problem((*path, _THRESHOLD_FIELD_KEYS[field]), clause(problem))
         if self.count() > start or key is None or value is None:
             return None
         return drop_empty(
@@ -267,35 +259,8 @@ class _Checker(Reader):
         name = self.optional_text(record, path, "name", 200)
         description = self.optional_text(record, path, "description")
         match = self.choice(record, path, "match", MatchMode.values, MatchMode.SUBSTRING.value)
-        terms: list[str] = []
         items = self.sequence(record["terms"], (*path, "terms")) if "terms" in record else None
-        seen: dict[str, int] = {}
-        for index, term_item in enumerate(items or []):
-            term_path = (*path, "terms", index)
-            written = self.text(term_item, term_path)
-            if written is None:
-                continue
-            term = normalize_term(written, match or MatchMode.SUBSTRING)
-            if not term:
-                self.problem(term_path, "a term cannot be empty")
-            elif len(term) > 200:
-                self.problem(term_path, "longer than 200 characters")
-            elif term in seen:
-                if term == written:
-                    self.problem(term_path, f"'{written}' is listed twice (also at terms[{seen[term]}])")
-                else:
-                    self.problem(
-                        term_path,
-                        f"'{written}' is the same term as terms[{seen[term]}] ('{term}') after normalisation "
-                        "(NFKC, case folding)",
-                    )
-            else:
-                problem = _regex_problem(term) if match == MatchMode.REGEX else None
-                if problem:
-                    self.problem(term_path, f"'{written}' {problem}")
-                    continue
-                seen[term] = index
-                terms.append(term)
+        terms = self.terms(items or [], (*path, "terms"), match or MatchMode.SUBSTRING)
         if self.count() > start or key is None:
             return None
         return drop_empty(
@@ -303,6 +268,32 @@ class _Checker(Reader):
             "name",
             "description",
         )
+
+    def terms(self, items: list[Any], path: Path, match: str) -> list[str]:
+        """The terms of a list as stored; a problem for each that is unreadable, refused, or already listed."""
+        terms: list[str] = []
+        seen = TermSet(match)
+        for index, item in enumerate(items):
+            term_path = (*path, index)
+            written = self.text(item, term_path)
+            if written is None:
+                continue
+            term = normalize_term(written, match)
+            if len(term) > MAX_TERM_LENGTH:
+                self.problem(term_path, f"longer than {MAX_TERM_LENGTH} characters")
+            elif problem := term_problem(term, match, subject=written):
+                self.problem(term_path, clause(problem))
+            elif (earlier := seen.add(written, index)) is None:
+                terms.append(term)
+            elif term == written:
+                self.problem(term_path, f"'{written}' is listed twice (also at terms[{earlier}])")
+            else:
+                self.problem(
+                    term_path,
+                    f"'{written}' is the same term as terms[{earlier}] ('{term}') after normalisation "
+                    "(NFKC, case folding)",
+                )
+        return terms
 
     def point(self, item: Any, path: Path) -> dict[str, Any] | None:
         record = self.mapping(item, path, POINT_KEYS, POINT_REQUIRED, what="a decision point (a mapping)")
@@ -315,22 +306,24 @@ class _Checker(Reader):
         description = self.optional_text(record, path, "description")
         facts = self.facts(record.get("facts"), (*path, "facts"))
         outcomes = (
-            self.key_list(
-                record["outcomes"], (*path, "outcomes"), non_empty="a decision point needs at least one outcome"
-            )
+            self.key_list(record["outcomes"], (*path, "outcomes"), non_empty=clause(NO_OUTCOMES))
             if "outcomes" in record
             else None
         )
         whitelist = self.key_list(_get(record, "candidate_whitelist", []), (*path, "candidate_whitelist"))
         if whitelist is not None and outcomes is not None:
             for index, outcome in enumerate(whitelist):
-                if outcome not in outcomes:
-                    self.problem((*path, "candidate_whitelist", index), f"'{outcome}' is not an outcome of {label}")
+                if problem := outcome_problem(outcome, outcomes, label):
+                    self.problem((*path, "candidate_whitelist", index), clause(problem))
         default_outcome = None
         if "default_outcome" in record:
             default_outcome = self.key(record["default_outcome"], (*path, "default_outcome"))
-            if default_outcome is not None and outcomes is not None and default_outcome not in outcomes:
-                self.problem((*path, "default_outcome"), f"'{default_outcome}' is not an outcome of {label}")
+            if (
+                default_outcome is not None
+                and outcomes is not None
+                and (problem := outcome_problem(default_outcome, outcomes, label))
+            ):
+                self.problem((*path, "default_outcome"), clause(problem))
         no_candidate = self.choice(
             record, path, "when_no_candidate", NoCandidatePolicy.values, NoCandidatePolicy.ASK.value
         )
@@ -345,11 +338,11 @@ class _Checker(Reader):
                 outcomes=outcomes,
                 machine_states=self.machine_states.get(machine),
             ).items():
-                self.problem((*path, field), problem[0].lower() + problem[1:].rstrip("."))
+                self.problem((*path, field), clause(problem))
         mask_skip = _get(record, "mask_skip", [])
         mask_patterns = _get(record, "mask_patterns", {})
         for field, problem in masking_problems(mask_skip, mask_patterns).items():
-            self.problem((*path, field), problem[0].lower() + problem[1:].rstrip("."))
+            self.problem((*path, field), clause(problem))
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(_get(record, "rules", []), (*path, "rules"))
@@ -401,15 +394,15 @@ class _Checker(Reader):
         ok = True
         for name, typ in value.items():
             fact_path = (*path, name)
-            if not KEY.fullmatch(name):
-                self.problem(fact_path, f"fact name '{name}' is not a valid key")
+            if problem := fact_name_problem(name):
+                self.problem(fact_path, clause(problem))
                 ok = False
                 continue
             text = self.text(typ, fact_path)
             if text is None:
                 ok = False
-            elif text not in FactType.values:
-                self.problem(fact_path, f"unknown fact type '{text}' (use {one_of(FactType.values)})")
+            elif problem := fact_type_problem(text):
+                self.problem(fact_path, clause(problem))
                 ok = False
             else:
                 facts[name] = text
@@ -428,15 +421,17 @@ class _Checker(Reader):
         category = self.choice(record, path, "category", RuleCategory.values, None) if "category" in record else None
         combinator = self.choice(record, path, "match", RuleCombinator.values, RuleCombinator.ALL.value)
         mode = self.choice(record, path, "mode", RuleMode.values, RuleMode.ENFORCE.value)
-        outcome = None
-        if "outcome" in record:
-            outcome = self.key(record["outcome"], (*path, "outcome"))
-            if outcome is not None and outcomes is not None and outcome not in outcomes:
-                self.problem((*path, "outcome"), f"'{outcome}' is not an outcome of {point}")
+        outcome = self.key(record["outcome"], (*path, "outcome")) if "outcome" in record else None
         from_ok, effective_from = self.moment(record, path, "effective_from")
         until_ok, effective_until = self.moment(record, path, "effective_until")
-        if from_ok and until_ok and effective_from and effective_until and effective_from >= effective_until:
-            self.problem((*path, "effective_until"), "the end of the effective period must come after its start")
+        for field, problem in rule_problems(
+            outcome=outcome,
+            outcomes=outcomes,
+            point=point,
+            effective_from=effective_from if from_ok and until_ok else None,
+            effective_until=effective_until,
+        ).items():
+            self.problem((*path, field), clause(problem))
         conditions: list[dict[str, Any]] = []
         condition_items = self.sequence(record["conditions"], (*path, "conditions")) if "conditions" in record else []
         for index, condition_item in enumerate(condition_items or []):
@@ -583,14 +578,6 @@ class _Checker(Reader):
             self.problem(path, f"expected a positive number of seconds, got {describe(value)}")
             return None
         return value
-
-
-def _regex_problem(term: str) -> str | None:
-    try:
-        re.compile(term)
-    except re.error as exc:
-        return f"is not a valid regular expression: {exc}"
-    return None
 
 
 def _get(record: dict[str, Any], name: str, default: Any) -> Any:

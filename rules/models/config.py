@@ -8,8 +8,6 @@ directly: the services record who and why, and cut a new configuration revision.
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -21,7 +19,17 @@ from simple_history.models import HistoricalRecords
 from rules.conditions import ADAPTERS, INPUTS, adapter
 from rules.conditions.base import PointView
 from rules.engine.normalize import normalize_term
-from rules.validators import KEY, KEY_MESSAGE, key_list_problem, masking_problems, session_mapping_problems
+from rules.validators import (
+    KEY,
+    KEY_MESSAGE,
+    bounds_text,
+    key_list_problem,
+    point_problems,
+    rule_problems,
+    storable_problems,
+    term_problem,
+    threshold_problems,
+)
 
 key_validator = RegexValidator(rf"^{KEY.pattern}$", KEY_MESSAGE)
 
@@ -86,10 +94,11 @@ class Operator(models.TextChoices):
     IN = "in", "in"
 
 
-def _check_key_list(value: Any, field: str) -> list[str]:
-    if problem := key_list_problem(value):
-        raise ValidationError({field: problem})
-    return list(value)
+def text_problems(instance: models.Model) -> dict[str, str]:
+    """Field → problem for every text field of ``instance`` (or text inside a JSON field) that cannot be stored."""
+    fields = instance._meta.concrete_fields
+    texts = (models.CharField, models.TextField, models.JSONField)
+    return storable_problems({f.name: f.value_from_object(instance) for f in fields if isinstance(f, texts)})
 
 
 class Threshold(models.Model):
@@ -127,27 +136,15 @@ class Threshold(models.Model):
         return self.key
 
     def bounds_text(self) -> str:
-        low = "−∞" if self.min_value is None else _plain(self.min_value)
-        high = "+∞" if self.max_value is None else _plain(self.max_value)
-        return f"{low} … {high}{(' ' + self.unit) if self.unit else ''}"
+        return bounds_text(self.min_value, self.max_value, self.unit)
 
     def clean(self) -> None:
-        if self.min_value is not None and self.max_value is not None and self.min_value > self.max_value:
-            raise ValidationError({"max_value": "The upper bound is below the lower bound."})
-        if self.value is None:
-            return
-        if (self.min_value is not None and self.value < self.min_value) or (
-            self.max_value is not None and self.value > self.max_value
-        ):
-            raise ValidationError(
-                {"value": f"{_plain(self.value)} is outside the allowed bounds {self.bounds_text()}."}
-            )
-
-
-def _plain(value: Decimal) -> str:
-    """``Decimal('0.650000')`` → ``'0.65'``; ``Decimal('500.000000')`` → ``'500'``."""
-    text = format(value.normalize(), "f")
-    return text
+        errors = text_problems(self)
+        errors.update(
+            threshold_problems(value=self.value, min_value=self.min_value, max_value=self.max_value, unit=self.unit)
+        )
+        if errors:
+            raise ValidationError(errors)
 
 
 class KeywordList(models.Model):
@@ -169,6 +166,10 @@ class KeywordList(models.Model):
     def __str__(self) -> str:
         return self.key
 
+    def clean(self) -> None:
+        if errors := text_problems(self):
+            raise ValidationError(errors)
+
 
 class KeywordTerm(models.Model):
     keyword_list = models.ForeignKey(KeywordList, on_delete=models.CASCADE, related_name="terms")
@@ -188,15 +189,10 @@ class KeywordTerm(models.Model):
     def clean(self) -> None:
         mode = self.keyword_list.match_mode if self.keyword_list_id else MatchMode.SUBSTRING
         self.term = normalize_term(self.term or "", mode)
-        if not self.term:
-            raise ValidationError({"term": "A term cannot be empty."})
+        if problem := term_problem(self.term, mode):
+            raise ValidationError({"term": problem})
         if self.keyword_list_id is None:
             return
-        if self.keyword_list.match_mode == MatchMode.REGEX:
-            try:
-                re.compile(self.term)
-            except re.error as exc:
-                raise ValidationError({"term": f"Not a valid regular expression: {exc}."}) from exc
         clash = KeywordTerm.objects.filter(keyword_list_id=self.keyword_list_id, term=self.term)
         if self.pk:
             clash = clash.exclude(pk=self.pk)
@@ -261,47 +257,35 @@ class DecisionPoint(models.Model):
     def __str__(self) -> str:
         return self.key
 
-    def _session_problems(self, outcomes: list[str]) -> dict[str, str]:
+    def _machine_states(self) -> list[str] | None:
         from rules.models.machines import StateMachine  # machines.py imports this module
 
-        states = None
-        if self.machine:
-            states = StateMachine.objects.filter(key=self.machine).values_list("states", flat=True).first()
-        return session_mapping_problems(
-            machine=self.machine,
-            state_map=self.state_map,
-            fallback_state=self.fallback_state,
-            outcomes=outcomes,
-            machine_states=states,
+        if not self.machine:
+            return None
+        states: list[str] | None = (
+            StateMachine.objects.filter(key=self.machine).values_list("states", flat=True).first()
         )
+        return states
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if not isinstance(self.facts, dict):
-            errors["facts"] = "Give the facts as a mapping of name to type."
-        else:
-            for name, typ in self.facts.items():
-                if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", str(name)):
-                    errors["facts"] = f"Fact name '{name}' is not a valid key."
-                elif typ not in FactType.values:
-                    errors["facts"] = f"Fact '{name}' has unknown type '{typ}' (use {', '.join(FactType.values)})."
-        try:
-            outcomes = _check_key_list(self.outcomes, "outcomes")
-        except ValidationError as exc:
-            raise ValidationError({**errors, **exc.message_dict}) from exc
-        if not outcomes:
-            errors["outcomes"] = "A decision point needs at least one outcome."
-        try:
-            whitelist = _check_key_list(self.candidate_whitelist, "candidate_whitelist")
-        except ValidationError as exc:
-            raise ValidationError({**errors, **exc.message_dict}) from exc
-        stray = [w for w in whitelist if w not in outcomes]
-        if stray:
-            errors["candidate_whitelist"] = f"Not an outcome of this point: {', '.join(stray)}."
-        if self.default_outcome and self.default_outcome not in outcomes:
-            errors["default_outcome"] = f"'{self.default_outcome}' is not an outcome of this point."
-        errors.update(masking_problems(self.mask_skip, self.mask_patterns))
-        errors.update(self._session_problems(outcomes))
+        errors = text_problems(self)
+        errors.update(
+            point_problems(
+                facts=self.facts,
+                outcomes=self.outcomes,
+                candidate_whitelist=self.candidate_whitelist,
+                default_outcome=self.default_outcome,
+                mask_skip=self.mask_skip,
+                mask_patterns=self.mask_patterns,
+                machine=self.machine,
+                state_map=self.state_map,
+                fallback_state=self.fallback_state,
+                machine_states=self._machine_states(),
+            )
+        )
+        if key_list_problem(self.outcomes) or key_list_problem(self.candidate_whitelist):
+            raise ValidationError(errors)  # what the rules rely on is checked against readable outcomes only
+        outcomes = self.outcomes
         conditions = list(Condition.objects.filter(rule__point=self).select_related("rule")) if self.pk else []
         if conditions and "facts" not in errors and isinstance(self.facts, dict):
             fact_problems = [
@@ -366,11 +350,16 @@ class Rule(models.Model):
         return self.category in HIGH_RISK_CATEGORIES
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if self.point_id and self.outcome and self.outcome not in (self.point.outcomes or []):
-            errors["outcome"] = f"'{self.outcome}' is not an outcome of {self.point.key}."
-        if self.effective_from and self.effective_until and self.effective_from >= self.effective_until:
-            errors["effective_until"] = "The end of the effective period must come after its start."
+        errors = text_problems(self)
+        errors.update(
+            rule_problems(
+                outcome=self.outcome,
+                outcomes=(self.point.outcomes or []) if self.point_id else None,
+                point=self.point.key if self.point_id else "",
+                effective_from=self.effective_from,
+                effective_until=self.effective_until,
+            )
+        )
         if errors:
             raise ValidationError(errors)
 
@@ -418,7 +407,8 @@ class Condition(models.Model):
         kind = adapter(self.kind)
         if kind is None:
             return  # refused by the field's choices
-        errors = kind.problems(condition_values(self), point_view(self.rule.point if self.rule_id else None))
+        errors = text_problems(self)
+        errors.update(kind.problems(condition_values(self), point_view(self.rule.point if self.rule_id else None)))
         if errors:
             raise ValidationError(errors)
 
