@@ -110,8 +110,12 @@ class ConditionAdapter(abc.ABC):
     def describe(self, c: Condition) -> str:
         """A short human sentence for lists and the why panel."""
 
-    def facts_problem(self, c: Condition, facts: Mapping[str, str]) -> str | None:
-        """What is wrong with a saved condition if its point declared ``facts`` instead."""
+    def fact_of(self, c: Condition) -> str | None:
+        """The declared fact a saved condition tests, if any (its point may not drop the fact)."""
+        return None
+
+    def fact_type_problem(self, c: Condition, fact_type: str) -> str | None:
+        """What is wrong with a saved condition if its fact were declared of ``fact_type`` instead."""
         return None
 
     def outcomes_used(self, c: Condition) -> Iterable[str]:

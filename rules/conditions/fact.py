@@ -165,13 +165,11 @@ class FactComparison(ConditionAdapter):
         rhs = c.threshold.key if c.threshold else repr(c.value)
         return f"{c.fact} {c.operator} {rhs}"
 
-    def facts_problem(self, c: Condition, facts: Mapping[str, str]) -> str | None:
-        fact_type = facts.get(c.fact)
-        if fact_type is None:
-            return f"{c.rule.key} uses '{c.fact}', which would no longer be declared"
-        if problem := fact_compare_problem(fact_type, c.operator, c.threshold_id is not None, c.value):
-            return f"{c.rule.key}: {problem}"
-        return None
+    def fact_of(self, c: Condition) -> str | None:
+        return c.fact
+
+    def fact_type_problem(self, c: Condition, fact_type: str) -> str | None:
+        return fact_compare_problem(fact_type, c.operator, c.threshold_id is not None, c.value)
 
     def form_initial(self, c: Condition) -> dict[str, Any]:
         return {"value": show_literal(c.value)}

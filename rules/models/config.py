@@ -267,6 +267,18 @@ class DecisionPoint(models.Model):
         )
         return states
 
+    def _fact_reliance_problem(self, c: Condition) -> str | None:
+        """What is wrong with a saved condition of this point under the facts the point now declares."""
+        kind = adapter(c.kind)
+        fact = kind.fact_of(c) if kind is not None else None
+        if kind is None or fact is None:
+            return None
+        fact_type = self.facts.get(fact)
+        if fact_type is None:
+            return f"{c.rule.key} uses '{fact}', which would no longer be declared"
+        problem = kind.fact_type_problem(c, fact_type)
+        return f"{c.rule.key}: {problem}" if problem else None
+
     def clean(self) -> None:
         errors = text_problems(self)
         errors.update(
@@ -288,11 +300,7 @@ class DecisionPoint(models.Model):
         outcomes = self.outcomes
         conditions = list(Condition.objects.filter(rule__point=self).select_related("rule")) if self.pk else []
         if conditions and "facts" not in errors and isinstance(self.facts, dict):
-            fact_problems = [
-                problem
-                for c in conditions
-                if (kind := adapter(c.kind)) is not None and (problem := kind.facts_problem(c, self.facts))
-            ]
+            fact_problems = [problem for c in conditions if (problem := self._fact_reliance_problem(c))]
             if fact_problems:
                 errors["facts"] = "Rules of this point rely on the facts: " + "; ".join(sorted(fact_problems)) + "."
         if self.pk:
