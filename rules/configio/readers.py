@@ -52,7 +52,8 @@ def one_of(choices: Iterable[str]) -> str:
 def clause(message: str) -> str:
     """A validator's sentence ("The operator > needs ….") as the clause of a YAML problem ("the operator > needs …")."""
     message = message.rstrip().rstrip(".")
-    if len(message) > 1 and message[0].isupper() and message[1].islower():
+    # "The …" and "A …" become "the …" and "a …"; an acronym ("IANA …") stays as it is.
+    if len(message) > 1 and message[0].isupper() and (message[1].islower() or message[1] == " "):
         message = message[0].lower() + message[1:]
     return message
 

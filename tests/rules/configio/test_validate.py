@@ -437,3 +437,20 @@ machines: []
         "points[0].rules[0].effective_until: '9999-12-31T23:00:00-05:00' is out of the range of dates that can be "
         "stored (line 13)"
     ]
+
+
+def test_a_validators_sentence_becomes_a_clause():
+    from rules.configio.readers import clause
+
+    assert clause("A term cannot be empty.") == "a term cannot be empty"
+    assert clause("The operator > needs a number fact; this one is string.") == (
+        "the operator > needs a number fact; this one is string"
+    )
+    assert clause("IANA names only.") == "IANA names only"
+    assert clause("'x' is not a valid key.") == "'x' is not a valid key"
+
+
+def test_an_empty_term_is_a_problem_at_its_line():
+    assert problems_after("    terms: [退款, refund]", "    terms: [退款, ' ']") == [
+        "keyword_lists[0].terms[1]: a term cannot be empty (line 9)"
+    ]
