@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth import get_user_model
 
+from rules.admin.forms import ConditionForm
 from rules.conditions import ADAPTERS, INPUTS
 from rules.models import Condition, DecisionPoint, Rule, Threshold
 from rules.services.records import condition_save, point_save, rule_save, threshold_save
@@ -54,13 +55,25 @@ def test_each_kind_shows_its_own_inputs_and_help(live_server, transactional_db, 
     def help_of(name: str) -> str:
         return page.inner_text(f"#id_conditions-0-{name}_helptext").strip()
 
-    default_threshold_help = "Compare with a named threshold (or give a value instead)."
+    form = ConditionForm()
+    default_help = {name: str(form.fields[name].help_text) for name in INPUTS if form.fields[name].help_text}
     for kind, adapter in ADAPTERS.items():
         page.select_option("#id_conditions-0-kind", kind)
         assert {name for name in INPUTS if shown(name)} == set(adapter.inputs), kind
-        if "threshold" in adapter.inputs:
-            assert help_of("threshold") == adapter.help_texts.get("threshold", default_threshold_help), kind
-    page.select_option("#id_conditions-0-kind", "candidate_confidence_below")
-    assert help_of("threshold") == "The threshold the candidate's confidence is compared with."
+        for name in set(adapter.inputs) & set(default_help):
+            assert help_of(name) == adapter.help_texts.get(name, default_help[name]), (kind, name)
+    page.select_option("#id_conditions-0-kind", "fact_matches")
+    assert help_of("value").startswith("The regular expression the fact must match")
     page.select_option("#id_conditions-0-kind", "fact")
-    assert help_of("threshold") == default_threshold_help
+    assert help_of("value").startswith("Compare with this instead of a threshold")
+
+    # A fact_matches condition typed in the browser is saved as typed, and decided on.
+    page.fill("#id_conditions-0-fact", "order_no")
+    page.select_option("#id_conditions-0-kind", "fact_matches")
+    page.fill("#id_conditions-0-value", r"^E\d{10}$")
+    page.fill("#id_change_reason", "Express orders by their number")
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist .success")
+    condition = rule.conditions.get()
+    assert (condition.kind, condition.fact, condition.value) == ("fact_matches", "order_no", r"^E\d{10}$")
+    assert (condition.threshold, condition.operator) == (None, "")

@@ -78,6 +78,11 @@ CONDITIONS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "session_state_in": st.builds(
         lambda s: {"session_state_in": s}, st.lists(st.sampled_from(STATES), min_size=1, max_size=2, unique=True)
     ),
+    # On the string fact, whose values are drawn from ``words``: case folding, anchors, a match anywhere.
+    "fact_matches": st.builds(
+        lambda p: {"fact_matches": {"fact": "s", "pattern": p}},
+        st.sampled_from(["^g", "O", "^[XY]$", "z$", "GOLD", "^(x|gold)$", r"\w{2}"]),
+    ),
 }
 
 

@@ -139,6 +139,28 @@ def test_any_and_all_combinators_and_fact_operators():
     assert evaluate(p, facts={}, now=NOON_UTC).decision == "c"
 
 
+def test_a_text_fact_matches_a_pattern_ignoring_case_and_nothing_else_does():
+    rules = [rule("order", 1, "a", [{"fact_matches": {"fact": "order_no", "pattern": r"^E\d{10}$"}}])]
+    p = point_with(rules, facts={"order_no": "string"})
+
+    def decision(value):
+        return evaluate(p, facts={"order_no": value}, now=NOON_UTC).decision
+
+    assert decision("E0123456789") == "a"
+    assert decision("e0123456789") == "a"  # case is ignored, as for regex keyword terms
+    assert decision("E012345678") == "c"
+    assert decision("xE0123456789") == "c"  # anchored: the whole value
+    # A missing fact, or a value of another type (possible only beyond the declared types), never holds.
+    assert evaluate(p, facts={}, now=NOON_UTC).decision == "c"
+    for other in (None, 1234567890, ["E0123456789"], True):
+        assert decision(other) == "c"
+    # Unanchored, the pattern is searched for anywhere in the value.
+    anywhere = point_with(
+        [rule("vip", 1, "a", [{"fact_matches": {"fact": "tag", "pattern": "vip"}}])], facts={"tag": "string"}
+    )
+    assert evaluate(anywhere, facts={"tag": "gold-VIP-2"}, now=NOON_UTC).decision == "a"
+
+
 def test_the_confidence_boundary_is_not_below():
     snapshot = {
         "thresholds": [{"key": "min_confidence", "value": 0.65}],
@@ -233,6 +255,7 @@ def test_a_reason_names_what_held_for_every_kind_of_condition():
             "time within 09:00–18:30 UTC",
         ),
         "state": ("session_state_in", {"session_state_in": ["s1", "s2"]}, "session state s1"),
+        "pattern": ("fact_matches", {"fact_matches": {"fact": "tier", "pattern": "^GO"}}, "tier 'gold' matches /^GO/"),
     }
     assert {kind for kind, _, _ in conditions.values()} == set(KINDS)
     request = {
