@@ -12,7 +12,6 @@ from typing import Any
 
 from rules.conditions import adapter
 from rules.document import datetime_out, drop_empty, number_out
-from rules.document import time_out as time_out
 from rules.engine import CompiledPoint
 from rules.errors import IdempotencyConflict, NotFound
 from rules.models import (
