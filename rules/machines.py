@@ -8,12 +8,11 @@ and per-state timeouts.
 from __future__ import annotations
 
 import math
-import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+from rules.validators import KEY as _KEY
 
 
 def machine_problems(

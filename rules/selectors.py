@@ -6,12 +6,12 @@ compares a file against. Keeping one shape means export → import → export ca
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import Iterable
-from decimal import Decimal
 from typing import Any
 
+from rules.conditions import adapter
+from rules.document import datetime_out, drop_empty, number_out
 from rules.engine import CompiledPoint
 from rules.errors import IdempotencyConflict, NotFound
 from rules.models import (
@@ -19,7 +19,6 @@ from rules.models import (
     ChangeRequest,
     ChangeRequestState,
     Condition,
-    ConditionKind,
     ConfigRevision,
     DecisionPoint,
     DecisionRecord,
@@ -32,29 +31,6 @@ from rules.models import (
 CONFIG_FORMAT_VERSION = 1
 
 
-def number_out(value: Decimal | None) -> int | float | None:
-    """Decimals leave as the plainest JSON number: ``500`` rather than ``500.0``, ``0.65`` exact."""
-    if value is None:
-        return None
-    if value == value.to_integral_value():
-        return int(value)
-    return float(value)
-
-
-def time_out(value: dt.time | None) -> str | None:
-    if value is None:
-        return None
-    return value.strftime("%H:%M:%S" if value.second else "%H:%M")
-
-
-def datetime_out(value: dt.datetime | None) -> str | None:
-    return None if value is None else value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
-def drop_empty(item: dict[str, Any], *optional: str) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if not (k in optional and v in (None, "", [], {}))}
-
-
 def _by_key(records: Iterable[Any]) -> list[Any]:
     # Sorted in Python, not by the database: collations differ (underscores sort differently under a
     # PostgreSQL locale than under SQLite), and the snapshot digest must not depend on the database.
@@ -62,29 +38,10 @@ def _by_key(records: Iterable[Any]) -> list[Any]:
 
 
 def condition_document(c: Condition) -> dict[str, Any]:
-    kind = c.kind
-    if kind == ConditionKind.INPUT_CONTAINS:
-        assert c.keyword_list is not None  # guaranteed by a database constraint
-        return {"input_contains": c.keyword_list.key}
-    if kind == ConditionKind.FACT:
-        doc: dict[str, Any] = {"fact": c.fact, "op": c.operator}
-        if c.threshold is not None:
-            doc["threshold"] = c.threshold.key
-        else:
-            doc["value"] = c.value
-        return doc
-    if kind in (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN):
-        return {kind: list(c.outcomes)}
-    if kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
-        return {"candidate_not_in_whitelist": True}
-    if kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
-        assert c.threshold is not None  # guaranteed by a database constraint
-        return {"candidate_confidence_below": c.threshold.key}
-    if kind == ConditionKind.TIME_WINDOW:
-        return {"time_window": {"from": time_out(c.window_start), "to": time_out(c.window_end), "tz": c.timezone}}
-    if kind == ConditionKind.SESSION_STATE_IN:
-        return {"session_state_in": list(c.states)}
-    raise ValueError(f"unknown condition kind {kind!r}")
+    kind = adapter(c.kind)
+    if kind is None:
+        raise ValueError(f"unknown condition kind {c.kind!r}")
+    return kind.document(c)
 
 
 def config_document() -> dict[str, Any]:

@@ -41,7 +41,7 @@ def _array(values: Any) -> str:
 
 
 class Unsupported(ValueError):
-    """A condition this translation does not cover (time windows, effective dates)."""
+    """A condition this translation does not cover (time windows, regular expressions, effective dates)."""
 
 
 def _column(c: ConditionSpec) -> str:

@@ -13,27 +13,11 @@ from django import forms
 
 from decision_service.admin.fields import ListField, MappingField, PairsField, plain_number
 from decision_service.admin.forms import AuditedModelForm
-from rules.admin.fields import (
-    FactsField,
-    LiteralField,
-    literal_tokens,
-    parse_literal,
-    parse_literal_list,
-    show_literal,
-)
+from rules.admin.fields import FactsField, LiteralField
+from rules.conditions import ADAPTERS, INPUTS_USED, adapter, unused_inputs
 from rules.engine.masking import BUILTIN_PATTERNS
-from rules.models import (
-    Condition,
-    ConditionKind,
-    DecisionPoint,
-    FactType,
-    KeywordList,
-    Operator,
-    Rule,
-    StateMachine,
-    Threshold,
-)
-from rules.models.config import CONDITION_INPUTS, unused_condition_inputs
+from rules.models import Condition, DecisionPoint, FactType, KeywordList, Rule, StateMachine, Threshold
+from rules.models.config import point_view
 
 
 def _plain_initial(form: forms.ModelForm, *names: str) -> None:
@@ -232,49 +216,21 @@ class ConditionForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance.pk:
-            self.initial["value"] = show_literal(self.instance.value)
-        self.fields["kind"].widget.attrs["data-condition-inputs"] = json.dumps(
-            {kind: list(names) for kind, names in CONDITION_INPUTS.items()}
-        )
+        kind = adapter(self.instance.kind) if self.instance.pk else None
+        if kind is not None:
+            self.initial.update(kind.form_initial(self.instance))
+        # condition_kind.js shows only the inputs of the chosen kind, with the kind's own help where it has one.
+        attrs = self.fields["kind"].widget.attrs
+        attrs["data-condition-inputs"] = json.dumps({k: list(names) for k, names in INPUTS_USED.items()})
+        attrs["data-condition-help"] = json.dumps({k: dict(a.help_texts) for k, a in ADAPTERS.items() if a.help_texts})
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or self.cleaned_data
-        kind = cleaned.get("kind")
-        if kind in CONDITION_INPUTS:
-            cleaned.update(unused_condition_inputs(kind))
-        if kind == ConditionKind.FACT:
-            cleaned["value"] = self._value(cleaned.get("value"), cleaned.get("operator"), cleaned.get("fact"))
+        kind = adapter(cleaned.get("kind") or "")
+        if kind is not None:
+            cleaned.update(unused_inputs(kind.kind))
+            kind.form_clean(cleaned, point_view(self.instance.rule.point if self.instance.rule_id else None))
         return cleaned
-
-    def _value(self, text: Any, operator: str | None, fact: str | None) -> Any:
-        if not isinstance(text, str):
-            return text
-        text = text.strip()
-        if not text:
-            return None
-        point = self.instance.rule.point if self.instance.rule_id else None
-        fact_type = (point.facts or {}).get(fact or "") if point is not None else None
-        textual = fact_type in (FactType.STRING, FactType.STRING_LIST)
-        if operator == Operator.IN:
-            return _text_items(text) if textual else parse_literal_list(text)
-        value = parse_literal(text)
-        if textual and not isinstance(value, str):
-            return text  # a text fact compares with text: 500 means the text "500"
-        return value
-
-
-def _text_items(text: str) -> list[str]:
-    """``gold, "a, b", 500`` → ``['gold', 'a, b', '500']``: every item of a list for a text fact is text."""
-    items = []
-    for token in literal_tokens(text):
-        if token.startswith('"'):
-            try:
-                token = str(json.loads(token))
-            except ValueError:
-                token = token.strip('"')
-        items.append(token)
-    return items
 
 
 class StateMachineForm(AuditedModelForm):

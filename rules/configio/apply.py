@@ -19,11 +19,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from rules.conditions import ADAPTERS, empty_inputs
+from rules.conditions.base import Records
 from rules.errors import ApprovalRequired, ConfigError
 from rules.models import (
     ChangeRequest,
     Condition,
-    ConditionKind,
     DecisionPoint,
     KeywordList,
     KeywordTerm,
@@ -39,7 +40,7 @@ from rules.services.revisions import Actor, config_change
 from rules.signals import point_removal_notes
 
 from .diff import RecordChange, config_diff, diff_lines, same
-from .validate import CONDITION_KINDS, config_from_yaml
+from .validate import config_from_yaml
 
 
 @dataclass(frozen=True)
@@ -162,10 +163,6 @@ def _decimal(value: int | float | None) -> Decimal | None:
 
 def _moment(value: str | None) -> dt.datetime | None:
     return None if value is None else dt.datetime.fromisoformat(value)
-
-
-def _time(value: str) -> dt.time:
-    return dt.time.fromisoformat(value)
 
 
 class _Applier:
@@ -358,41 +355,13 @@ class _Applier:
                 records.condition_delete(condition=condition, actor=self.actor, reason=self.reason)
 
     def fill_condition(self, condition: Condition, doc: dict[str, Any], position: int) -> None:
-        kind = next(k for k in CONDITION_KINDS if k in doc)
-        # Start from a blank condition: a condition that changes kind must not keep the old kind's fields.
+        kind = next(k for k in ADAPTERS if k in doc)
         condition.position = position
         condition.kind = kind
-        condition.keyword_list = None
-        condition.threshold = None
-        condition.fact = ""
-        condition.operator = ""
-        condition.value = None
-        condition.outcomes = []
-        condition.states = []
-        condition.window_start = None
-        condition.window_end = None
-        condition.timezone = ""
-        if kind == ConditionKind.INPUT_CONTAINS:
-            condition.keyword_list = self.keyword_lists[doc[kind]]
-        elif kind == ConditionKind.FACT:
-            condition.fact = doc["fact"]
-            condition.operator = doc["op"]
-            if "threshold" in doc:
-                condition.threshold = self.thresholds[doc["threshold"]]
-            else:
-                condition.value = doc["value"]
-        elif kind in (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN):
-            condition.outcomes = list(doc[kind])
-        elif kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
-            condition.threshold = self.thresholds[doc[kind]]
-        elif kind == ConditionKind.TIME_WINDOW:
-            window = doc[kind]
-            condition.window_start = _time(window["from"])
-            condition.window_end = _time(window["to"])
-            condition.timezone = window["tz"]
-        elif kind == ConditionKind.SESSION_STATE_IN:
-            condition.states = list(doc[kind])
-        # CANDIDATE_NOT_IN_WHITELIST needs nothing but its kind.
+        # Start from a blank condition: a condition that changes kind must not keep the old kind's fields.
+        for name, empty in empty_inputs().items():
+            setattr(condition, name, empty)
+        ADAPTERS[kind].fill(condition, doc, Records(keyword_lists=self.keyword_lists, thresholds=self.thresholds))
 
     def machine(self, change: RecordChange) -> None:
         with _refusal(f"machine {change.label}"):

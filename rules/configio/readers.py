@@ -1,7 +1,8 @@
 """Typed reads of YAML data that record a problem — with its path and line — instead of raising.
 
 Each reader returns the value in the type the configuration needs, or ``None`` after recording why it
-cannot (readers of nullable fields return ``(ok, value)``). Pure Python, no Django.
+cannot (readers of nullable fields return ``(ok, value)``). They read the YAML's shape; what a value
+may mean is checked by ``rules.validators``. Pure Python, no Django.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from rules.validators import KEY as KEY
+from rules.validators import key_problem, storable_problem
+
 from .yamlload import LoadedYaml, Path
 
-KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
 _MAX_INT = 2_147_483_647  # PositiveIntegerField's ceiling on PostgreSQL
 _MAX_DIGITS_BEFORE_POINT = 12  # DecimalField(max_digits=18, decimal_places=6)
@@ -44,6 +47,15 @@ def describe(value: Any) -> str:
 
 def one_of(choices: Iterable[str]) -> str:
     return ", ".join(choices)
+
+
+def clause(message: str) -> str:
+    """A validator's sentence ("The operator > needs ….") as the clause of a YAML problem ("the operator > needs …")."""
+    message = message.rstrip().rstrip(".")
+    # "The …" and "A …" become "the …" and "a …"; an acronym ("IANA …") stays as it is.
+    if len(message) > 1 and message[0].isupper() and (message[1].islower() or message[1] == " "):
+        message = message[0].lower() + message[1:]
+    return message
 
 
 class Reader:
@@ -90,6 +102,9 @@ class Reader:
         if max_length is not None and len(text) > max_length:
             self.problem(path, f"longer than {max_length} characters")
             return None
+        if problem := storable_problem(text):
+            self.problem(path, clause(problem))
+            return None
         return text
 
     def optional_text(self, record: dict[str, Any], path: Path, name: str, max_length: int | None = None) -> str:
@@ -102,12 +117,8 @@ class Reader:
         text = self.text(value, path)
         if text is None:
             return None
-        if not KEY.fullmatch(text):
-            self.problem(
-                path,
-                f"'{text}' is not a valid key (use lower-case letters, digits and underscores, "
-                "starting with a letter, at most 64)",
-            )
+        if problem := key_problem(text):
+            self.problem(path, clause(problem))
             return None
         return text
 

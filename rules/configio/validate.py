@@ -5,39 +5,49 @@ configuration: defaults filled in, empty optional fields dropped, records in the
 numbers, times and datetimes in the selector's spelling. That is what makes the diff a plain
 comparison and export → import → export byte-identical.
 
-Nothing here touches the database — teams run ``validate_config`` in their own CI. The checks mirror
-the models' ``clean()`` (and reuse their helpers where they are pure), so a document that passes here
-is one the record services accept; apply still runs ``full_clean`` on every record it writes.
+Nothing here touches the database — teams run ``validate_config`` in their own CI. This module walks
+the YAML: it reads each value's shape with a path and a line for every problem, and brings the
+document into canonical form. What a value may be is decided by the validators the models' ``clean()``
+calls too (``rules.validators``, and each kind of condition's adapter in ``rules.conditions``), so a
+document that passes here is one the record services accept; apply still runs ``full_clean`` on every
+record it writes.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import zoneinfo
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
+from rules.conditions import ADAPTERS, DOCUMENT_KEYS, KINDS
+from rules.conditions.base import DocumentContext
+from rules.document import datetime_out, drop_empty, number_out
 from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
 from rules.machines import machine_problems
 from rules.models.config import (
-    ConditionKind,
-    FactType,
     MatchMode,
     NoCandidatePolicy,
-    Operator,
     RuleCategory,
     RuleCombinator,
     RuleMode,
-    fact_compare_problem,
-    masking_problems,
-    session_mapping_problems,
 )
-from rules.selectors import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out, time_out
+from rules.selectors import CONFIG_FORMAT_VERSION
+from rules.validators import (
+    MAX_TERM_LENGTH,
+    NO_OUTCOMES,
+    TermSet,
+    fact_name_problem,
+    fact_type_problem,
+    masking_problems,
+    outcome_problem,
+    rule_problems,
+    session_mapping_problems,
+    term_problem,
+    threshold_problems,
+)
 
-from .readers import KEY, Reader, describe, one_of
+from .readers import Reader, clause, describe, one_of
 from .yamlload import LoadedYaml, Path, load_yaml
 
 TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
@@ -75,8 +85,6 @@ RULE_KEYS = (
     "conditions",
 )
 RULE_REQUIRED = ("key", "priority", "category", "outcome", "conditions")
-FACT_CONDITION_KEYS = ("fact", "op", "threshold", "value")
-TIME_WINDOW_KEYS = ("from", "to", "tz")
 MACHINE_KEYS = (
     "key",
     "name",
@@ -91,7 +99,10 @@ MACHINE_KEYS = (
     "max_anomalies",
 )
 MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
-CONDITION_KINDS: tuple[str, ...] = tuple(ConditionKind.values)
+CONDITION_KINDS: tuple[str, ...] = KINDS
+
+# ``threshold_problems`` names model fields; the document names them like this.
+_THRESHOLD_FIELD_KEYS = {"value": "value", "min_value": "min", "max_value": "max"}
 
 # ``machine_problems`` names model fields; the document names them like this.
 _MACHINE_FIELD_KEYS = {
@@ -128,26 +139,6 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     if problems or document is None:
         raise ConfigError(problems or ["document: not a configuration (line 1)"])
     return document
-
-
-def _sentence(message: str) -> str:
-    """Model messages are sentences ("The operator > needs …."); ours are clauses before "(line N)"."""
-    message = message.rstrip().rstrip(".")
-    if len(message) > 1 and message[0].isupper() and message[1].islower():
-        message = message[0].lower() + message[1:]
-    return message
-
-
-def _plain(value: Decimal) -> str:
-    return format(value.normalize(), "f")
-
-
-def known_time_zone(name: str) -> bool:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
 
 
 class _Checker(Reader):
@@ -236,19 +227,9 @@ class _Checker(Reader):
         low_ok, low = self.optional_number(record, path, "min")
         high_ok, high = self.optional_number(record, path, "max")
         high_risk = self.boolean(record, path, "high_risk", False)
-        if low_ok and high_ok and low is not None and high is not None and low > high:
-            self.problem((*path, "max"), f"the upper bound {_plain(high)} is below the lower bound {_plain(low)}")
-        elif (
-            low_ok
-            and high_ok
-            and value is not None
-            and ((low is not None and value < low) or (high is not None and value > high))
-        ):
-            bounds = f"{'−∞' if low is None else _plain(low)} … {'+∞' if high is None else _plain(high)}"
-            self.problem(
-                (*path, "value"),
-                f"{_plain(value)} is outside the allowed bounds {bounds}{(' ' + unit) if unit else ''}",
-            )
+        if low_ok and high_ok:
+            for field, problem in threshold_problems(value=value, min_value=low, max_value=high, unit=unit).items():
+                self.problem((*path, _THRESHOLD_FIELD_KEYS[field]), clause(problem))
         if self.count() > start or key is None or value is None:
             return None
         return drop_empty(
@@ -278,35 +259,8 @@ class _Checker(Reader):
         name = self.optional_text(record, path, "name", 200)
         description = self.optional_text(record, path, "description")
         match = self.choice(record, path, "match", MatchMode.values, MatchMode.SUBSTRING.value)
-        terms: list[str] = []
         items = self.sequence(record["terms"], (*path, "terms")) if "terms" in record else None
-        seen: dict[str, int] = {}
-        for index, term_item in enumerate(items or []):
-            term_path = (*path, "terms", index)
-            written = self.text(term_item, term_path)
-            if written is None:
-                continue
-            term = normalize_term(written, match or MatchMode.SUBSTRING)
-            if not term:
-                self.problem(term_path, "a term cannot be empty")
-            elif len(term) > 200:
-                self.problem(term_path, "longer than 200 characters")
-            elif term in seen:
-                if term == written:
-                    self.problem(term_path, f"'{written}' is listed twice (also at terms[{seen[term]}])")
-                else:
-                    self.problem(
-                        term_path,
-                        f"'{written}' is the same term as terms[{seen[term]}] ('{term}') after normalisation "
-                        "(NFKC, case folding)",
-                    )
-            else:
-                problem = _regex_problem(term) if match == MatchMode.REGEX else None
-                if problem:
-                    self.problem(term_path, f"'{written}' {problem}")
-                    continue
-                seen[term] = index
-                terms.append(term)
+        terms = self.terms(items or [], (*path, "terms"), match or MatchMode.SUBSTRING)
         if self.count() > start or key is None:
             return None
         return drop_empty(
@@ -314,6 +268,32 @@ class _Checker(Reader):
             "name",
             "description",
         )
+
+    def terms(self, items: list[Any], path: Path, match: str) -> list[str]:
+        """The terms of a list as stored; a problem for each that is unreadable, refused, or already listed."""
+        terms: list[str] = []
+        seen = TermSet(match)
+        for index, item in enumerate(items):
+            term_path = (*path, index)
+            written = self.text(item, term_path)
+            if written is None:
+                continue
+            term = normalize_term(written, match)
+            if len(term) > MAX_TERM_LENGTH:
+                self.problem(term_path, f"longer than {MAX_TERM_LENGTH} characters")
+            elif problem := term_problem(term, match, subject=written):
+                self.problem(term_path, clause(problem))
+            elif (earlier := seen.add(written, index)) is None:
+                terms.append(term)
+            elif term == written:
+                self.problem(term_path, f"'{written}' is listed twice (also at terms[{earlier}])")
+            else:
+                self.problem(
+                    term_path,
+                    f"'{written}' is the same term as terms[{earlier}] ('{term}') after normalisation "
+                    "(NFKC, case folding)",
+                )
+        return terms
 
     def point(self, item: Any, path: Path) -> dict[str, Any] | None:
         record = self.mapping(item, path, POINT_KEYS, POINT_REQUIRED, what="a decision point (a mapping)")
@@ -326,22 +306,24 @@ class _Checker(Reader):
         description = self.optional_text(record, path, "description")
         facts = self.facts(record.get("facts"), (*path, "facts"))
         outcomes = (
-            self.key_list(
-                record["outcomes"], (*path, "outcomes"), non_empty="a decision point needs at least one outcome"
-            )
+            self.key_list(record["outcomes"], (*path, "outcomes"), non_empty=clause(NO_OUTCOMES))
             if "outcomes" in record
             else None
         )
         whitelist = self.key_list(_get(record, "candidate_whitelist", []), (*path, "candidate_whitelist"))
         if whitelist is not None and outcomes is not None:
             for index, outcome in enumerate(whitelist):
-                if outcome not in outcomes:
-                    self.problem((*path, "candidate_whitelist", index), f"'{outcome}' is not an outcome of {label}")
+                if problem := outcome_problem(outcome, outcomes, label):
+                    self.problem((*path, "candidate_whitelist", index), clause(problem))
         default_outcome = None
         if "default_outcome" in record:
             default_outcome = self.key(record["default_outcome"], (*path, "default_outcome"))
-            if default_outcome is not None and outcomes is not None and default_outcome not in outcomes:
-                self.problem((*path, "default_outcome"), f"'{default_outcome}' is not an outcome of {label}")
+            if (
+                default_outcome is not None
+                and outcomes is not None
+                and (problem := outcome_problem(default_outcome, outcomes, label))
+            ):
+                self.problem((*path, "default_outcome"), clause(problem))
         no_candidate = self.choice(
             record, path, "when_no_candidate", NoCandidatePolicy.values, NoCandidatePolicy.ASK.value
         )
@@ -356,11 +338,11 @@ class _Checker(Reader):
                 outcomes=outcomes,
                 machine_states=self.machine_states.get(machine),
             ).items():
-                self.problem((*path, field), problem[0].lower() + problem[1:].rstrip("."))
+                self.problem((*path, field), clause(problem))
         mask_skip = _get(record, "mask_skip", [])
         mask_patterns = _get(record, "mask_patterns", {})
         for field, problem in masking_problems(mask_skip, mask_patterns).items():
-            self.problem((*path, field), problem[0].lower() + problem[1:].rstrip("."))
+            self.problem((*path, field), clause(problem))
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(_get(record, "rules", []), (*path, "rules"))
@@ -412,15 +394,15 @@ class _Checker(Reader):
         ok = True
         for name, typ in value.items():
             fact_path = (*path, name)
-            if not KEY.fullmatch(name):
-                self.problem(fact_path, f"fact name '{name}' is not a valid key")
+            if problem := fact_name_problem(name):
+                self.problem(fact_path, clause(problem))
                 ok = False
                 continue
             text = self.text(typ, fact_path)
             if text is None:
                 ok = False
-            elif text not in FactType.values:
-                self.problem(fact_path, f"unknown fact type '{text}' (use {one_of(FactType.values)})")
+            elif problem := fact_type_problem(text):
+                self.problem(fact_path, clause(problem))
                 ok = False
             else:
                 facts[name] = text
@@ -439,15 +421,17 @@ class _Checker(Reader):
         category = self.choice(record, path, "category", RuleCategory.values, None) if "category" in record else None
         combinator = self.choice(record, path, "match", RuleCombinator.values, RuleCombinator.ALL.value)
         mode = self.choice(record, path, "mode", RuleMode.values, RuleMode.ENFORCE.value)
-        outcome = None
-        if "outcome" in record:
-            outcome = self.key(record["outcome"], (*path, "outcome"))
-            if outcome is not None and outcomes is not None and outcome not in outcomes:
-                self.problem((*path, "outcome"), f"'{outcome}' is not an outcome of {point}")
+        outcome = self.key(record["outcome"], (*path, "outcome")) if "outcome" in record else None
         from_ok, effective_from = self.moment(record, path, "effective_from")
         until_ok, effective_until = self.moment(record, path, "effective_until")
-        if from_ok and until_ok and effective_from and effective_until and effective_from >= effective_until:
-            self.problem((*path, "effective_until"), "the end of the effective period must come after its start")
+        for field, problem in rule_problems(
+            outcome=outcome,
+            outcomes=outcomes,
+            point=point,
+            effective_from=effective_from if from_ok and until_ok else None,
+            effective_until=effective_until,
+        ).items():
+            self.problem((*path, field), clause(problem))
         conditions: list[dict[str, Any]] = []
         condition_items = self.sequence(record["conditions"], (*path, "conditions")) if "conditions" in record else []
         for index, condition_item in enumerate(condition_items or []):
@@ -485,7 +469,7 @@ class _Checker(Reader):
             return None
         kinds = [k for k in item if k in CONDITION_KINDS]
         if not kinds:
-            unknown = [k for k in item if k not in FACT_CONDITION_KEYS]
+            unknown = [k for k in item if k not in DOCUMENT_KEYS]
             for key in unknown:
                 self.problem((*path, key), f"unknown key '{key}' (expected one of: {one_of(CONDITION_KINDS)})")
             if not unknown:
@@ -494,99 +478,14 @@ class _Checker(Reader):
         if len(kinds) > 1:
             self.problem(path, f"a condition has exactly one kind; this one has {' and '.join(kinds)}")
             return None
-        kind = kinds[0]
-        if kind == ConditionKind.FACT:
-            return self.fact_condition(item, path, point=point, facts=facts)
-        if self.mapping(item, path, (kind,), (kind,)) is None:
-            return None
-        start = self.count()
-        value = item[kind]
-        value_path = (*path, kind)
-        result: dict[str, Any] | None = None
-        if kind == ConditionKind.INPUT_CONTAINS:
-            list_key = self.key(value, value_path)
-            if list_key is not None and list_key not in self.list_keys:
-                self.problem(value_path, f"there is no keyword list '{list_key}' in keyword_lists")
-            result = {kind: list_key}
-        elif kind in (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN):
-            listed = self.key_list(value, value_path, non_empty="list at least one outcome")
-            for index, outcome in enumerate(listed or []):
-                if outcomes is not None and outcome not in outcomes:
-                    self.problem((*value_path, index), f"'{outcome}' is not an outcome of {point}")
-            result = {kind: listed}
-        elif kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
-            if value is not True:
-                self.problem(value_path, f"write candidate_not_in_whitelist: true (got {describe(value)})")
-            result = {kind: True}
-        elif kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
-            threshold = self.key(value, value_path)
-            if threshold is not None and threshold not in self.threshold_keys:
-                self.problem(value_path, f"there is no threshold '{threshold}' in thresholds")
-            result = {kind: threshold}
-        elif kind == ConditionKind.TIME_WINDOW:
-            result = self.time_window(value, value_path)
-        elif kind == ConditionKind.SESSION_STATE_IN:
-            result = {kind: self.key_list(value, value_path, non_empty="list at least one state")}
-        if self.count() > start:
-            return None
-        return result
-
-    def fact_condition(
-        self, item: dict[str, Any], path: Path, *, point: str, facts: dict[str, str] | None
-    ) -> dict[str, Any] | None:
-        if self.mapping(item, path, FACT_CONDITION_KEYS, ("fact", "op")) is None:
-            return None
-        start = self.count()
-        fact = self.key(item["fact"], (*path, "fact")) if "fact" in item else None
-        if fact is not None and facts is not None and fact not in facts:
-            self.problem((*path, "fact"), f"'{fact}' is not a declared fact of {point}")
-        operator = None
-        if "op" in item:
-            operator = self.text(item["op"], (*path, "op"))
-            if operator is not None and operator not in Operator.values:
-                self.problem((*path, "op"), f"'{operator}' is not one of {one_of(Operator.values)}")
-                operator = None
-        has_threshold, has_value = "threshold" in item, "value" in item
-        doc: dict[str, Any] = {"fact": fact, "op": operator}
-        if has_threshold == has_value:
-            self.problem(path, "compare the fact with either a threshold or a value, not both or neither")
-            return None
-        if has_threshold:
-            threshold = self.key(item["threshold"], (*path, "threshold"))
-            if threshold is not None and threshold not in self.threshold_keys:
-                self.problem((*path, "threshold"), f"there is no threshold '{threshold}' in thresholds")
-            doc["threshold"] = threshold
-        else:
-            value = item["value"]
-            if not _literal_ok(value):
-                self.problem(
-                    (*path, "value"),
-                    f"expected text, a number, true/false or a list of those, got {describe(value)}",
-                )
-            doc["value"] = value
-        if self.count() > start:
-            return None
-        typ = (facts or {}).get(fact or "")
-        if typ and operator:
-            problem = fact_compare_problem(typ, operator, has_threshold, doc.get("value"))
-            if problem:
-                where = "op" if "operator" in problem else ("threshold" if has_threshold else "value")
-                self.problem((*path, where), _sentence(problem))
-                return None
-        return doc
-
-    def time_window(self, value: Any, path: Path) -> dict[str, Any] | None:
-        window = self.mapping(value, path, TIME_WINDOW_KEYS, TIME_WINDOW_KEYS, what="a mapping with from, to and tz")
-        if window is None:
-            return None
-        start = self.time_of_day(window["from"], (*path, "from")) if "from" in window else None
-        end = self.time_of_day(window["to"], (*path, "to")) if "to" in window else None
-        tz = self.text(window["tz"], (*path, "tz"), max_length=64) if "tz" in window else None
-        if tz is not None and not known_time_zone(tz):
-            self.problem((*path, "tz"), f"'{tz}' is not a known time zone (use an IANA name such as Asia/Shanghai)")
-        if start is not None and start == end:
-            self.problem((*path, "to"), "the window is empty: from and to are the same time")
-        return {"time_window": {"from": time_out(start), "to": time_out(end), "tz": tz}}
+        context = DocumentContext(
+            point=point,
+            facts=facts,
+            outcomes=outcomes,
+            thresholds=frozenset(self.threshold_keys),
+            keyword_lists=frozenset(self.list_keys),
+        )
+        return ADAPTERS[kinds[0]].read(self, item, path, context)
 
     def machine(self, item: Any, path: Path) -> dict[str, Any] | None:
         record = self.mapping(item, path, MACHINE_KEYS, MACHINE_REQUIRED, what="a state machine (a mapping)")
@@ -625,7 +524,7 @@ class _Checker(Reader):
             timeouts=timeouts or {},
         ).items():
             if readable.get(field, True):
-                self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), _sentence(message))
+                self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), clause(message))
         if self.count() > start or actions is None or timeouts is None:
             return None
         return drop_empty(
@@ -681,14 +580,6 @@ class _Checker(Reader):
         return value
 
 
-def _regex_problem(term: str) -> str | None:
-    try:
-        re.compile(term)
-    except re.error as exc:
-        return f"is not a valid regular expression: {exc}"
-    return None
-
-
 def _get(record: dict[str, Any], name: str, default: Any) -> Any:
     """An optional field: missing or null means the default."""
     value = record.get(name)
@@ -697,14 +588,3 @@ def _get(record: dict[str, Any], name: str, default: Any) -> Any:
 
 def _declared_keys(items: list[Any]) -> set[str]:
     return {item["key"] for item in items if isinstance(item, dict) and isinstance(item.get("key"), str)}
-
-
-def _literal_ok(value: Any) -> bool:
-    def scalar(item: Any) -> bool:
-        if isinstance(item, float):
-            return math.isfinite(item)
-        return isinstance(item, str | int | bool)
-
-    if isinstance(value, list):
-        return all(scalar(item) for item in value)
-    return scalar(value)

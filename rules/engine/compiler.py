@@ -1,7 +1,8 @@
 """Turn a configuration snapshot (the plain data of ``config_document``) into compiled points.
 
 Compilation resolves every reference once — threshold keys become numbers, keyword lists become bit
-positions in one scanner per point — so evaluation never looks anything up by name.
+positions in one scanner per point — so evaluation never looks anything up by name. Each condition is
+read by its kind (``rules.engine.conditions``).
 """
 
 from __future__ import annotations
@@ -11,18 +12,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rules.engine.conditions import CompileContext, read_condition
 from rules.engine.explain import Explainer, explainer
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
-from rules.engine.model import ConditionSpec, MatchedRule, PointSpec, RuleSpec
+from rules.engine.model import CompileError as CompileError
+from rules.engine.model import MatchedRule, PointSpec, RuleSpec
 
 # A matcher takes (keyword bitmask, candidate outcome, confidence, facts, session state, now) and
 # returns the indexes (into PointSpec.rules) of every rule whose conditions hold, in order.
 Matcher = Callable[[int, str | None, float | None, Mapping[str, Any], str | None, dt.datetime], tuple[int, ...]]
 MatcherFactory = Callable[[PointSpec], Matcher]
-
-
-class CompileError(ValueError):
-    """The snapshot cannot be compiled (it should have been refused when it was written)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +45,6 @@ class CompiledConfig:
         return self.points.get(key)
 
 
-def _seconds(text: str) -> int:
-    parts = [int(p) for p in text.split(":")]
-    while len(parts) < 3:
-        parts.append(0)
-    hours, minutes, seconds = parts[:3]
-    return hours * 3600 + minutes * 60 + seconds
-
-
 def _datetime(text: str | None) -> dt.datetime | None:
     if not text:
         return None
@@ -63,50 +54,9 @@ def _datetime(text: str | None) -> dt.datetime | None:
     return value
 
 
-def _condition(raw: Mapping[str, Any], thresholds: Mapping[str, float], bits: dict[str, int]) -> ConditionSpec:
-    if "input_contains" in raw:
-        key = raw["input_contains"]
-        if key not in bits:
-            bits[key] = len(bits)
-        return ConditionSpec(kind="input_contains", list_key=key, list_bit=bits[key])
-    if "fact" in raw:
-        if "threshold" in raw:
-            tkey = raw["threshold"]
-            if tkey not in thresholds:
-                raise CompileError(f"unknown threshold {tkey!r}")
-            return ConditionSpec(
-                kind="fact", fact=raw["fact"], op=raw["op"], value=thresholds[tkey], threshold_key=tkey
-            )
-        value = raw.get("value")
-        if raw["op"] == "in":
-            value = tuple(value or ())
-        return ConditionSpec(kind="fact", fact=raw["fact"], op=raw["op"], value=value)
-    if "candidate_in" in raw:
-        return ConditionSpec(kind="candidate_in", outcomes=frozenset(raw["candidate_in"]))
-    if "candidate_not_in" in raw:
-        return ConditionSpec(kind="candidate_not_in", outcomes=frozenset(raw["candidate_not_in"]))
-    if "candidate_not_in_whitelist" in raw:
-        return ConditionSpec(kind="candidate_not_in_whitelist")
-    if "candidate_confidence_below" in raw:
-        tkey = raw["candidate_confidence_below"]
-        if tkey not in thresholds:
-            raise CompileError(f"unknown threshold {tkey!r}")
-        return ConditionSpec(kind="candidate_confidence_below", value=thresholds[tkey], threshold_key=tkey)
-    if "time_window" in raw:
-        window = raw["time_window"]
-        return ConditionSpec(
-            kind="time_window",
-            window_start=_seconds(window["from"]),
-            window_end=_seconds(window["to"]),
-            tz=window["tz"],
-        )
-    if "session_state_in" in raw:
-        return ConditionSpec(kind="session_state_in", states=frozenset(raw["session_state_in"]))
-    raise CompileError(f"unknown condition {raw!r}")
-
-
 def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> PointSpec:
-    bits: dict[str, int] = {}
+    facts = dict(raw.get("facts", {}))
+    ctx = CompileContext(thresholds=thresholds, facts=facts)
     rules: list[RuleSpec] = []
     ordered = sorted(raw.get("rules", []), key=lambda r: (int(r["priority"]), r["key"]))
     for r in ordered:
@@ -124,20 +74,20 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
                 shadow=mode == "shadow",
                 effective_from=_datetime(r.get("effective_from")),
                 effective_until=_datetime(r.get("effective_until")),
-                conditions=tuple(_condition(c, thresholds, bits) for c in r.get("conditions", [])),
+                conditions=tuple(read_condition(c, ctx) for c in r.get("conditions", [])),
             )
         )
     return PointSpec(
         key=raw["key"],
         name=raw.get("name", ""),
         description=raw.get("description", ""),
-        facts=dict(raw.get("facts", {})),
+        facts=facts,
         outcomes=frozenset(raw["outcomes"]),
         whitelist=frozenset(raw.get("candidate_whitelist", [])),
         default_outcome=raw["default_outcome"],
         ask_when_no_candidate=raw.get("when_no_candidate", "ask") == "ask",
         rules=tuple(rules),
-        keyword_lists=tuple(sorted(bits, key=bits.__getitem__)),
+        keyword_lists=ctx.keyword_lists(),
         machine=raw.get("machine", ""),
         state_map=dict(raw.get("state_map", {})),
         fallback_state=raw.get("fallback_state", ""),

@@ -7,8 +7,9 @@ Python before the fact is asserted:
 
 * keyword hits come from the shared pre-pass: bit *b* of ``mask`` becomes the field ``k<b>: true``.
   durable-rules' own regular expressions are never used (they give wrong answers);
-* fact comparisons (``< <= > >= == !=``) are durable-rules alpha tests on the fact's value. ``in``
-  is computed in Python with the reference's ``fact_holds`` and sent as ``i<n>: true``;
+* fact comparisons (``< <= > >= == !=``) are durable-rules alpha tests on the fact's value. What
+  durable-rules cannot decide correctly itself (``in``, regular expressions) is computed in Python by
+  the condition's own reference reading (``ConditionSpec.holds``) and sent as ``i<n>: true``;
 * candidate, whitelist and session-state conditions are equality tests on the candidate and state.
   Texts are sent as ``"x" + hex(utf-8)`` so that no escaping quirk of the C JSON reader can matter
   (the encoding is injective, so equality is unchanged); a missing candidate or state is a missing
@@ -16,7 +17,8 @@ Python before the fact is asserted:
 * time windows compare the local time of day (seconds, computed per zone in Python as the
   interpreter does); effective dates compare ``now`` as integer microseconds since the epoch.
 
-Every ``any`` rule and every in-list is spread into its alternatives (one durable-rules rule per
+Each kind of condition writes its own tests (``ConditionSpec.durable``) through ``_Translator``, which
+lays out the fields. Every ``any`` rule and every in-list is spread into its alternatives (one durable-rules rule per
 alternative, each a chain of ``$and`` tests) rather than written with ``$or``: measured here,
 ``$or`` branches are never shared between rules and overflow the matcher's stack with 65 rules.
 Chains of identical tests are shared, like a trie.
@@ -50,13 +52,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any
 
 import durable_rules_engine
 
+from rules.engine.clock import time_of_day, zone
 from rules.engine.compiler import CompileError, Matcher
-from rules.engine.interpreter import fact_holds, interpreted_matcher, time_of_day, zone
-from rules.engine.model import ConditionSpec, PointSpec, RuleSpec
+from rules.engine.conditions.base import TRUE, Test
+from rules.engine.interpreter import interpreted_matcher
+from rules.engine.model import ConditionSpec, PointSpec, Request, RuleSpec
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +76,6 @@ MAX_ALTERNATIVES = 4096  # durable-rules rules per point; a guard against ``all`
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICROSECOND = dt.timedelta(microseconds=1)
 _ORDERING = {"<": "$lt", "<=": "$lte", ">": "$gt", ">=": "$gte"}
-_TRUE = "true"
 
 # One lock for every ruleset: the C library keeps a process-wide handle table, and a session must be
 # asserted, drained and deleted without another thread's session in between.
@@ -92,21 +95,15 @@ class _Unsupported(Exception):
     """The request holds a value durable-rules cannot compare exactly; the reference decides it."""
 
 
-class _Test(NamedTuple):
-    """One alpha test: ``field op constant``, the constant already written as JSON."""
-
-    field: str
-    op: str  # == != < <= > >= ex
-    const: str
-
-    def json(self) -> str:
-        if self.op == "==":
-            return f'{{"{self.field}":{self.const}}}'
-        name = {"!=": "$neq", "ex": "$ex"}.get(self.op) or _ORDERING[self.op]
-        return f'{{"{name}":{{"{self.field}":{self.const}}}}}'
+def _json(test: Test) -> str:
+    """One alpha test as durable-rules reads it."""
+    if test.op == "==":
+        return f'{{"{test.field}":{test.const}}}'
+    name = {"!=": "$neq", "ex": "$ex"}.get(test.op) or _ORDERING[test.op]
+    return f'{{"{name}":{{"{test.field}":{test.const}}}}}'
 
 
-_MARK = _Test("q", "==", "1")  # first test of every chain: the session's own state fact has no q
+_MARK = Test("q", "==", "1")  # first test of every chain: the session's own state fact has no q
 # A rule of the mark alone holds for every request. Measured here, deleting a session in which no rule
 # held frees an invalid pointer (a crash, depending on the heap), so no session may end that way.
 _SENTINEL = -1
@@ -157,7 +154,7 @@ class _Layout:
 
     lists: dict[int, str] = field(default_factory=dict)  # keyword bit -> field
     facts: dict[str, tuple[str, str]] = field(default_factory=dict)  # fact -> (field, kind)
-    memberships: dict[ConditionSpec, str] = field(default_factory=dict)  # `in` condition -> field
+    computed: dict[ConditionSpec, str] = field(default_factory=dict)  # condition decided in Python -> field
     zones: dict[str, str] = field(default_factory=dict)  # time zone -> field
     candidate: bool = False
     confidence: bool = False
@@ -165,29 +162,36 @@ class _Layout:
     dated: bool = False
 
     def names(self) -> list[str]:
-        names = [_MARK.field, *self.lists.values(), *self.memberships.values(), *self.zones.values()]
+        names = [_MARK.field, *self.lists.values(), *self.computed.values(), *self.zones.values()]
         names += [name for name, _ in self.facts.values()]
         names += [n for n, used in (("c", self.candidate), ("cf", self.confidence), ("s", self.state)) if used]
         return [*names, "now"] if self.dated else names
 
 
 class _Translator:
-    """Conditions to alternatives: each alternative is a conjunction of tests (a list in DNF)."""
+    """Conditions to alternatives: each alternative is a conjunction of tests (a list in DNF).
+
+    Each condition writes its own alternatives (``ConditionSpec.durable``) with the fields laid out here.
+    """
 
     def __init__(self, point: PointSpec) -> None:
-        self.point = point
+        self._point = point
         self.layout = _Layout()
 
-    def fail(self, why: str) -> CompileError:
-        return CompileError(f"durable backend: point {self.point.key}: {why}; use the native backend")
+    @property
+    def point(self) -> PointSpec:
+        return self._point
 
-    def const_number(self, value: Any, what: str) -> str:
+    def fail(self, why: str) -> CompileError:
+        return CompileError(f"durable backend: point {self._point.key}: {why}; use the native backend")
+
+    def number(self, value: Any, what: str) -> str:
         text = _number(value)
         if text is None:
             raise self.fail(f"{what} {value!r} is not a number durable-rules compares exactly")
         return text
 
-    def const_text(self, value: Any, what: str) -> str:
+    def text(self, value: Any, what: str) -> str:
         if not isinstance(value, str):
             raise self.fail(f"{what} {value!r} is not a text")
         text = _text(value)
@@ -195,73 +199,62 @@ class _Translator:
             raise self.fail(f"{what} is longer than durable-rules compares correctly")
         return text
 
-    def fact(self, c: ConditionSpec) -> list[tuple[_Test, ...]]:
-        if c.op == "in":
-            name = self.layout.memberships.setdefault(c, f"i{len(self.layout.memberships)}")
-            return [(_Test(name, "==", _TRUE),)]
-        if c.op not in _ORDERING and c.op not in {"==", "!="}:
-            raise self.fail(f"unknown operator {c.op!r}")
-        kind = _kind(c.value)
-        if kind is None or (c.op in _ORDERING and kind != "number"):
-            raise self.fail(f"fact {c.fact} is compared ({c.op}) with {c.value!r}")
-        name, known = self.layout.facts.setdefault(c.fact, (f"f{len(self.layout.facts)}", kind))
+    def keyword_field(self, bit: int) -> str:
+        return self.layout.lists.setdefault(bit, f"k{bit}")
+
+    def compare_fact(self, fact: str, op: str, value: Any) -> Test:
+        if op not in _ORDERING and op not in {"==", "!="}:
+            raise self.fail(f"unknown operator {op!r}")
+        kind = _kind(value)
+        if kind is None or (op in _ORDERING and kind != "number"):
+            raise self.fail(f"fact {fact} is compared ({op}) with {value!r}")
+        name, known = self.layout.facts.setdefault(fact, (f"f{len(self.layout.facts)}", kind))
         if known != kind:
-            raise self.fail(f"fact {c.fact} is compared with values of different types")
+            raise self.fail(f"fact {fact} is compared with values of different types")
         if kind == "number":
-            const = self.const_number(c.value, f"the value of fact {c.fact}")
+            const = self.number(value, f"the value of fact {fact}")
         elif kind == "bool":
-            const = _TRUE if c.value else "false"
+            const = TRUE if value else "false"
         else:
-            const = self.const_text(c.value, f"the value of fact {c.fact}")
-        return [(_Test(name, c.op, const),)]
+            const = self.text(value, f"the value of fact {fact}")
+        return Test(name, op, const)
 
-    def condition(self, c: ConditionSpec) -> list[tuple[_Test, ...]]:
-        kind = c.kind
-        if kind == "input_contains":
-            name = self.layout.lists.setdefault(c.list_bit, f"k{c.list_bit}")
-            return [(_Test(name, "==", _TRUE),)]
-        if kind == "fact":
-            return self.fact(c)
-        if kind == "candidate_in":
-            self.layout.candidate = True
-            return [(_Test("c", "==", self.const_text(o, "outcome")),) for o in sorted(c.outcomes)]
-        if kind in {"candidate_not_in", "candidate_not_in_whitelist"}:
-            self.layout.candidate = True
-            outcomes = c.outcomes if kind == "candidate_not_in" else self.point.whitelist
-            tests = tuple(_Test("c", "!=", self.const_text(o, "outcome")) for o in sorted(outcomes))
-            # With nothing to differ from, the test is only that a candidate was given.
-            return [tests or (_Test("c", "ex", "1"),)]
-        if kind == "candidate_confidence_below":
-            self.layout.candidate = self.layout.confidence = True
-            return [(_Test("cf", "<", self.const_number(c.value, "threshold")),)]
-        if kind == "time_window":
-            zone(c.tz)  # fail at compile time, not on a request, if the zone is unknown
-            name = self.layout.zones.setdefault(c.tz, f"t{len(self.layout.zones)}")
-            start, end = str(int(c.window_start)), str(int(c.window_end))
-            if c.window_start < c.window_end:
-                return [(_Test(name, ">=", start), _Test(name, "<", end))]
-            # Across midnight (22:00–06:00): the two alternatives never hold together.
-            return [(_Test(name, ">=", start),), (_Test(name, "<", end),)]
-        if kind == "session_state_in":
-            self.layout.state = True
-            return [(_Test("s", "==", self.const_text(s, "session state")),) for s in sorted(c.states)]
-        raise self.fail(f"unknown condition kind {kind!r}")
+    def candidate_field(self) -> str:
+        self.layout.candidate = True
+        return "c"
 
-    def rule(self, rule: RuleSpec) -> list[tuple[_Test, ...]]:
-        dates: list[_Test] = []
+    def confidence_field(self) -> str:
+        # A confidence is sent only with its candidate.
+        self.layout.candidate = self.layout.confidence = True
+        return "cf"
+
+    def state_field(self) -> str:
+        self.layout.state = True
+        return "s"
+
+    def time_of_day_field(self, tz: str) -> str:
+        zone(tz)  # fail at compile time, not on a request, if the zone is unknown
+        return self.layout.zones.setdefault(tz, f"t{len(self.layout.zones)}")
+
+    def computed(self, condition: ConditionSpec) -> Test:
+        name = self.layout.computed.setdefault(condition, f"i{len(self.layout.computed)}")
+        return Test(name, "==", TRUE)
+
+    def rule(self, rule: RuleSpec) -> list[tuple[Test, ...]]:
+        dates: list[Test] = []
         if rule.effective_from is not None:
-            dates.append(_Test("now", ">=", str((rule.effective_from - _EPOCH) // _MICROSECOND)))
+            dates.append(Test("now", ">=", str((rule.effective_from - _EPOCH) // _MICROSECOND)))
         if rule.effective_until is not None:
-            dates.append(_Test("now", "<", str((rule.effective_until - _EPOCH) // _MICROSECOND)))
+            dates.append(Test("now", "<", str((rule.effective_until - _EPOCH) // _MICROSECOND)))
         self.layout.dated = self.layout.dated or bool(dates)
-        options = [self.condition(c) for c in rule.conditions]
+        options = [c.durable(self) for c in rule.conditions]
         if not options:
-            alternatives: Iterable[tuple[_Test, ...]] = [()]  # a rule without conditions is a catch-all
+            alternatives: Iterable[tuple[Test, ...]] = [()]  # a rule without conditions is a catch-all
         elif rule.combinator == "all":
             alternatives = (tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*options))
         else:
             alternatives = itertools.chain.from_iterable(options)
-        out: dict[frozenset[_Test], None] = {}
+        out: dict[frozenset[Test], None] = {}
         for alternative in alternatives:
             out.setdefault(frozenset((*dates, *alternative)), None)
             if len(out) > MAX_ALTERNATIVES:
@@ -271,11 +264,11 @@ class _Translator:
 
 @dataclass
 class _Node:
-    children: dict[_Test, _Node] = field(default_factory=dict)
+    children: dict[Test, _Node] = field(default_factory=dict)
     ending: int = 0  # durable-rules rules whose chain ends here
 
 
-def _true_at_once(tests: Iterable[_Test]) -> int:
+def _true_at_once(tests: Iterable[Test]) -> int:
     """How many of these sibling tests can hold for one fact: one value per field, so equality tests
     on one field exclude each other (their constants differ); every other test may hold."""
     equalities: set[str] = set()
@@ -335,7 +328,7 @@ class _DurableMatcher:
 
     def __init__(self, point: PointSpec, *, enforce_limits: bool = True) -> None:
         translator = _Translator(point)
-        chains: list[tuple[int, tuple[_Test, ...]]] = []
+        chains: list[tuple[int, tuple[Test, ...]]] = []
         for index, rule in enumerate(point.rules):
             chains += [(index, alternative) for alternative in translator.rule(rule)]
             if len(chains) > MAX_ALTERNATIVES:
@@ -350,7 +343,7 @@ class _DurableMatcher:
         # Tests used by many alternatives go first, so that alternatives share the head of their chain.
         uses = Counter(t for _, alternative in chains for t in alternative)
         root = _Node()
-        ordered: list[tuple[int, tuple[_Test, ...]]] = [(_SENTINEL, ())]
+        ordered: list[tuple[int, tuple[Test, ...]]] = [(_SENTINEL, ())]
         for index, alternative in chains:
             ordered.append((index, tuple(sorted(alternative, key=lambda t: (-uses[t], t)))))
         for _, alternative in ordered:
@@ -382,14 +375,14 @@ class _DurableMatcher:
 
         self._point_key = point.key
         self._layout = layout
-        self._fact_types = dict(point.facts)
+        self._point = point
         self._reference = interpreted_matcher(point)
         self._rule_of: dict[str, int] = {}
         definitions: list[str] = []
         for number, (index, alternative) in enumerate(ordered):
             name = f"r{number}"
             self._rule_of[name] = index
-            tests = [_MARK.json(), *(t.json() for t in alternative)]
+            tests = [_json(_MARK), *(_json(t) for t in alternative)]
             body = tests[0] if len(tests) == 1 else '{"$and":[' + ",".join(tests) + "]}"
             definitions.append(f'"{name}":{{"all":[{{"m":{body}}}]}}')
         self._ruleset = "{" + ",".join(definitions) + "}"
@@ -449,9 +442,11 @@ class _DurableMatcher:
                 if len(text := _text(value)) > MAX_TEXT:
                     raise _Unsupported(fact)
                 members.append(f'"{name}":{text}')
-        for c, name in layout.memberships.items():
-            if fact_holds(c, facts, self._fact_types.get(c.fact)):
-                members.append(f'"{name}":true')
+        if layout.computed:
+            request = Request(mask, cand, conf, facts, state, now)
+            for c, name in layout.computed.items():
+                if c.holds(self._point, request):
+                    members.append(f'"{name}":true')
         for tz, name in layout.zones.items():
             members.append(f'"{name}":{time_of_day(now, tz)}')
         if layout.dated:

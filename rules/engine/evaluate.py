@@ -9,7 +9,6 @@ from typing import Any
 
 from rules.engine.compiler import CompiledPoint
 from rules.engine.explain import Explainer
-from rules.engine.interpreter import condition_holds
 from rules.engine.model import (
     DEFAULT,
     HARD_RULE,
@@ -17,6 +16,7 @@ from rules.engine.model import (
     Candidate,
     Decision,
     MatchedRule,
+    Request,
     RuledBy,
 )
 from rules.engine.normalize import normalize_text
@@ -36,13 +36,8 @@ def _rule_reason(
     rule = point.spec.rules[index]
     explainers: Sequence[Explainer] = point.explainers[index]
     if rule.combinator == "any":  # a matched "all" rule held on every condition; "any" on some of them
-        explainers = [
-            e
-            for c, e in zip(rule.conditions, explainers, strict=True)
-            if condition_holds(
-                c, point.spec, mask=mask, candidate=cand, confidence=conf, facts=facts, state=state, now=now
-            )
-        ]
+        request = Request(mask, cand, conf, facts, state, now)
+        explainers = [e for c, e in zip(rule.conditions, explainers, strict=True) if c.holds(point.spec, request)]
     held = [e(hits, facts, cand, conf, state) for e in explainers]
     # The key, not the description: reasons are read in logs and grepped; descriptions are prose.
     return f"{rule.key}: {'; '.join(held)}" if held else rule.key

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
+# Defined with the kinds of condition (rules.engine.conditions), and part of the engine's data.
+from rules.engine.conditions.base import CompileError as CompileError
+from rules.engine.conditions.base import ConditionSpec as ConditionSpec
+
 RuledBy = Literal["hard_rule", "llm_candidate", "default"]
 
 HARD_RULE: RuledBy = "hard_rule"
@@ -26,22 +30,15 @@ class Candidate:
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ConditionSpec:
-    """One condition, resolved: thresholds are already numbers, keyword lists are bit indexes."""
+class Request(NamedTuple):
+    """What a condition is judged on: one request's keyword hits (a bitmask), candidate, facts, state and clock."""
 
-    kind: str
-    list_key: str = ""
-    list_bit: int = 0
-    fact: str = ""
-    op: str = ""
-    value: Any = None
-    threshold_key: str = ""
-    outcomes: frozenset[str] = frozenset()
-    states: frozenset[str] = frozenset()
-    window_start: int = 0  # seconds after local midnight
-    window_end: int = 0
-    tz: str = ""
+    mask: int
+    candidate: str | None
+    confidence: float | None
+    facts: Mapping[str, Any]
+    state: str | None
+    now: dt.datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +78,9 @@ class PointSpec:
             if rule.shadow:
                 continue
             for c in rule.conditions:
-                if c.kind == "candidate_confidence_below":
-                    return c.threshold_key, float(c.value)
+                floor = c.confidence_floor()
+                if floor is not None:
+                    return floor
         return None
 
 

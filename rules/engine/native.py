@@ -2,30 +2,40 @@
 
 A generated function evaluates every rule with straight-line boolean expressions over local
 variables, which measured about twice as fast as walking a list of closures at 200 rules. Rules that
-need a keyword list sit under one bitmask test per list, so a request that hit no list skips them all. Only
-identifiers and integer literals are written into the source; every value from the configuration
-(terms, outcomes, numbers, fact names) is bound as a named constant in the function's globals, so
-nothing an operator types can change the generated code.
+need a keyword list sit under one bitmask test per list, so a request that hit no list skips them all.
+Each condition writes its own expression (``ConditionSpec.native``). Only identifiers, integer literals
+and operators are written into the source; every value from the configuration (terms, outcomes,
+numbers, fact names, patterns) is bound as a named constant in the function's globals, so nothing an
+operator types can change the generated code. The builder refuses an expression holding anything else
+(a quote, a backslash, a colon, a bracket, a line break), so a kind that wrote a value into the source
+would fail to compile instead.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from rules.engine.compiler import Matcher
-from rules.engine.interpreter import time_of_day, zone
+from rules.engine.clock import time_of_day, zone
+from rules.engine.compiler import CompileError, Matcher
 from rules.engine.model import ConditionSpec, PointSpec, RuleSpec
 
-_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+# What a condition's expression may hold: names, integers, parentheses, dots and operators. No text
+# literal, comment, lambda, subscript or second statement can be written with these characters.
+_EXPRESSION = re.compile(r"[A-Za-z0-9_ ().<>=!&|+\-*%~^,]*")
 
 
 class _Builder:
     def __init__(self, point: PointSpec) -> None:
-        self.point = point
+        self._point = point
         self.consts: dict[str, Any] = {"_time_of_day": time_of_day}
         self.prelude: list[str] = []
         self.facts: dict[str, str] = {}
         self.zones: dict[str, str] = {}
+
+    @property
+    def point(self) -> PointSpec:
+        return self._point
 
     def const(self, value: Any) -> str:
         name = f"K{len(self.consts)}"
@@ -39,7 +49,7 @@ class _Builder:
             self.prelude.append(f"    {var} = facts.get({self.const(fact)})")
         return self.facts[fact]
 
-    def tod_var(self, tz: str) -> str:
+    def time_of_day_var(self, tz: str) -> str:
         if tz not in self.zones:
             var = f"t{len(self.zones)}"
             self.zones[tz] = var
@@ -48,34 +58,10 @@ class _Builder:
         return self.zones[tz]
 
     def condition(self, c: ConditionSpec) -> str:
-        kind = c.kind
-        if kind == "input_contains":
-            return f"(mask & {1 << c.list_bit})"
-        if kind == "candidate_in":
-            return f"(cand is not None and cand in {self.const(c.outcomes)})"
-        if kind == "candidate_not_in":
-            return f"(cand is not None and cand not in {self.const(c.outcomes)})"
-        if kind == "candidate_not_in_whitelist":
-            return f"(cand is not None and cand not in {self.const(self.point.whitelist)})"
-        if kind == "candidate_confidence_below":
-            return f"(cand is not None and conf is not None and conf < {self.const(c.value)})"
-        if kind == "session_state_in":
-            return f"(state in {self.const(c.states)})"
-        if kind == "time_window":
-            t = self.tod_var(c.tz)
-            start, end = self.const(c.window_start), self.const(c.window_end)
-            if c.window_start < c.window_end:
-                return f"({start} <= {t} < {end})"
-            return f"({t} >= {start} or {t} < {end})"
-        if kind == "fact":
-            f = self.fact_var(c.fact)
-            if c.op == "in":
-                options = self.const(frozenset(c.value))
-                if self.point.facts.get(c.fact) == "string_list":
-                    return f"({f} is not None and not {options}.isdisjoint({f}))"
-                return f"({f} is not None and {f} in {options})"
-            return f"({f} is not None and {f} {_CMP[c.op]} {self.const(c.value)})"
-        raise ValueError(f"unknown condition kind {kind!r}")
+        expression = c.native(self)
+        if not _EXPRESSION.fullmatch(expression):
+            raise CompileError(f"point {self._point.key}: the {c.kind} condition wrote a value into the source")
+        return expression
 
     @staticmethod
     def gate(rule: RuleSpec) -> int:
@@ -84,7 +70,7 @@ class _Builder:
         Most rules test a keyword list; in a request that hit none of a rule's lists the rule cannot
         hold, so it is grouped under one test of the bitmask instead of being tested on its own.
         """
-        keyword_bits = [1 << c.list_bit for c in rule.conditions if c.kind == "input_contains"]
+        keyword_bits = [bit for c in rule.conditions if (bit := c.keyword_bit())]
         if not keyword_bits:
             return 0
         if rule.combinator == "all":
@@ -96,7 +82,7 @@ class _Builder:
     def build(self) -> Matcher:
         always: list[str] = []
         gated: dict[int, list[str]] = {}
-        for index, rule in enumerate(self.point.rules):
+        for index, rule in enumerate(self._point.rules):
             parts: list[str] = []
             # Aware datetimes, not float timestamps: a float cannot tell every microsecond apart.
             if rule.effective_from is not None:
@@ -128,7 +114,7 @@ class _Builder:
         lines.append("    return tuple(out)")
         source = "\n".join(lines) + "\n"
         namespace: dict[str, Any] = dict(self.consts)
-        code = compile(source, f"<arbiter point {self.point.key}>", "exec")
+        code = compile(source, f"<arbiter point {self._point.key}>", "exec")
         exec(code, namespace)  # noqa: S102 - source holds only identifiers and ints; values are bound constants
         match: Matcher = namespace["match"]
         match.__arbiter_source__ = source  # type: ignore[attr-defined]

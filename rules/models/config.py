@@ -8,10 +8,6 @@ directly: the services record who and why, and cut a new configuration revision.
 
 from __future__ import annotations
 
-import math
-import re
-import zoneinfo
-from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -20,13 +16,22 @@ from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
-from rules.engine.masking import BUILTIN_PATTERNS
+from rules.conditions import ADAPTERS, INPUTS, adapter
+from rules.conditions.base import PointView
 from rules.engine.normalize import normalize_term
-
-key_validator = RegexValidator(
-    r"^[a-z][a-z0-9_]{0,63}$",
-    "Use lower-case letters, digits and underscores, starting with a letter (at most 64).",
+from rules.validators import (
+    KEY,
+    KEY_MESSAGE,
+    bounds_text,
+    key_list_problem,
+    point_problems,
+    rule_problems,
+    storable_problems,
+    term_problem,
+    threshold_problems,
 )
+
+key_validator = RegexValidator(rf"^{KEY.pattern}$", KEY_MESSAGE)
 
 
 def _key_field(help_text: str = "") -> models.CharField:
@@ -73,15 +78,10 @@ class MatchMode(models.TextChoices):
     REGEX = "regex", "regular expression"
 
 
-class ConditionKind(models.TextChoices):
-    INPUT_CONTAINS = "input_contains", "input contains a keyword of list"
-    FACT = "fact", "fact compared with a threshold or value"
-    CANDIDATE_IN = "candidate_in", "candidate is one of"
-    CANDIDATE_NOT_IN = "candidate_not_in", "candidate is none of"
-    CANDIDATE_NOT_IN_WHITELIST = "candidate_not_in_whitelist", "candidate is not in the point's whitelist"
-    CANDIDATE_CONFIDENCE_BELOW = "candidate_confidence_below", "candidate confidence below threshold"
-    TIME_WINDOW = "time_window", "time of day within a window"
-    SESSION_STATE_IN = "session_state_in", "session state is one of"
+# The kinds of condition are declared once, each in its own module (rules/conditions/<kind>.py).
+ConditionKind = models.TextChoices(  # type: ignore[call-overload]
+    "ConditionKind", [(kind.upper(), (kind, a.label)) for kind, a in ADAPTERS.items()]
+)
 
 
 class Operator(models.TextChoices):
@@ -94,19 +94,11 @@ class Operator(models.TextChoices):
     IN = "in", "in"
 
 
-ORDERING_OPERATORS = frozenset({Operator.LT, Operator.LE, Operator.GT, Operator.GE})
-
-
-def _check_key_list(value: Any, field: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValidationError({field: "Give a list of keys."})
-    dupes = sorted({v for v in value if value.count(v) > 1})
-    if dupes:
-        raise ValidationError({field: f"Listed more than once: {', '.join(dupes)}."})
-    bad = [v for v in value if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", v)]
-    if bad:
-        raise ValidationError({field: f"Not a valid key: {', '.join(bad)}."})
-    return value
+def text_problems(instance: models.Model) -> dict[str, str]:
+    """Field → problem for every text field of ``instance`` (or text inside a JSON field) that cannot be stored."""
+    fields = instance._meta.concrete_fields
+    texts = (models.CharField, models.TextField, models.JSONField)
+    return storable_problems({f.name: f.value_from_object(instance) for f in fields if isinstance(f, texts)})
 
 
 class Threshold(models.Model):
@@ -145,27 +137,15 @@ class Threshold(models.Model):
         return self.key
 
     def bounds_text(self) -> str:
-        low = "−∞" if self.min_value is None else _plain(self.min_value)
-        high = "+∞" if self.max_value is None else _plain(self.max_value)
-        return f"{low} … {high}{(' ' + self.unit) if self.unit else ''}"
+        return bounds_text(self.min_value, self.max_value, self.unit)
 
     def clean(self) -> None:
-        if self.min_value is not None and self.max_value is not None and self.min_value > self.max_value:
-            raise ValidationError({"max_value": "The upper bound is below the lower bound."})
-        if self.value is None:
-            return
-        if (self.min_value is not None and self.value < self.min_value) or (
-            self.max_value is not None and self.value > self.max_value
-        ):
-            raise ValidationError(
-                {"value": f"{_plain(self.value)} is outside the allowed bounds {self.bounds_text()}."}
-            )
-
-
-def _plain(value: Decimal) -> str:
-    """``Decimal('0.650000')`` → ``'0.65'``; ``Decimal('500.000000')`` → ``'500'``."""
-    text = format(value.normalize(), "f")
-    return text
+        errors = text_problems(self)
+        errors.update(
+            threshold_problems(value=self.value, min_value=self.min_value, max_value=self.max_value, unit=self.unit)
+        )
+        if errors:
+            raise ValidationError(errors)
 
 
 class KeywordList(models.Model):
@@ -187,6 +167,10 @@ class KeywordList(models.Model):
     def __str__(self) -> str:
         return self.key
 
+    def clean(self) -> None:
+        if errors := text_problems(self):
+            raise ValidationError(errors)
+
 
 class KeywordTerm(models.Model):
     keyword_list = models.ForeignKey(KeywordList, on_delete=models.CASCADE, related_name="terms")
@@ -206,15 +190,10 @@ class KeywordTerm(models.Model):
     def clean(self) -> None:
         mode = self.keyword_list.match_mode if self.keyword_list_id else MatchMode.SUBSTRING
         self.term = normalize_term(self.term or "", mode)
-        if not self.term:
-            raise ValidationError({"term": "A term cannot be empty."})
+        if problem := term_problem(self.term, mode):
+            raise ValidationError({"term": problem})
         if self.keyword_list_id is None:
             return
-        if self.keyword_list.match_mode == MatchMode.REGEX:
-            try:
-                re.compile(self.term)
-            except re.error as exc:
-                raise ValidationError({"term": f"Not a valid regular expression: {exc}."}) from exc
         clash = KeywordTerm.objects.filter(keyword_list_id=self.keyword_list_id, term=self.term)
         if self.pk:
             clash = clash.exclude(pk=self.pk)
@@ -279,55 +258,50 @@ class DecisionPoint(models.Model):
     def __str__(self) -> str:
         return self.key
 
-    def _session_problems(self, outcomes: list[str]) -> dict[str, str]:
+    def _machine_states(self) -> list[str] | None:
         from rules.models.machines import StateMachine  # machines.py imports this module
 
-        states = None
-        if self.machine:
-            states = StateMachine.objects.filter(key=self.machine).values_list("states", flat=True).first()
-        return session_mapping_problems(
-            machine=self.machine,
-            state_map=self.state_map,
-            fallback_state=self.fallback_state,
-            outcomes=outcomes,
-            machine_states=states,
+        if not self.machine:
+            return None
+        states: list[str] | None = (
+            StateMachine.objects.filter(key=self.machine).values_list("states", flat=True).first()
         )
+        return states
+
+    def _fact_reliance_problem(self, c: Condition) -> str | None:
+        """What is wrong with a saved condition of this point under the facts the point now declares."""
+        kind = adapter(c.kind)
+        fact = kind.fact_of(c) if kind is not None else None
+        if kind is None or fact is None:
+            return None
+        fact_type = self.facts.get(fact)
+        if fact_type is None:
+            return f"{c.rule.key} uses '{fact}', which would no longer be declared"
+        problem = kind.fact_type_problem(c, fact_type)
+        return f"{c.rule.key}: {problem}" if problem else None
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if not isinstance(self.facts, dict):
-            errors["facts"] = "Give the facts as a mapping of name to type."
-        else:
-            for name, typ in self.facts.items():
-                if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", str(name)):
-                    errors["facts"] = f"Fact name '{name}' is not a valid key."
-                elif typ not in FactType.values:
-                    errors["facts"] = f"Fact '{name}' has unknown type '{typ}' (use {', '.join(FactType.values)})."
-        try:
-            outcomes = _check_key_list(self.outcomes, "outcomes")
-        except ValidationError as exc:
-            raise ValidationError({**errors, **exc.message_dict}) from exc
-        if not outcomes:
-            errors["outcomes"] = "A decision point needs at least one outcome."
-        try:
-            whitelist = _check_key_list(self.candidate_whitelist, "candidate_whitelist")
-        except ValidationError as exc:
-            raise ValidationError({**errors, **exc.message_dict}) from exc
-        stray = [w for w in whitelist if w not in outcomes]
-        if stray:
-            errors["candidate_whitelist"] = f"Not an outcome of this point: {', '.join(stray)}."
-        if self.default_outcome and self.default_outcome not in outcomes:
-            errors["default_outcome"] = f"'{self.default_outcome}' is not an outcome of this point."
-        errors.update(masking_problems(self.mask_skip, self.mask_patterns))
-        errors.update(self._session_problems(outcomes))
-        if self.pk and "facts" not in errors and isinstance(self.facts, dict):
-            fact_problems = []
-            for c in Condition.objects.filter(rule__point=self, kind=ConditionKind.FACT).select_related("rule"):
-                typ = self.facts.get(c.fact)
-                if typ is None:
-                    fact_problems.append(f"{c.rule.key} uses '{c.fact}', which would no longer be declared")
-                elif problem := fact_compare_problem(typ, c.operator, c.threshold_id is not None, c.value):
-                    fact_problems.append(f"{c.rule.key}: {problem}")
+        errors = text_problems(self)
+        errors.update(
+            point_problems(
+                facts=self.facts,
+                outcomes=self.outcomes,
+                candidate_whitelist=self.candidate_whitelist,
+                default_outcome=self.default_outcome,
+                mask_skip=self.mask_skip,
+                mask_patterns=self.mask_patterns,
+                machine=self.machine,
+                state_map=self.state_map,
+                fallback_state=self.fallback_state,
+                machine_states=self._machine_states(),
+            )
+        )
+        if key_list_problem(self.outcomes) or key_list_problem(self.candidate_whitelist):
+            raise ValidationError(errors)  # what the rules rely on is checked against readable outcomes only
+        outcomes = self.outcomes
+        conditions = list(Condition.objects.filter(rule__point=self).select_related("rule")) if self.pk else []
+        if conditions and "facts" not in errors and isinstance(self.facts, dict):
+            fact_problems = [problem for c in conditions if (problem := self._fact_reliance_problem(c))]
             if fact_problems:
                 errors["facts"] = "Rules of this point rely on the facts: " + "; ".join(sorted(fact_problems)) + "."
         if self.pk:
@@ -335,8 +309,9 @@ class DecisionPoint(models.Model):
                 {r.outcome for r in self.rules.all() if r.outcome not in outcomes}
                 | {
                     o
-                    for c in Condition.objects.filter(rule__point=self, kind__in=CANDIDATE_LIST_KINDS)
-                    for o in c.outcomes or []
+                    for c in conditions
+                    if (kind := adapter(c.kind)) is not None
+                    for o in kind.outcomes_used(c)
                     if o not in outcomes
                 }
             )
@@ -344,32 +319,6 @@ class DecisionPoint(models.Model):
                 errors["outcomes"] = f"Still used by rules of this point: {', '.join(used)}."
         if errors:
             raise ValidationError(errors)
-
-
-def session_mapping_problems(
-    *, machine: str, state_map: Any, fallback_state: str, outcomes: list[str], machine_states: list[str] | None
-) -> dict[str, str]:
-    """What is wrong with a point's outcome → state map; ``machine_states`` is None if the machine is unknown."""
-    problems: dict[str, str] = {}
-    if not isinstance(state_map, dict) or not all(isinstance(v, str) for v in state_map.values()):
-        return {"state_map": "Give the map as outcome → state."}
-    if (state_map or fallback_state) and not machine:
-        problems["machine"] = "Name the state machine whose states the map and fallback refer to."
-        return problems
-    if not machine:
-        return problems
-    if machine_states is None:
-        problems["machine"] = f"There is no state machine '{machine}'."
-        return problems
-    stray = [o for o in state_map if o not in outcomes]
-    if stray:
-        problems["state_map"] = f"Not an outcome of this point: {', '.join(stray)}."
-    unknown = sorted({s for s in state_map.values() if s not in machine_states})
-    if unknown:
-        problems["state_map"] = f"Not a state of {machine}: {', '.join(unknown)}."
-    if fallback_state and fallback_state not in machine_states:
-        problems["fallback_state"] = f"'{fallback_state}' is not a state of {machine}."
-    return problems
 
 
 class Rule(models.Model):
@@ -410,52 +359,24 @@ class Rule(models.Model):
         return self.category in HIGH_RISK_CATEGORIES
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if self.point_id and self.outcome and self.outcome not in (self.point.outcomes or []):
-            errors["outcome"] = f"'{self.outcome}' is not an outcome of {self.point.key}."
-        if self.effective_from and self.effective_until and self.effective_from >= self.effective_until:
-            errors["effective_until"] = "The end of the effective period must come after its start."
+        errors = text_problems(self)
+        errors.update(
+            rule_problems(
+                outcome=self.outcome,
+                outcomes=(self.point.outcomes or []) if self.point_id else None,
+                point=self.point.key if self.point_id else "",
+                effective_from=self.effective_from,
+                effective_until=self.effective_until,
+            )
+        )
         if errors:
             raise ValidationError(errors)
 
 
-CANDIDATE_LIST_KINDS = (ConditionKind.CANDIDATE_IN, ConditionKind.CANDIDATE_NOT_IN)
-
-
-# Which inputs each kind of condition uses. The others are emptied when a condition is saved, so a
-# stale threshold or list reference left from an earlier kind can neither mislead nor block a delete.
-CONDITION_INPUTS: dict[str, tuple[str, ...]] = {
-    ConditionKind.INPUT_CONTAINS: ("keyword_list",),
-    ConditionKind.FACT: ("fact", "operator", "threshold", "value"),
-    ConditionKind.CANDIDATE_IN: ("outcomes",),
-    ConditionKind.CANDIDATE_NOT_IN: ("outcomes",),
-    ConditionKind.CANDIDATE_NOT_IN_WHITELIST: (),
-    ConditionKind.CANDIDATE_CONFIDENCE_BELOW: ("threshold",),
-    ConditionKind.TIME_WINDOW: ("window_start", "window_end", "timezone"),
-    ConditionKind.SESSION_STATE_IN: ("states",),
-}
-_CONDITION_EMPTY: dict[str, Any] = {
-    "keyword_list": None,
-    "threshold": None,
-    "fact": "",
-    "operator": "",
-    "value": None,
-    "outcomes": [],
-    "states": [],
-    "window_start": None,
-    "window_end": None,
-    "timezone": "",
-}
-
-
-def unused_condition_inputs(kind: str) -> dict[str, Any]:
-    """Field name → empty value for every input that a condition of ``kind`` does not use."""
-    used = CONDITION_INPUTS.get(kind, ())
-    return {name: empty for name, empty in _CONDITION_EMPTY.items() if name not in used}
-
-
 class Condition(models.Model):
-    """One structured test of a rule. Which fields matter depends on ``kind``."""
+    """One structured test of a rule. Which fields matter depends on ``kind`` (``rules.conditions``): the
+    fields a kind does not use are emptied when a condition is saved, so a stale threshold or list
+    reference left from an earlier kind can neither mislead nor block a delete."""
 
     rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="conditions")
     position = models.PositiveIntegerField(default=0)
@@ -480,23 +401,11 @@ class Condition(models.Model):
         ordering = ["rule", "position", "id"]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=ConditionKind.values), name="condition_kind_valid"),
-            models.CheckConstraint(
-                condition=~Q(kind=ConditionKind.INPUT_CONTAINS) | Q(keyword_list__isnull=False),
-                name="condition_input_contains_has_list",
-            ),
-            models.CheckConstraint(
-                condition=~Q(kind=ConditionKind.CANDIDATE_CONFIDENCE_BELOW) | Q(threshold__isnull=False),
-                name="condition_confidence_has_threshold",
-            ),
-            models.CheckConstraint(
-                condition=~Q(kind=ConditionKind.FACT)
-                | (~Q(fact="") & ~Q(operator="") & (Q(threshold__isnull=False) | Q(value__isnull=False))),
-                name="condition_fact_complete",
-            ),
-            models.CheckConstraint(
-                condition=~Q(kind=ConditionKind.TIME_WINDOW)
-                | (Q(window_start__isnull=False) & Q(window_end__isnull=False) & ~Q(timezone="")),
-                name="condition_time_window_complete",
+            # What each kind needs of its row, as its adapter declares it.
+            *(
+                models.CheckConstraint(condition=~Q(kind=kind) | a.requires[1], name=a.requires[0])
+                for kind, a in ADAPTERS.items()
+                if a.requires is not None
             ),
         ]
 
@@ -504,139 +413,32 @@ class Condition(models.Model):
         return describe_condition(self)
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
-        kind = self.kind
-        point = self.rule.point if self.rule_id else None
-        if kind == ConditionKind.INPUT_CONTAINS and self.keyword_list_id is None:
-            errors["keyword_list"] = "Choose the keyword list the input must contain a term of."
-        elif kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW and self.threshold_id is None:
-            errors["threshold"] = "Choose the threshold the candidate's confidence is compared with."
-        elif kind == ConditionKind.FACT:
-            facts = point.facts if point else {}
-            if not self.fact:
-                errors["fact"] = "Name the fact to compare."
-            elif point is not None and self.fact not in facts:
-                errors["fact"] = f"'{self.fact}' is not a declared fact of {point.key}."
-            if not self.operator:
-                errors["operator"] = "Choose an operator."
-            if (self.threshold_id is None) == (self.value is None):
-                errors["value"] = "Compare with either a threshold or a literal value, not both or neither."
-            typ = facts.get(self.fact) if isinstance(facts, dict) else None
-            if typ and self.operator and "value" not in errors:
-                problem = fact_compare_problem(typ, self.operator, self.threshold_id is not None, self.value)
-                if problem:
-                    errors["operator" if "operator" in problem else "value"] = problem
-        elif kind in CANDIDATE_LIST_KINDS:
-            try:
-                outcomes = _check_key_list(self.outcomes, "outcomes")
-            except ValidationError as exc:
-                raise ValidationError(exc.message_dict) from exc
-            if not outcomes:
-                errors["outcomes"] = "List at least one outcome."
-            elif point is not None:
-                stray = [o for o in outcomes if o not in point.outcomes]
-                if stray:
-                    errors["outcomes"] = f"Not an outcome of {point.key}: {', '.join(stray)}."
-        elif kind == ConditionKind.TIME_WINDOW:
-            if self.window_start is None:
-                errors["window_start"] = "Give the start of the window (HH:MM)."
-            if self.window_end is None:
-                errors["window_end"] = "Give the end of the window (HH:MM)."
-            if not self.timezone:
-                errors["timezone"] = "Give the time zone the window is in."
-            elif not _valid_timezone(self.timezone):
-                errors["timezone"] = f"'{self.timezone}' is not a known time zone."
-            if self.window_start is not None and self.window_start == self.window_end:
-                errors["window_end"] = "The window is empty: start and end are the same time."
-        elif kind == ConditionKind.SESSION_STATE_IN:
-            try:
-                states = _check_key_list(self.states, "states")
-            except ValidationError as exc:
-                raise ValidationError(exc.message_dict) from exc
-            if not states:
-                errors["states"] = "List at least one state."
+        kind = adapter(self.kind)
+        if kind is None:
+            return  # refused by the field's choices
+        errors = text_problems(self)
+        errors.update(kind.problems(condition_values(self), point_view(self.rule.point if self.rule_id else None)))
         if errors:
             raise ValidationError(errors)
 
 
-def masking_problems(skip: Any, patterns: Any) -> dict[str, str]:
-    problems: dict[str, str] = {}
-    if not isinstance(skip, list) or any(s not in BUILTIN_PATTERNS for s in skip):
-        problems["mask_skip"] = f"List built-in masks to skip, from: {', '.join(BUILTIN_PATTERNS)}."
-    if not isinstance(patterns, dict):
-        problems["mask_patterns"] = "Give the patterns as a mapping of name to regular expression."
-        return problems
-    for name, pattern in patterns.items():
-        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", str(name)):
-            problems["mask_patterns"] = f"'{name}' is not a valid name for a mask."
-        elif not isinstance(pattern, str) or not pattern:
-            problems["mask_patterns"] = f"The mask '{name}' needs a regular expression."
-        else:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                problems["mask_patterns"] = f"The mask '{name}' is not a valid regular expression: {exc}."
-    return problems
+def condition_values(c: Condition) -> dict[str, Any]:
+    """A condition's inputs as the kinds check them: plain values, references by key."""
+    values = {name: getattr(c, name) for name in INPUTS if name not in ("keyword_list", "threshold")}
+    values["keyword_list"] = c.keyword_list.key if c.keyword_list_id is not None and c.keyword_list else None
+    values["threshold"] = c.threshold.key if c.threshold_id is not None and c.threshold else None
+    return values
 
 
-def _valid_timezone(name: str) -> bool:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
-
-
-def fact_compare_problem(typ: str, operator: str, uses_threshold: bool, value: Any) -> str | None:
-    numeric = typ in {FactType.NUMBER, FactType.INTEGER}
-    if operator in ORDERING_OPERATORS and not numeric:
-        return f"The operator {operator} needs a number fact; this one is {typ}."
-    if uses_threshold:
-        if not numeric:
-            return f"A threshold compares with number facts only; this one is {typ}."
-        if operator == Operator.IN:
-            return "The operator in takes a list of values, not a threshold."
+def point_view(point: DecisionPoint | None) -> PointView | None:
+    if point is None:
         return None
-    if operator == Operator.IN:
-        if not isinstance(value, list) or not value:
-            return "The operator in takes a non-empty list of values."
-        items = value
-    else:
-        items = [value]
-    for item in items:
-        if not _literal_fits(typ, item):
-            return f"The value {item!r} does not fit a {typ} fact."
-    return None
-
-
-def _literal_fits(typ: str, item: Any) -> bool:
-    if typ in {FactType.NUMBER, FactType.INTEGER}:
-        if isinstance(item, float):
-            return math.isfinite(item)
-        return isinstance(item, int) and not isinstance(item, bool)
-    if typ == FactType.BOOLEAN:
-        return isinstance(item, bool)
-    return isinstance(item, str)
+    facts = point.facts if isinstance(point.facts, dict) else {}
+    outcomes = tuple(point.outcomes) if isinstance(point.outcomes, list) else ()
+    return PointView(key=point.key, facts=facts, outcomes=outcomes)
 
 
 def describe_condition(c: Condition) -> str:
     """A short human sentence for lists and the why panel."""
-    kind = c.kind
-    if kind == ConditionKind.INPUT_CONTAINS:
-        return f"input contains a term of {c.keyword_list.key if c.keyword_list else '?'}"
-    if kind == ConditionKind.FACT:
-        rhs = c.threshold.key if c.threshold else repr(c.value)
-        return f"{c.fact} {c.operator} {rhs}"
-    if kind == ConditionKind.CANDIDATE_IN:
-        return f"candidate in {', '.join(c.outcomes or [])}"
-    if kind == ConditionKind.CANDIDATE_NOT_IN:
-        return f"candidate not in {', '.join(c.outcomes or [])}"
-    if kind == ConditionKind.CANDIDATE_NOT_IN_WHITELIST:
-        return "candidate not in the whitelist"
-    if kind == ConditionKind.CANDIDATE_CONFIDENCE_BELOW:
-        return f"candidate confidence below {c.threshold.key if c.threshold else '?'}"
-    if kind == ConditionKind.TIME_WINDOW:
-        return f"time within {c.window_start}–{c.window_end} {c.timezone}"
-    if kind == ConditionKind.SESSION_STATE_IN:
-        return f"session state in {', '.join(c.states or [])}"
-    return kind
+    kind = adapter(c.kind)
+    return kind.describe(c) if kind is not None else c.kind

@@ -15,7 +15,7 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 from rules.machines import machine_problems
-from rules.models.config import DecisionPoint, key_validator
+from rules.models.config import DecisionPoint, key_validator, text_problems
 
 
 class StateMachine(models.Model):
@@ -79,5 +79,6 @@ class StateMachine(models.Model):
                 for _, answer in answers:
                     for name, message in (answer or {}).items():
                         problems[name] = message
+        problems = {**text_problems(self), **problems}
         if problems:
             raise ValidationError(problems)

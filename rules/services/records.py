@@ -10,11 +10,12 @@ from typing import TypeVar
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from rules.conditions import unused_inputs
 from rules.engine.normalize import normalize_term
 from rules.models import Condition, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
-from rules.models.config import unused_condition_inputs
 from rules.services.revisions import Actor, audited_delete, audited_save, config_change
 from rules.signals import point_deleting
+from rules.validators import same_terms
 
 M = TypeVar("M", bound=models.Model)
 
@@ -36,14 +37,11 @@ def keyword_list_save(*, keyword_list: KeywordList, actor: Actor, reason: str) -
         # A change of match mode changes how terms are stored (regexes keep their case, plain terms are
         # folded) and whether they must compile: check every term again and store it as the mode wants.
         terms = list(keyword_list.terms.order_by("id"))
-        seen: dict[str, str] = {}
-        for term in terms:
-            stored = normalize_term(term.term, keyword_list.match_mode)
-            if stored in seen:
-                raise ValidationError(
-                    {"match_mode": f"In this mode '{term.term}' and '{seen[stored]}' would be the same term."}
-                )
-            seen[stored] = term.term
+        same = same_terms([t.term for t in terms], keyword_list.match_mode)
+        if same:
+            later = min(same)
+            one, other = terms[later].term, terms[same[later]].term
+            raise ValidationError({"match_mode": f"In this mode '{one}' and '{other}' would be the same term."})
         for term in terms:
             term.keyword_list = keyword_list
             if normalize_term(term.term, keyword_list.match_mode) != term.term:
@@ -76,13 +74,9 @@ def keyword_terms_add(*, keyword_list: KeywordList, terms: list[str], actor: Act
     """Add many terms at once (the admin's paste box); refuses the whole batch if any is a duplicate."""
     normalised = [normalize_term(t, keyword_list.match_mode) for t in terms]
     normalised = [t for t in normalised if t]
-    existing = set(keyword_list.terms.values_list("term", flat=True)) if keyword_list.pk else set()
-    seen: set[str] = set()
-    dupes: list[str] = []
-    for t in normalised:
-        if t in existing or t in seen:
-            dupes.append(t)
-        seen.add(t)
+    existing = list(keyword_list.terms.values_list("term", flat=True)) if keyword_list.pk else []
+    same = same_terms([*existing, *normalised], keyword_list.match_mode)
+    dupes = [normalised[i - len(existing)] for i in same if i >= len(existing)]
     if dupes:
         raise ValidationError(f"Already in list {keyword_list.key}: {', '.join(sorted(set(dupes)))}.")
     created = []
@@ -123,8 +117,8 @@ def rule_delete(*, rule: Rule, actor: Actor, reason: str) -> None:
 
 def condition_save(*, condition: Condition, actor: Actor, reason: str) -> Condition:
     """Save a condition, emptying the inputs its kind does not use."""
-    for name, empty in unused_condition_inputs(condition.kind).items():
-        setattr(condition, name, list(empty) if isinstance(empty, list) else empty)
+    for name, empty in unused_inputs(condition.kind).items():
+        setattr(condition, name, empty)
     audited_save(condition, actor=actor, reason=reason)
     return condition
 

@@ -767,3 +767,72 @@ def test_literal_lists_read_as_people_type_them(text, value):
 @pytest.mark.django_db
 def test_agent_exists_for_admin_tests(config):
     assert AgentRuntime.objects.filter(name="support_bot").exists()
+
+
+@pytest.mark.django_db
+def test_a_fact_matches_condition_is_added_and_edited_in_the_rule_row(admin_client_, config):
+    rule = config["big_refund"]
+    url = reverse("admin:rules_rule_change", args=[rule.pk])
+    data = form_data(admin_client_.get(url))
+    total = int(data["conditions-TOTAL_FORMS"])
+    row = f"conditions-{total}"
+    data["conditions-TOTAL_FORMS"] = str(total + 1)
+    data.update(
+        {
+            f"{row}-kind": "fact_matches",
+            f"{row}-position": "9",
+            f"{row}-rule": str(rule.pk),
+            f"{row}-fact": "customer_tier",
+            f"{row}-value": "  ^gold\\b  ",
+            f"{row}-operator": ">",  # left over in a hidden input: emptied, as every input the kind does not use
+        }
+    )
+    response = admin_client_.post(url, data)
+    assert response.status_code == 302, response.context and response.context["errors"]
+    condition = rule.conditions.get(kind="fact_matches")
+    assert (condition.fact, condition.value, condition.operator) == ("customer_tier", r"^gold\b", "")
+    assert str(condition) == r"customer_tier matches /^gold\b/"
+
+    # Shown as typed (not as a quoted literal), and refused with the regex term's limits.
+    data = form_data(admin_client_.get(url))
+    prefix = next(k for k, v in data.items() if k.endswith("-kind") and v == "fact_matches").removesuffix("-kind")
+    assert data[f"{prefix}-value"] == r"^gold\b"
+    data[f"{prefix}-value"] = "(gold"
+    data[f"{prefix}-fact"] = "refund_amount"
+    response = admin_client_.post(url, data)
+    assert response.status_code == 200
+    row_form = next(f for f in response.context["inline_admin_formsets"][0].formset.forms if f.prefix == prefix)
+    assert row_form.errors["fact"] == ["A regular expression needs a string fact; this one is number."]
+    assert row_form.errors["value"] == [
+        "Not a valid regular expression: missing ), unterminated subpattern at position 0."
+    ]
+    data[f"{prefix}-value"] = "x" * 201
+    data[f"{prefix}-fact"] = "customer_tier"
+    response = admin_client_.post(url, data)
+    row_form = next(f for f in response.context["inline_admin_formsets"][0].formset.forms if f.prefix == prefix)
+    assert row_form.errors["value"] == ["The regular expression is longer than 200 characters."]
+    data[f"{prefix}-value"] = "^PLATINUM$"
+    response = admin_client_.post(url, data)
+    assert response.status_code == 302
+    assert rule.conditions.get(kind="fact_matches").value == "^PLATINUM$"
+
+
+@pytest.mark.django_db
+def test_a_point_cannot_retype_a_fact_a_fact_matches_condition_relies_on(admin_client_, config, actor):
+    rule = config["big_refund"]
+    condition_save(
+        condition=Condition(rule=rule, position=9, kind="fact_matches", fact="customer_tier", value="^gold"),
+        actor=actor,
+        reason=REASON,
+    )
+    point = config["point"]
+    url = reverse("admin:rules_decisionpoint_change", args=[point.pk])
+    data = form_data(admin_client_.get(url))
+    data["facts"] = "refund_amount: number\ncustomer_tier: integer"
+    response = admin_client_.post(url, data)
+    assert response.status_code == 200
+    [message] = response.context["adminform"].form.errors["facts"]
+    assert message.startswith(
+        "Rules of this point rely on the facts: big_refund: A regular expression needs a string fact; "
+        "this one is integer.;"
+    )

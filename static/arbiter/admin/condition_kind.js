@@ -1,6 +1,7 @@
 'use strict';
-// Rule page: in each condition row, show only the inputs its kind uses.
-// The kind select carries the mapping (data-condition-inputs), written by ConditionForm.
+// Rule page: in each condition row, show only the inputs its kind uses, with the kind's own help text
+// where it has one. The kind select carries both mappings (data-condition-inputs, data-condition-help),
+// written by ConditionForm from the kinds of condition (rules/conditions).
 (function() {
     function setVisible(el, visible) {
         if (el && !(el.querySelector && el.querySelector('.errorlist'))) {
@@ -8,7 +9,36 @@
         }
     }
 
+    // An input's help text: the kind's own (plain text) if it has one, otherwise the form's default.
+    function updateHelp(select) {
+        let help;
+        try {
+            help = JSON.parse(select.dataset.conditionHelp || '{}');
+        } catch (e) {
+            return;
+        }
+        const prefix = select.id.slice(0, -'kind'.length);
+        const own = help[select.value] || {};
+        const names = new Set(Object.values(help).flatMap((texts) => Object.keys(texts)));
+        for (const name of names) {
+            const box = document.getElementById(prefix + name + '_helptext');
+            const text = box && box.firstElementChild;
+            if (!text) {
+                continue;
+            }
+            if (box.dataset.defaultHelp === undefined) {
+                box.dataset.defaultHelp = text.innerHTML;
+            }
+            if (Object.prototype.hasOwnProperty.call(own, name)) {
+                text.textContent = own[name];
+            } else {
+                text.innerHTML = box.dataset.defaultHelp;
+            }
+        }
+    }
+
     function update(select) {
+        updateHelp(select);
         const row = select.closest('.inline-related');
         let inputs;
         try {

@@ -72,6 +72,7 @@ points:
       channel: string
       vip: boolean
       tags: string_list
+      order_no: string
     outcomes: [answer, refund, clarify, human]
     candidate_whitelist: [answer, refund]
     default_outcome: clarify
@@ -105,6 +106,7 @@ points:
           - fact: tags
             op: '!='
             value: spam
+          - fact_matches: {fact: order_no, pattern: ' ^E\\d{10}$ '}
       - key: candidates
         priority: 7
         category: business

@@ -437,3 +437,98 @@ machines: []
         "points[0].rules[0].effective_until: '9999-12-31T23:00:00-05:00' is out of the range of dates that can be "
         "stored (line 13)"
     ]
+
+
+FACT_MATCHES = "          - fact_matches:\n              fact: channel\n              pattern: '^web'\n"
+CONDITION = "          - fact: amount\n            op: '>'\n            threshold: limit\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "fact: channel",
+            "fact: amount",
+            "points[0].rules[0].conditions[0].fact_matches.fact: a regular expression needs a string fact; this one "
+            "is number (line 22)",
+        ),
+        (
+            "fact: channel",
+            "fact: total",
+            "points[0].rules[0].conditions[0].fact_matches.fact: 'total' is not a declared fact of refund (line 22)",
+        ),
+        (
+            "pattern: '^web'",
+            "pattern: '(web'",
+            "points[0].rules[0].conditions[0].fact_matches.pattern: not a valid regular expression: missing ), "
+            "unterminated subpattern at position 0 (line 23)",
+        ),
+        (
+            "pattern: '^web'",
+            "pattern: 'a{99999999999}'",
+            "points[0].rules[0].conditions[0].fact_matches.pattern: not a valid regular expression: the repetition "
+            "number is too large (line 23)",
+        ),
+        (
+            "pattern: '^web'",
+            f"pattern: '{'w' * 201}'",
+            "points[0].rules[0].conditions[0].fact_matches.pattern: the regular expression is longer than 200 "
+            "characters (line 23)",
+        ),
+        (
+            "pattern: '^web'",
+            "pattern: '   '",
+            "points[0].rules[0].conditions[0].fact_matches.pattern: give the regular expression (line 23)",
+        ),
+        (
+            "pattern: '^web'",
+            'pattern: "web\\0"',
+            "points[0].rules[0].conditions[0].fact_matches.pattern: text cannot hold a NUL character (line 23)",
+        ),
+        (
+            "              pattern: '^web'\n",
+            "",
+            "points[0].rules[0].conditions[0].fact_matches: missing required key 'pattern' (line 21)",
+        ),
+        (
+            "pattern: '^web'",
+            "pattern: '^web'\n              flags: i",
+            "points[0].rules[0].conditions[0].fact_matches.flags: unknown key 'flags' (expected one of: fact, "
+            "pattern) (line 24)",
+        ),
+        (
+            "          - fact_matches:\n              fact: channel\n              pattern: '^web'\n",
+            "          - fact_matches: '^web'\n",
+            "points[0].rules[0].conditions[0].fact_matches: expected a mapping with fact and pattern, got the text "
+            "'^web' (line 21)",
+        ),
+    ],
+)
+def test_fact_matches_problems_name_their_path_and_line(old, new, expected):
+    text = BASE.replace(CONDITION, FACT_MATCHES, 1)
+    assert config_problems(text) == []
+    assert old in text, old
+    assert config_problems(text.replace(old, new, 1)) == [expected]
+
+
+def test_a_fact_matches_pattern_is_stored_trimmed():
+    text = BASE.replace(CONDITION, FACT_MATCHES.replace("'^web'", "'  ^web  '"), 1)
+    [condition] = config_from_yaml(text)["points"][0]["rules"][0]["conditions"]
+    assert condition == {"fact_matches": {"fact": "channel", "pattern": "^web"}}
+
+
+def test_a_validators_sentence_becomes_a_clause():
+    from rules.configio.readers import clause
+
+    assert clause("A term cannot be empty.") == "a term cannot be empty"
+    assert clause("The operator > needs a number fact; this one is string.") == (
+        "the operator > needs a number fact; this one is string"
+    )
+    assert clause("IANA names only.") == "IANA names only"
+    assert clause("'x' is not a valid key.") == "'x' is not a valid key"
+
+
+def test_an_empty_term_is_a_problem_at_its_line():
+    assert problems_after("    terms: [退款, refund]", "    terms: [退款, ' ']") == [
+        "keyword_lists[0].terms[1]: a term cannot be empty (line 9)"
+    ]

@@ -7,6 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from rules.engine.conditions import KINDS
+
 OUTCOMES = ["o1", "o2", "o3", "o4"]
 STATES = ["s1", "s2", "s3"]
 THRESHOLDS = {"t_low": 0.3, "t_mid": 0.65, "t_high": 100.0}
@@ -31,50 +33,62 @@ def _hhmm(seconds: int) -> str:
 
 
 @st.composite
-def condition(draw: st.DrawFn) -> dict[str, Any]:
-    kind = draw(
-        st.sampled_from(
-            [
-                "input_contains",
-                "fact",
-                "candidate_in",
-                "candidate_not_in",
-                "candidate_not_in_whitelist",
-                "candidate_confidence_below",
-                "time_window",
-                "session_state_in",
-            ]
-        )
-    )
-    if kind == "input_contains":
-        return {"input_contains": draw(st.sampled_from(sorted(LISTS)))}
-    if kind == "fact":
-        fact = draw(st.sampled_from(sorted(FACTS)))
-        typ = FACTS[fact]
-        if typ in {"number", "integer"}:
-            op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "in"]))
-            if op == "in":
-                return {"fact": fact, "op": op, "value": draw(st.lists(st.integers(-5, 5), min_size=1, max_size=3))}
-            if draw(st.booleans()):
-                return {"fact": fact, "op": op, "threshold": draw(st.sampled_from(sorted(THRESHOLDS)))}
-            return {"fact": fact, "op": op, "value": draw(number)}
-        if typ == "boolean":
-            return {"fact": fact, "op": draw(st.sampled_from(["==", "!="])), "value": draw(st.booleans())}
-        op = draw(st.sampled_from(["==", "!=", "in"]) if typ == "string" else st.just("in"))
+def _fact_condition(draw: st.DrawFn) -> dict[str, Any]:
+    fact = draw(st.sampled_from(sorted(FACTS)))
+    typ = FACTS[fact]
+    if typ in {"number", "integer"}:
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "in"]))
         if op == "in":
-            return {"fact": fact, "op": op, "value": draw(st.lists(words, min_size=1, max_size=3, unique=True))}
-        return {"fact": fact, "op": op, "value": draw(words)}
-    if kind in {"candidate_in", "candidate_not_in"}:
-        return {kind: draw(st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=3, unique=True))}
-    if kind == "candidate_not_in_whitelist":
-        return {"candidate_not_in_whitelist": True}
-    if kind == "candidate_confidence_below":
-        return {"candidate_confidence_below": draw(st.sampled_from(["t_low", "t_mid"]))}
-    if kind == "time_window":
-        start = draw(st.integers(0, 23 * 60)) * 60
-        end = draw(st.integers(0, 23 * 60).filter(lambda m: m * 60 != start)) * 60
-        return {"time_window": {"from": _hhmm(start), "to": _hhmm(end), "tz": draw(st.sampled_from(ZONES))}}
-    return {"session_state_in": draw(st.lists(st.sampled_from(STATES), min_size=1, max_size=2, unique=True))}
+            return {"fact": fact, "op": op, "value": draw(st.lists(st.integers(-5, 5), min_size=1, max_size=3))}
+        if draw(st.booleans()):
+            return {"fact": fact, "op": op, "threshold": draw(st.sampled_from(sorted(THRESHOLDS)))}
+        return {"fact": fact, "op": op, "value": draw(number)}
+    if typ == "boolean":
+        return {"fact": fact, "op": draw(st.sampled_from(["==", "!="])), "value": draw(st.booleans())}
+    op = draw(st.sampled_from(["==", "!=", "in"]) if typ == "string" else st.just("in"))
+    if op == "in":
+        return {"fact": fact, "op": op, "value": draw(st.lists(words, min_size=1, max_size=3, unique=True))}
+    return {"fact": fact, "op": op, "value": draw(words)}
+
+
+@st.composite
+def _time_window(draw: st.DrawFn) -> dict[str, Any]:
+    start = draw(st.integers(0, 23 * 60)) * 60
+    end = draw(st.integers(0, 23 * 60).filter(lambda m: m * 60 != start)) * 60
+    return {"time_window": {"from": _hhmm(start), "to": _hhmm(end), "tz": draw(st.sampled_from(ZONES))}}
+
+
+def _outcome_list(kind: str) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(lambda o: {kind: o}, st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=3, unique=True))
+
+
+# One strategy per kind of condition, in the snapshot form. The property and differential tests draw
+# conditions of every kind the engine registers (rules.engine.conditions.KINDS); test_strategies fails
+# when a registered kind has no strategy here.
+CONDITIONS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "input_contains": st.builds(lambda k: {"input_contains": k}, st.sampled_from(sorted(LISTS))),
+    "fact": _fact_condition(),
+    "candidate_in": _outcome_list("candidate_in"),
+    "candidate_not_in": _outcome_list("candidate_not_in"),
+    "candidate_not_in_whitelist": st.just({"candidate_not_in_whitelist": True}),
+    "candidate_confidence_below": st.builds(
+        lambda t: {"candidate_confidence_below": t}, st.sampled_from(["t_low", "t_mid"])
+    ),
+    "time_window": _time_window(),
+    "session_state_in": st.builds(
+        lambda s: {"session_state_in": s}, st.lists(st.sampled_from(STATES), min_size=1, max_size=2, unique=True)
+    ),
+    # On the string fact, whose values are drawn from ``words``: case folding, anchors, a match anywhere.
+    "fact_matches": st.builds(
+        lambda p: {"fact_matches": {"fact": "s", "pattern": p}},
+        st.sampled_from(["^g", "O", "^[XY]$", "z$", "GOLD", "^(x|gold)$", r"\w{2}"]),
+    ),
+}
+
+
+def condition() -> st.SearchStrategy[dict[str, Any]]:
+    """A condition of any registered kind."""
+    return st.one_of([CONDITIONS[kind] for kind in sorted(KINDS) if kind in CONDITIONS])
 
 
 @st.composite

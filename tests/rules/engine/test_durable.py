@@ -319,3 +319,14 @@ def test_several_threads_get_their_own_answers():
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_regular_expressions_are_matched_in_python_not_by_durable_rules():
+    # durable-rules' own regexes give wrong answers: the match is computed by the condition's reference
+    # reading and sent as a boolean field, for any value, without handing the request to the reference.
+    spec = _point([_rule(0, [{"fact_matches": {"fact": "s", "pattern": r"^e\d{3}$"}}])], facts={"s": "string"})
+    durable, reference = durable_backend.durable_matcher(spec), interpreted_matcher(spec)
+    durable._reference = _must_not_be_asked
+    for value in ["E123", "e123", "E1234", "xE123", "", "E12\x00", "E" + "1" * 70_000, None, 123, ["E123"]]:
+        facts = {} if value is None else {"s": value}
+        assert durable(0, None, None, facts, None, NOON_UTC) == reference(0, None, None, facts, None, NOON_UTC)

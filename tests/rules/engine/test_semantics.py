@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from rules.engine import Candidate, compile_config, evaluate
+from rules.engine.conditions import KINDS
 from tests.rules.engine.conftest import NOON_UTC
 
 
@@ -138,6 +139,28 @@ def test_any_and_all_combinators_and_fact_operators():
     assert evaluate(p, facts={}, now=NOON_UTC).decision == "c"
 
 
+def test_a_text_fact_matches_a_pattern_ignoring_case_and_nothing_else_does():
+    rules = [rule("order", 1, "a", [{"fact_matches": {"fact": "order_no", "pattern": r"^E\d{10}$"}}])]
+    p = point_with(rules, facts={"order_no": "string"})
+
+    def decision(value):
+        return evaluate(p, facts={"order_no": value}, now=NOON_UTC).decision
+
+    assert decision("E0123456789") == "a"
+    assert decision("e0123456789") == "a"  # case is ignored, as for regex keyword terms
+    assert decision("E012345678") == "c"
+    assert decision("xE0123456789") == "c"  # anchored: the whole value
+    # A missing fact, or a value of another type (possible only beyond the declared types), never holds.
+    assert evaluate(p, facts={}, now=NOON_UTC).decision == "c"
+    for other in (None, 1234567890, ["E0123456789"], True):
+        assert decision(other) == "c"
+    # Unanchored, the pattern is searched for anywhere in the value.
+    anywhere = point_with(
+        [rule("vip", 1, "a", [{"fact_matches": {"fact": "tag", "pattern": "vip"}}])], facts={"tag": "string"}
+    )
+    assert evaluate(anywhere, facts={"tag": "gold-VIP-2"}, now=NOON_UTC).decision == "a"
+
+
 def test_the_confidence_boundary_is_not_below():
     snapshot = {
         "thresholds": [{"key": "min_confidence", "value": 0.65}],
@@ -213,16 +236,28 @@ def test_rules_grouped_under_their_keyword_lists_still_match_in_priority_order()
 def test_a_reason_names_what_held_for_every_kind_of_condition():
     lists = [{"key": "risk", "match": "substring", "terms": ["投诉", "12315"]}]
     facts = {"amount": "number", "tier": "string"}
+    # name -> (kind, condition, its words in the reason); every registered kind must have one.
     conditions = {
-        "kw": ({"input_contains": "risk"}, "keyword 12315 (list risk)"),
-        "threshold": ({"fact": "amount", "op": ">", "threshold": "limit"}, "amount 12.5 > limit 10"),
-        "literal": ({"fact": "tier", "op": "in", "value": ["gold", "vip"]}, "tier 'gold' in ('gold', 'vip')"),
-        "cand_in": ({"candidate_in": ["b", "a"]}, "candidate a in a, b"),
-        "cand_not_in": ({"candidate_not_in": ["c", "b"]}, "candidate a not in b, c"),
-        "conf": ({"candidate_confidence_below": "limit"}, "confidence 0.50 below limit 10"),
-        "window": ({"time_window": {"from": "09:00", "to": "18:30", "tz": "UTC"}}, "time within 09:00–18:30 UTC"),
-        "state": ({"session_state_in": ["s1", "s2"]}, "session state s1"),
+        "kw": ("input_contains", {"input_contains": "risk"}, "keyword 12315 (list risk)"),
+        "threshold": ("fact", {"fact": "amount", "op": ">", "threshold": "limit"}, "amount 12.5 > limit 10"),
+        "literal": ("fact", {"fact": "tier", "op": "in", "value": ["gold", "vip"]}, "tier 'gold' in ('gold', 'vip')"),
+        "cand_in": ("candidate_in", {"candidate_in": ["b", "a"]}, "candidate a in a, b"),
+        "cand_not_in": ("candidate_not_in", {"candidate_not_in": ["c", "b"]}, "candidate a not in b, c"),
+        "wl": ("candidate_not_in_whitelist", {"candidate_not_in_whitelist": True}, "candidate a not in the whitelist"),
+        "conf": (
+            "candidate_confidence_below",
+            {"candidate_confidence_below": "limit"},
+            "confidence 0.50 below limit 10",
+        ),
+        "window": (
+            "time_window",
+            {"time_window": {"from": "09:00", "to": "18:30", "tz": "UTC"}},
+            "time within 09:00–18:30 UTC",
+        ),
+        "state": ("session_state_in", {"session_state_in": ["s1", "s2"]}, "session state s1"),
+        "pattern": ("fact_matches", {"fact_matches": {"fact": "tier", "pattern": "^GO"}}, "tier 'gold' matches /^GO/"),
     }
+    assert {kind for kind, _, _ in conditions.values()} == set(KINDS)
     request = {
         "text": "打了１２３１５",
         "candidate": Candidate(decision="a", confidence=0.5),
@@ -230,13 +265,11 @@ def test_a_reason_names_what_held_for_every_kind_of_condition():
         "session_state": "s1",
         "now": NOON_UTC,
     }
-    for name, (condition, words) in conditions.items():
-        p = point_with([rule(name, 1, "b", [condition])], lists=lists, facts=facts)
+    for name, (_, condition, words) in conditions.items():
+        p = point_with([rule(name, 1, "b", [condition])], lists=lists, facts=facts, whitelist=("c",))
         assert evaluate(p, **request).reason == f"{name}: {words}"
-    whitelist = point_with([rule("wl", 1, "b", [{"candidate_not_in_whitelist": True}])], whitelist=("c",))
-    assert evaluate(whitelist, **request).reason == "wl: candidate a not in the whitelist"
     # An "all" rule held on every condition; an "any" rule names only the alternatives that held.
-    both = [conditions["kw"][0], conditions["state"][0], {"fact": "amount", "op": "<", "value": 0}]
+    both = [conditions["kw"][1], conditions["state"][1], {"fact": "amount", "op": "<", "value": 0}]
     p = point_with([rule("all", 2, "b", both[:2]), rule("any", 1, "b", both, match="any")], lists=lists, facts=facts)
     d = evaluate(p, **request)
     assert d.reason == "any: keyword 12315 (list risk); session state s1"

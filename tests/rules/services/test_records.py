@@ -254,3 +254,28 @@ def test_a_configuration_the_configured_backend_cannot_run_is_refused_when_writt
     assert not Rule.objects.exists()
     settings.ARBITER_ENGINE = "native"
     f.rule(p, key="fine", outcome="a")  # the native backend has no such limit
+
+
+@pytest.mark.parametrize("text", ["a\x00b", "a\udc80b"])
+def test_text_that_cannot_be_stored_is_refused_before_the_database_sees_it(actor, text):
+    # PostgreSQL refuses NUL (in text and in JSON) and no database can encode a lone surrogate: without
+    # the check these were errors from the database driver, not a refusal naming the field.
+    with pytest.raises(ValidationError) as exc:
+        f.threshold(name=text)
+    assert exc.value.message_dict["name"] == [
+        "Text cannot hold a NUL character."
+        if "\x00" in text
+        else "Text cannot hold an unpaired surrogate (U+D800 to U+DFFF)."
+    ]
+    p = f.point(facts={"tier": "string"})
+    r = f.rule(p)
+    with pytest.raises(ValidationError) as exc:
+        f.condition(r, kind="fact", fact="tier", operator="in", value=["gold", text])
+    assert list(exc.value.message_dict) == ["value"]
+    assert not Threshold.objects.exists() and not r.conditions.exists()
+
+
+def test_inverted_threshold_bounds_name_both_bounds(actor):
+    with pytest.raises(ValidationError) as exc:
+        f.threshold(lo="2", hi="1", value="1.5")
+    assert exc.value.message_dict["max_value"] == ["The upper bound 1 is below the lower bound 2."]
