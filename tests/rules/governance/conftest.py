@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,18 @@ def _fresh_engines():
     engines.clear()
 
 
+def ensure_groups() -> None:
+    """The governance groups, as their migration creates them: a transactional test's flush empties the
+    tables after the migrations ran, so a later such test makes them again the same way."""
+    if Group.objects.filter(name__in=["config_editors", "risk_approvers"]).count() < 2:
+        from django.apps import apps
+
+        migration = importlib.import_module("rules.migrations.0009_governance_groups")
+        migration.create_groups(apps, None)
+
+
 def make_user(username: str, *groups: str, **extra):
+    ensure_groups()
     user = get_user_model().objects.create_user(
         username=username, password="pw-" + username + "-123", email=f"{username}@example.com", is_staff=True, **extra
     )
