@@ -42,6 +42,12 @@ from rules.presenters import decision_body
 from rules.services.decide import DecideRequest
 
 KEY = r"^[a-z][a-z0-9_]{0,63}$"
+# Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
+# id is a path segment of every other session route) and no NUL: docs/openapi.yaml has the same pattern.
+SESSION_ID = (
+    r"^[^/\u0000]*[^/\u0000\t-\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    r"[^/\u0000]*\Z"
+)
 
 
 def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
@@ -179,7 +185,7 @@ class SessionCreateApi(AgentApi):
         machine = StrictCharField(max_length=64)
         # Every other session route has the id as one path segment: an id with "/" could never be used.
         session_id = StrictCharField(
-            max_length=128, required=False, validators=[RegexValidator(r"^[^/]+\Z", "Must not contain '/'.")]
+            max_length=128, required=False, validators=[RegexValidator(SESSION_ID, "Must not contain '/'.")]
         )
         context = serializers.DictField(required=False, default=dict)
 

@@ -16,6 +16,7 @@ from rest_framework import serializers
 from agents import apis as session_apis
 from agents import errors as agent_errors
 from agents import urls as agents_urls
+from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from rules import urls as rules_urls
 from rules.errors import (
@@ -67,7 +68,7 @@ def _api_routes() -> dict[str, set[str]]:
             route = prefix + str(p.pattern)
             if isinstance(p, URLResolver):
                 walk(p.url_patterns, route)
-            elif isinstance(p, URLPattern) and route.startswith("api/"):
+            elif isinstance(p, URLPattern) and route.startswith("api/") and p.name != "api-unknown":
                 view = p.callback.view_class
                 path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
                 routes[path] = {m for m in HTTP_METHODS if hasattr(view, m)}
@@ -140,6 +141,7 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
     domain = {UnknownPoint, PointNotAllowed, IdempotencyConflict, InvalidRequest, NotFound, EngineUnavailable}
     domain |= _domain_errors(agent_errors)
     sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
+    sent |= set(middleware.PROBLEM_CODES)
     assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent
 
 
