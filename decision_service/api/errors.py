@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -100,6 +101,7 @@ def api_not_found(request: Any, exception: Exception | None = None) -> Any:
     return page_not_found(request, exception)
 
 
+@csrf_exempt  # the API authenticates by token, and a POST here must be a 404, not a CSRF 403 page
 def unknown_api_endpoint(request: Any, *args: Any, **kwargs: Any) -> Any:
     """The view of every ``/api/`` URL no endpoint matches, whatever the method and the DEBUG setting."""
     return plain_problem(404, "not_found", "Not found", "No such API endpoint.")
