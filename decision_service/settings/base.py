@@ -111,8 +111,8 @@ ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
 ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
 # The largest request body the API reads (413 beyond). Sized from the schema's character limits, not the
 # other way round: the longest request the schema bounds (a decision with every text field full: 32,320
-# characters) is 388,xxx bytes when each character is written as a 12-byte JSON escape (an emoji as
-# "\ud83d\ude00", what json.dumps writes by default), and the rest, over 128 KiB, is for the free-form
+# characters) is 388,052 bytes when each character is written as a 12-byte JSON escape (an emoji as
+# "\ud83d\ude00", what json.dumps writes by default), and the rest, 133 KiB, is for the free-form
 # members (facts, context, params). tests/api/test_body_limit.py derives the figure from
 # docs/openapi.yaml and fails when the two drift apart; docs/api.md ("Limits") states both numbers.
 ARBITER_MAX_REQUEST_BYTES = 512 * 1024
