@@ -23,7 +23,10 @@ def _run_without_playwright(tmp_path: Path, required: bool) -> subprocess.Comple
     blocked = tmp_path / "blocked" / "playwright"
     blocked.mkdir(parents=True)
     (blocked / "__init__.py").write_text('raise ImportError("Playwright is blocked for this test")\n')
-    env = {k: v for k, v in os.environ.items() if k != "ARBITER_REQUIRE_BROWSER"}
+    # SQLite in memory and no broker for the child: on PostgreSQL it would create (and drop) the very
+    # test database this run is using.
+    dropped = {"ARBITER_REQUIRE_BROWSER", "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONPATH"] = os.pathsep.join([str(blocked.parent), str(ROOT)])
     if required:
         env["ARBITER_REQUIRE_BROWSER"] = "1"
