@@ -13,6 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.errors import UnknownSession
 from agents.models import Session
 from agents.selectors import session_get_for_agent, session_latest_anomaly_codes
 from agents.services.decisions import decision_make
@@ -42,6 +43,12 @@ from rules.presenters import decision_body
 from rules.services.decide import DecideRequest
 
 KEY = r"^[a-z][a-z0-9_]{0,63}$"
+# Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
+# id is a path segment of every other session route) and no NUL: docs/openapi.yaml has the same pattern.
+SESSION_ID = (
+    r"^[^/\u0000]*[^/\u0000\t-\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    r"[^/\u0000]*\Z"
+)
 
 
 def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
@@ -174,12 +181,24 @@ class DecisionCreateApi(AgentApi):
         return Response(body, status=code)
 
 
+class SessionApi(AgentApi):
+    """An operation on one session, named by the ``session_id`` path segment."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
+        # No session can have a NUL in its id (creation refuses it), and PostgreSQL cannot even
+        # compare text holding one: answer as for any other id this agent has no session with.
+        session_id = kwargs.get("session_id", "")
+        if "\x00" in session_id:
+            raise UnknownSession(f"This agent has no session {session_id!r}.")
+
+
 class SessionCreateApi(AgentApi):
     class InputSerializer(StrictSerializer):
         machine = StrictCharField(max_length=64)
         # Every other session route has the id as one path segment: an id with "/" could never be used.
         session_id = StrictCharField(
-            max_length=128, required=False, validators=[RegexValidator(r"^[^/]+\Z", "Must not contain '/'.")]
+            max_length=128, required=False, validators=[RegexValidator(SESSION_ID, "Must not contain '/'.")]
         )
         context = serializers.DictField(required=False, default=dict)
 
@@ -202,13 +221,13 @@ class SessionCreateApi(AgentApi):
         return Response(session_output(session), status=status.HTTP_201_CREATED)
 
 
-class SessionDetailApi(AgentApi):
+class SessionDetailApi(SessionApi):
     def get(self, request: Request, session_id: str) -> Response:
         session = session_get_for_agent(agent=request_agent(request), session_id=session_id)
         return Response(session_output(session, full=True))
 
 
-class SessionTransitionApi(AgentApi):
+class SessionTransitionApi(SessionApi):
     class InputSerializer(StrictSerializer):
         to = StrictCharField(max_length=64)
         expected_state = StrictCharField(max_length=64)
@@ -231,7 +250,7 @@ class SessionTransitionApi(AgentApi):
         return Response(move_output(move))
 
 
-class SessionActionApi(AgentApi):
+class SessionActionApi(SessionApi):
     class InputSerializer(StrictSerializer):
         type = StrictCharField(max_length=64)
         params = serializers.DictField(required=False, default=dict)
@@ -245,7 +264,7 @@ class SessionActionApi(AgentApi):
         return Response({"allowed": True, "allowed_actions": whitelist})
 
 
-class SessionInterruptApi(AgentApi):
+class SessionInterruptApi(SessionApi):
     class InputSerializer(StrictSerializer):
         to = StrictCharField(max_length=64)
         expected_state = StrictCharField(max_length=64)
@@ -265,7 +284,7 @@ class SessionInterruptApi(AgentApi):
         return Response(move_output(move))
 
 
-class SessionResumeApi(AgentApi):
+class SessionResumeApi(SessionApi):
     class InputSerializer(StrictSerializer):
         expected_state = StrictCharField(max_length=64)
         reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
@@ -283,7 +302,7 @@ class SessionResumeApi(AgentApi):
         return Response(move_output(move))
 
 
-class SessionAnomalyCreateApi(AgentApi):
+class SessionAnomalyCreateApi(SessionApi):
     class InputSerializer(StrictSerializer):
         code = serializers.RegexField(KEY, max_length=64)
         detail = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")

@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from decision_service.api.errors import unknown_api_endpoint
 from decision_service.api.schema import OpenApiDocumentApi
 
 
@@ -20,6 +21,9 @@ urlpatterns = [
     path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("api/v1/", include("rules.urls")),
     path("api/v1/", include("agents.urls")),
+    # Last: any other URL under /api/ is a problem+json 404 in every setting (with DEBUG on, Django
+    # would show its technical page instead of calling handler404), and never a slash redirect.
+    re_path(r"^api/", unknown_api_endpoint, name="api-unknown"),
 ]
 
 handler404 = "decision_service.api.errors.api_not_found"

@@ -44,7 +44,8 @@ class ConfigError(DomainError):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__("; ".join(problems), errors=problems)
+        # As field problems, like every other refusal: the problems are the configuration document's.
+        super().__init__("; ".join(problems), errors={"config": problems})
 
 
 class UnknownPoint(DomainError):

@@ -67,12 +67,18 @@ def request_agent(request: Any) -> AgentPrincipal:
 
 
 def idempotency_key(request: Request) -> str:
-    """The ``Idempotency-Key`` header, trimmed ("" when absent); refused when longer than 200 characters."""
+    """The ``Idempotency-Key`` header, trimmed ("" when absent); refused when longer than 200 characters
+    or holding a NUL character."""
     key = request.headers.get("Idempotency-Key", "").strip()
     if len(key) > IDEMPOTENCY_KEY_MAX:
         raise InvalidRequest(
             "The Idempotency-Key header is too long.",
             errors={"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters."]},
+        )
+    if "\x00" in key:  # HTTP forbids it, but a server may pass it on; PostgreSQL cannot store it
+        raise InvalidRequest(
+            "The Idempotency-Key header holds a NUL character.",
+            errors={"Idempotency-Key": ["Must not contain NUL characters."]},
         )
     return key
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -88,23 +89,35 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
 
 
 def api_not_found(request: Any, exception: Exception | None = None) -> Any:
-    """Django's 404 for URLs no view matched: problem+json under /api/, the usual page elsewhere."""
+    """Django's 404 for URLs no view matched: problem+json under /api/, the usual page elsewhere.
+
+    With DEBUG on Django shows its technical 404 page instead of calling this: the catch-all route
+    under ``/api/`` (``unknown_api_endpoint``) answers there, so no setting changes the API's 404.
+    """
     from django.views.defaults import page_not_found
 
     if request.path.startswith("/api/"):
-        return _plain_problem(404, "not_found", "Not found", "No such API endpoint.")
+        return unknown_api_endpoint(request)
     return page_not_found(request, exception)
+
+
+@csrf_exempt  # the API authenticates by token, and a POST here must be a 404, not a CSRF 403 page
+def unknown_api_endpoint(request: Any, *args: Any, **kwargs: Any) -> Any:
+    """The view of every ``/api/`` URL no endpoint matches, whatever the method and the DEBUG setting."""
+    return plain_problem(404, "not_found", "Not found", "No such API endpoint.")
 
 
 def api_server_error(request: Any) -> Any:
     from django.views.defaults import server_error
 
     if request.path.startswith("/api/"):
-        return _plain_problem(500, "server_error", "Server error", "The server failed; the error was logged.")
+        return plain_problem(500, "server_error", "Server error", "The server failed; the error was logged.")
     return server_error(request)
 
 
-def _plain_problem(status_code: int, code: str, title: str, detail: str) -> Any:
+def plain_problem(status_code: int, code: str, title: str, detail: str) -> Any:
+    """A problem+json response outside DRF (no renderer, no content negotiation): for Django's own
+    handlers and middleware."""
     import json as _json
 
     from django.http import HttpResponse
@@ -116,7 +129,17 @@ def _plain_problem(status_code: int, code: str, title: str, detail: str) -> Any:
         "detail": detail,
         "code": code,
     }
-    return HttpResponse(_json.dumps(body), status=status_code, content_type=PROBLEM_CONTENT_TYPE)
+    # Written as DRF's renderer writes every other answer: compact, UTF-8.
+    text = _json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return HttpResponse(text.encode("utf-8"), status=status_code, content_type=PROBLEM_CONTENT_TYPE)
 
 
-__all__ = ["api_not_found", "api_server_error", "problem_exception_handler", "problem_response", "status"]
+__all__ = [
+    "api_not_found",
+    "api_server_error",
+    "plain_problem",
+    "problem_exception_handler",
+    "problem_response",
+    "status",
+    "unknown_api_endpoint",
+]

@@ -1,4 +1,9 @@
-"""JSON bodies with a hard size limit, so an oversized request is refused before it is read whole."""
+"""JSON bodies with a hard size limit and a bounded shape.
+
+A body whose declared length is over the limit is refused before anything reads it, by
+``decision_service.api.middleware``; the parser checks the length again as it reads, for a body that
+comes some other way (Django's test client, a server that dechunks).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,10 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
+def body_too_large_detail(limit: int) -> str:
+    return f"The request body is larger than {limit // 1024} KiB."
+
+
 class LimitedJSONParser(parsers.JSONParser):
     limit_setting = "ARBITER_MAX_REQUEST_BYTES"
 
@@ -23,10 +32,10 @@ class LimitedJSONParser(parsers.JSONParser):
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"The request body is larger than {limit // 1024} KiB.")
+            raise PayloadTooLarge(body_too_large_detail(limit))
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
-            raise PayloadTooLarge(f"The request body is larger than {limit // 1024} KiB.")
+            raise PayloadTooLarge(body_too_large_detail(limit))
         if not body:
             raise exceptions.ParseError("The request body is empty; send a JSON object.")
         try:

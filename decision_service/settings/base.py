@@ -36,6 +36,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Fallback only: services set the history user explicitly; this covers nothing they miss.
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, so that its refusals get the same headers as any other answer; none of the above reads
+    # a request body, so it still refuses an API body it cannot or will not read before anything does.
+    "decision_service.api.middleware.ApiBodyGuardMiddleware",
 ]
 
 ROOT_URLCONF = "decision_service.urls"
@@ -107,7 +110,13 @@ ARBITER_ENGINE = env.ARBITER_ENGINE
 ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
 # Decisions older than this are purged by the daily sweep (0 keeps them forever).
 ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
-ARBITER_MAX_REQUEST_BYTES = 64 * 1024
+# The largest request body the API reads (413 beyond). Sized from the schema's character limits, not the
+# other way round: the longest request the schema bounds (a decision with every text field full: 32,320
+# characters) is 388,052 bytes when each character is written as a 12-byte JSON escape (an emoji as
+# "\ud83d\ude00", what json.dumps writes by default), and the rest, 133 KiB, is for the free-form
+# members (facts, context, params). tests/api/test_body_limit.py derives the figure from
+# docs/openapi.yaml and fails when the two drift apart; docs/api.md ("Limits") states both numbers.
+ARBITER_MAX_REQUEST_BYTES = 512 * 1024
 # A staff request carries a whole configuration document (the change request API).
 ARBITER_MAX_STAFF_REQUEST_BYTES = 4 * 1024 * 1024
 # Django refuses larger bodies before any parser sees them: let the staff limit through.

@@ -24,6 +24,15 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Aliases are expanded into copies; this bounds what a small file with nested aliases can expand to.
 MAX_VALUES = 200_000
+# The configuration nests about eight levels deep; PyYAML composes nodes recursively, so a document
+# nested thousands of levels deep would otherwise end in a RecursionError.
+MAX_DEPTH = 64
+# Nothing in a configuration needs a longer number; str() of an integer past 4,300 digits raises.
+MAX_NUMBER_DIGITS = 100
+_MAX_NUMBER = 10**MAX_NUMBER_DIGITS
+_TOO_LONG = f"a number of more than {MAX_NUMBER_DIGITS} digits (quote it if it is meant as text)"
+_INT_TAG = "tag:yaml.org,2002:int"
+_KINDS = {_INT_TAG: "a whole number", "tag:yaml.org,2002:float": "a number", "tag:yaml.org,2002:timestamp": "a date"}
 
 
 def format_path(path: Path) -> str:
@@ -78,10 +87,35 @@ class LoadedYaml:
         self.problems.append(Problem(path, self.line_of(path), message))
 
 
+class _TooDeep(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+class _DepthLimitedLoader(yaml.SafeLoader):
+    """Stops composing at ``MAX_DEPTH`` levels, where the composer would otherwise recurse on."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
 def load_yaml(text: str) -> LoadedYaml:
-    """Parse one YAML document. Syntax errors and repeated keys end up in ``problems``, never raised."""
+    """Parse one YAML document. Syntax errors and repeated keys end up in ``problems``, never raised,
+    and so do documents that nest deeper than ``MAX_DEPTH``, expand past ``MAX_VALUES`` or hold
+    numbers longer than ``MAX_NUMBER_DIGITS``."""
     loaded = LoadedYaml()
-    loader = yaml.SafeLoader(text)
+    loader = _DepthLimitedLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -102,6 +136,9 @@ def load_yaml(text: str) -> LoadedYaml:
     except _TooLarge:
         loaded.data = None
         loaded.problems.append(Problem((), 1, f"the document expands to more than {MAX_VALUES} values"))
+    except _TooDeep as exc:
+        loaded.data = None
+        loaded.problems.append(Problem((), exc.line, f"the document nests deeper than {MAX_DEPTH} levels"))
     finally:
         loader.dispose()
     return loaded
@@ -118,6 +155,21 @@ def _syntax_problem(exc: yaml.MarkedYAMLError) -> tuple[int, str]:
 
 class _TooLarge(Exception):
     pass
+
+
+def _unstorable(text: str) -> str | None:
+    """Why the databases cannot store this text (a double-quoted "\\0" or "\\ud800" makes such text)."""
+    if "\x00" in text:
+        return "text with a NUL character (\\0), which cannot be stored"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "text with an unpaired surrogate (\\ud800 to \\udfff), which cannot be stored"
+    return None
+
+
+def _shortened(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 class _Builder:
@@ -148,10 +200,25 @@ class _Builder:
         return None
 
     def _scalar(self, node: ScalarNode, path: Path) -> Any:
+        if node.tag == _INT_TAG and sum(c.isdigit() for c in node.value) > MAX_NUMBER_DIGITS:
+            self.loaded.problem(path, _TOO_LONG)
+            return None
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
             self.loaded.problem(path, f"invalid YAML value: {exc.problem}")
+            return None
+        except (ValueError, OverflowError, TypeError, AttributeError) as exc:
+            # What the resolver or an explicit tag made a number or a date but PyYAML's constructor
+            # cannot build: 2025-13-45 (ValueError), !!int abc, !!timestamp x (AttributeError).
+            kind = _KINDS.get(node.tag, "a value")
+            self.loaded.problem(path, f"invalid YAML value: {_shortened(node.value)} is not {kind} ({exc})")
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _MAX_NUMBER:
+            self.loaded.problem(path, _TOO_LONG)
+            return None
+        if isinstance(value, str) and (problem := _unstorable(value)):
+            self.loaded.problem(path, problem)
             return None
         if node.style is None and not isinstance(value, str):
             self.loaded.raw[path] = node.value
@@ -186,6 +253,9 @@ class _Builder:
                 continue
             # Keys are names here; take them as written, so a state called ``on`` is not the boolean true.
             key = key_node.value
+            if problem := _unstorable(key):
+                self.loaded.problems.append(Problem(path, key_line, f"a mapping key: {problem}"))
+                continue
             child_path = (*path, key)
             if key in first_line:
                 self.loaded.problems.append(

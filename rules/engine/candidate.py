@@ -10,7 +10,13 @@ from typing import Any
 from rules.engine.model import Candidate
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
+# Every JSON integer becomes a float: confidence is the only number read, and it is used as a float.
+# int() refuses more than 4,300 digits with a ValueError; float() takes any length (as inf if it must).
+_DECODER = json.JSONDecoder(parse_int=float)
+# Where a JSON object can start: raw_decode would fail at once anywhere else.
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
+# Places that look like an object but hold none before the search stops (an honest answer has a few).
+MAX_FAILED_ATTEMPTS = 64
 
 
 # The same limits a structured candidate is held to by the API.
@@ -34,20 +40,33 @@ class CandidateParseError(ValueError):
 
 
 def _objects(text: str) -> list[Any]:
-    """Every JSON object embedded in the text, fenced blocks first, in order of appearance."""
+    """Every JSON object embedded in the text, fenced blocks first, in order of appearance.
+
+    The text is the model's, so it may be anything: objects nested past the decoder's recursion limit,
+    integers of thousands of digits, a brace on every character. An object is looked for only where
+    one can start (a brace, then a quote or the closing brace), and the search gives up after
+    ``MAX_FAILED_ATTEMPTS`` places that hold none: each attempt costs at most one pass over the text,
+    so the whole search stays linear in its length rather than quadratic.
+    """
     found: list[Any] = []
+    failures = 0
     sources = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for source in sources:
-        index = source.find("{")
-        while index != -1:
+        start = _OBJECT_START.search(source)
+        while start is not None:
             try:
-                value, end = _DECODER.raw_decode(source, index)
-            except json.JSONDecodeError:
-                index = source.find("{", index + 1)
+                value, end = _DECODER.raw_decode(source, start.start())
+            except (ValueError, RecursionError):
+                # Not JSON from here (ValueError covers JSONDecodeError), or nested deeper than the
+                # decoder recurses: no candidate starts at this brace; look further on.
+                failures += 1
+                if failures >= MAX_FAILED_ATTEMPTS:
+                    return found
+                start = _OBJECT_START.search(source, start.start() + 1)
                 continue
             if isinstance(value, dict):
                 found.append(value)
-            index = source.find("{", end)
+            start = _OBJECT_START.search(source, end)
     return found
 
 

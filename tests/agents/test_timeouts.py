@@ -203,9 +203,8 @@ def test_the_sweep_runs_in_celery(request):
                 "a real worker needs a database another process can open: run it with DATABASE_URL=postgres://…"
             )
         worker = request.getfixturevalue("worker")
-        started = time.monotonic()
+        # The polling deadline is the only clock here: an answer later than WAIT_SECONDS already fails.
         assert _sweep_through_the_worker(worker) == 1
-        assert time.monotonic() - started < WAIT_SECONDS
         assert worker.process.poll() is None  # it is the running worker that answered
         assert _sweep_through_the_worker(worker) == 0  # idempotent through the worker too
 

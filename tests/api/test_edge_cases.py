@@ -71,3 +71,16 @@ def test_a_lone_surrogate_in_facts_is_refused_not_a_server_error(agent_client, f
     # Text that is not valid Unicode makes the body malformed JSON for us, whatever field it is in.
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "malformed_json"
+
+
+def test_an_idempotency_key_holding_nul_is_refused_not_a_server_error(agent_client):
+    # HTTP forbids NUL in a header, but a server may pass one on; PostgreSQL could not store it (500).
+    response = post(agent_client, {"point": "refund_approval"}, HTTP_IDEMPOTENCY_KEY="k\x00")
+    assert response.status_code == 422, response.content
+    assert "Idempotency-Key" in response.json()["errors"]
+
+
+@pytest.mark.parametrize("facts", [{"refund_amount": 1, "note": "a\x00"}, {"refund_amount": "1\x00"}])
+def test_nul_in_facts_is_refused_not_a_server_error(agent_client, facts):
+    response = post(agent_client, {"point": "refund_approval", "facts": facts})
+    assert response.status_code == 422, response.content

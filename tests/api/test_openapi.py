@@ -10,12 +10,15 @@ import pytest
 import yaml
 from django.core.validators import RegexValidator
 from django.urls import URLPattern, URLResolver, get_resolver
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openapi_spec_validator import validate
 from rest_framework import serializers
 
 from agents import apis as session_apis
 from agents import errors as agent_errors
 from agents import urls as agents_urls
+from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from rules import staff_apis
 from rules import urls as rules_urls
@@ -75,7 +78,7 @@ def _api_routes() -> dict[str, set[str]]:
             route = prefix + str(p.pattern)
             if isinstance(p, URLResolver):
                 walk(p.url_patterns, route)
-            elif isinstance(p, URLPattern) and route.startswith("api/"):
+            elif isinstance(p, URLPattern) and route.startswith("api/") and p.name != "api-unknown":
                 view = p.callback.view_class
                 path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
                 routes[path] = {m for m in HTTP_METHODS if hasattr(view, m)}
@@ -128,12 +131,38 @@ def test_request_schemas_match_the_serializers(spec, serializer, name):
         patterns = [v.regex.pattern for v in field.validators if isinstance(v, RegexValidator)]
         if patterns:  # Python's \Z is JSON Schema's $ (which, unlike Python's, never matches before a newline)
             assert [prop["pattern"]] == [p.replace("\\Z", "$") for p in patterns], field_name
-        if isinstance(field, serializers.CharField) and not field.allow_blank and "pattern" not in prop:
-            assert prop.get("minLength") == 1, field_name
+        if isinstance(field, serializers.CharField) and not patterns:
+            # DRF refuses NUL in every text field, and a blank one where it is not allowed: the spec
+            # says so with a pattern (test_the_text_patterns_mean_what_the_server_does checks them).
+            expected = spec_pattern(spec, "nonBlank" if not field.allow_blank else "nulFree")
+            assert prop.get("pattern") == expected, field_name
         if isinstance(field, serializers.DictField):
             assert prop["type"] == "object", field_name
         if isinstance(field, serializers.UUIDField):
             assert prop["format"] == "uuid" and ("null" in prop["type"]) == field.allow_null, field_name
+
+
+def spec_pattern(spec: dict[str, Any], which: str) -> str:
+    """The spec's two text patterns, as written on DecideRequest (nulFree: session_id, nonBlank: point)."""
+    props = spec["components"]["schemas"]["DecideRequest"]["properties"]
+    return props["session_id" if which == "nulFree" else "point"]["pattern"]
+
+
+# Every character Python's str.strip() removes, a few it keeps, NUL and "/", mixed with ordinary text.
+_AWKWARD = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "\x00/\ufeff\u200b\u180eab中"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(_AWKWARD) | st.characters(), max_size=12))
+def test_the_text_patterns_mean_what_the_server_does(spec, text):
+    # JSON Schema's $ never matches before a final newline; Python's \Z is the same.
+    def matches(pattern: str) -> bool:
+        return re.search(pattern.replace("$", "\\Z"), text) is not None
+
+    assert matches(spec_pattern(spec, "nulFree")) == ("\x00" not in text)
+    assert matches(spec_pattern(spec, "nonBlank")) == ("\x00" not in text and text.strip() != "")
+    session_id = spec["components"]["schemas"]["SessionCreateRequest"]["properties"]["session_id"]["pattern"]
+    assert matches(session_id) == ("\x00" not in text and "/" not in text and text.strip() != "")
 
 
 def _domain_errors(module: object) -> set[type[DomainError]]:
@@ -160,6 +189,7 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
     }
     domain |= _domain_errors(agent_errors)
     sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
+    sent |= set(middleware.PROBLEM_CODES)
     assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent
 
 

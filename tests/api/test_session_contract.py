@@ -136,3 +136,11 @@ def test_a_decision_id_is_text_not_a_number(agent_client):
     made = post(agent_client, "/api/v1/decisions", {"point": "refund_approval", "session_id": "s1"}).json()
     body = {"to": "received", "expected_state": "init", "decision_id": uuid.UUID(made["id"]).int}
     problem(on(agent_client, "s1", "transitions", body), 422, "invalid_request")
+
+
+@pytest.mark.parametrize("operation", ["", "/transitions", "/actions", "/interrupt", "/resume", "/anomalies"])
+def test_a_session_id_holding_nul_is_an_unknown_session_not_a_server_error(agent_client, operation):
+    # PostgreSQL cannot compare text holding NUL: looking the session up was a 500 there.
+    path = f"/api/v1/sessions/a%00b{operation}"
+    response = agent_client.get(path) if not operation else post(agent_client, path, {})
+    problem(response, 404, "unknown_session")

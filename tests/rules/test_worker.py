@@ -174,11 +174,10 @@ def test_the_retention_sweep_runs_in_celery(request, settings):
     now = timezone.now()
     old = [_make_decision(now - dt.timedelta(days=days)) for days in (40, 50, 400)]
     kept = _make_decision(now - dt.timedelta(days=1))
-    started = time.monotonic()
 
+    # The polling deadline is the only clock here: an answer later than WAIT_SECONDS already fails.
     deleted = _purge_through_the_worker(worker)
 
     assert deleted == len(old), f"the worker deleted {deleted} decisions"
     assert list(DecisionRecord.objects.values_list("pk", flat=True)) == [kept.pk]
-    assert time.monotonic() - started < WAIT_SECONDS
     assert worker.process.poll() is None  # it is the running worker that answered

@@ -4,6 +4,7 @@ import json
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 
 from agents.models import Anomaly
 from rules.models import CandidateRequestCount, DecisionRecord, Threshold
@@ -165,7 +166,7 @@ def test_every_error_is_problem_json_with_a_stable_code(client, other_client, ag
     _problem(bad, 400, "malformed_json")
     big = client.post(
         "/api/v1/decisions",
-        data=json.dumps({"point": "intent_routing", "input": "x" * 70_000}),
+        data=json.dumps({"point": "intent_routing", "input": "x" * (settings.ARBITER_MAX_REQUEST_BYTES + 1)}),
         content_type="application/json",
     )
     _problem(big, 413, "payload_too_large")

@@ -189,7 +189,7 @@ def test_an_invalid_proposal_gets_the_validators_problems(demo, editor):
     )
     assert (response.status_code, response.json()["code"]) == (422, "invalid_config")
     assert response["Content-Type"] == "application/problem+json"
-    assert any("thresholds" in problem and "line 2" in problem for problem in response.json()["errors"])
+    assert any("thresholds" in problem and "line 2" in problem for problem in response.json()["errors"]["config"])
 
 
 def test_approving_over_the_api_follows_the_four_eyes_rules(demo, editor, approver):
