@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from rules.validators import storable_problem
+
 Path = tuple[str | int, ...]
 
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -157,17 +159,6 @@ class _TooLarge(Exception):
     pass
 
 
-def _unstorable(text: str) -> str | None:
-    """Why the databases cannot store this text (a double-quoted "\\0" or "\\ud800" makes such text)."""
-    if "\x00" in text:
-        return "text with a NUL character (\\0), which cannot be stored"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "text with an unpaired surrogate (\\ud800 to \\udfff), which cannot be stored"
-    return None
-
-
 def _shortened(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
@@ -217,9 +208,6 @@ class _Builder:
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _MAX_NUMBER:
             self.loaded.problem(path, _TOO_LONG)
             return None
-        if isinstance(value, str) and (problem := _unstorable(value)):
-            self.loaded.problem(path, problem)
-            return None
         if node.style is None and not isinstance(value, str):
             self.loaded.raw[path] = node.value
         return value
@@ -253,8 +241,9 @@ class _Builder:
                 continue
             # Keys are names here; take them as written, so a state called ``on`` is not the boolean true.
             key = key_node.value
-            if problem := _unstorable(key):
-                self.loaded.problems.append(Problem(path, key_line, f"a mapping key: {problem}"))
+            if problem := storable_problem(key):
+                clause = problem[0].lower() + problem[1:].rstrip(".")
+                self.loaded.problems.append(Problem(path, key_line, f"a mapping key: {clause}"))
                 continue
             child_path = (*path, key)
             if key in first_line:

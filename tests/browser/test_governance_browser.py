@@ -44,7 +44,14 @@ def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
     live_server,
     transactional_db,
     chromium_page,  # noqa: F811
+    monkeypatch,
 ):
+    from decision_service.celery import app as celery_app
+
+    # The impact preview is a Celery task: here it runs in the live server's process even when CI
+    # configures a broker, as this test is about the admin flow; tests/rules/test_worker.py and
+    # tests/rules/governance/test_scheduled_worker.py send tasks through Redis to a real worker.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     editor, _approver = _user("li_editor", "config_editors"), _user("wang_approver", "risk_approvers")
     config_import(text=DEMO.read_text("utf-8"), source="demo", actor=editor, reason="demo")
     bot, _ = agent_create(name="bot", point_keys=["refund_approval"], actor=None, reason="t")

@@ -238,9 +238,17 @@ def test_the_first_configuration_of_an_installation_applies_directly(db, editor)
     assert result.change_request is None and result.revision == 1
 
 
-def test_approvers_are_emailed_when_a_request_waits(demo, editor, approver, django_capture_on_commit_callbacks):
+def test_approvers_are_emailed_when_a_request_waits(
+    demo, editor, approver, django_capture_on_commit_callbacks, monkeypatch
+):
     from django.core import mail
 
+    from decision_service.celery import app as celery_app
+
+    # Who is written to and what they read is the point here, so the task runs in this process even when
+    # CI configures a broker (mail.outbox lives in this process); tests/rules/test_worker.py covers the
+    # broker and a real worker.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     with django_capture_on_commit_callbacks(execute=True):
         request = _raise_limit(editor)
     [message] = mail.outbox
