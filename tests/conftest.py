@@ -3,6 +3,24 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from rules.runtime import engines
+from tests.support import load_demo
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    # Compiled engines are cached per process and keyed by revision, and every test database starts
+    # again at revision 1: never let one test see another's engine.
+    engines.clear()
+    yield
+    engines.clear()
+
+
+@pytest.fixture
+def demo(db):
+    """The after-sales demo configuration (revision 1)."""
+    load_demo()
+
 
 @pytest.fixture
 def staff_user(db):

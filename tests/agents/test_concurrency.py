@@ -24,17 +24,9 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from agents.models import Anomaly, Session, Transition
 from rules.models import DecisionRecord
-from rules.runtime import engines
 from tests.agents.api.test_flows_http import Agent, Answer, assert_gap_free, candidate, start_server
 
 CLIENTS = 50
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    engines.clear()
-    yield
-    engines.clear()
 
 
 @pytest.fixture

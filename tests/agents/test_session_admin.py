@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 from html import unescape
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -19,24 +18,15 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.models import Session
-from agents.services import agent_create
 from agents.services.sessions import session_timeouts_sweep
 from rules.configio.apply import config_import
 from rules.models import StateMachine
-from rules.runtime import engines
 from tests.rules.test_admin import form_data
+from tests.support import DEMO, agent_api
 
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 CHANGELIST = "admin:agents_session_changelist"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    engines.clear()
-    yield
-    engines.clear()
 
 
 @pytest.fixture
@@ -44,21 +34,14 @@ def demo(actor):
     config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=actor, reason="test demo")
 
 
-def _api(name: str, actor) -> APIClient:
-    _, token = agent_create(name=name, point_keys=["intent_routing", "refund_approval"], actor=actor, reason="t")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
-
-
 @pytest.fixture
 def api(demo, actor) -> APIClient:
-    return _api("support_bot", actor)
+    return agent_api("support_bot", actor=actor)
 
 
 @pytest.fixture
 def other_api(demo, actor) -> APIClient:
-    return _api("other_bot", actor)
+    return agent_api("other_bot", actor=actor)
 
 
 @pytest.fixture
@@ -258,7 +241,7 @@ def test_raw_model_output_is_escaped_and_cut_short(admin_client_, api):
 
 
 def test_the_session_page_shows_the_interrupt_stack(admin_client_, demo, actor):
-    api = _api("support_bot", actor)
+    api = agent_api("support_bot", actor=actor)
     start(api, "deep", machine="change_address")
     move(api, "deep", "awaiting_intent", "created")
     call(api, "/api/v1/sessions/deep/interrupt", {"to": "collecting_params", "expected_state": "awaiting_intent"})

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from pathlib import Path
 
 import pytest
 from celery.backends.redis import RedisBackend
@@ -36,23 +35,15 @@ from agents.services.sessions import (
 )
 from decision_service.celery import app as celery_app
 from rules.configio.apply import config_import
-from rules.runtime import engines
 from rules.services.decide import DecideRequest
 from rules.services.machines import machine_save
 from tests.rules.test_worker import WAIT_SECONDS, Worker, _result_backend_url
 
 # The worker fixture itself, requested by name in the Celery test (an explicit re-export, so kept).
 from tests.rules.test_worker import worker as worker
+from tests.support import DEMO
 
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 TASK = "agents.tasks.session_timeouts_sweep"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    engines.clear()
-    yield
-    engines.clear()
 
 
 def _demo_agent() -> AgentRuntime:

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from rest_framework.test import APIClient
 
@@ -10,20 +8,10 @@ from agents.services import agent_create
 from agents.services.decisions import decision_make
 from agents.services.sessions import session_create, session_interrupt, session_transition
 from rules.configio.apply import config_import
-from rules.runtime import engines
 from rules.services.decide import DecideRequest
+from tests.support import DEMO, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "demo" / "after_sales.yaml"
 SPEC = ROOT / "docs" / "openapi.yaml"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    # Each test database starts again at revision 1: never let one test see another's engine.
-    engines.clear()
-    yield
-    engines.clear()
 
 
 def _load_demo() -> None:

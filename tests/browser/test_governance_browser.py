@@ -17,8 +17,8 @@ from rules.models import ChangeRequest, Threshold
 from rules.services.decide import DecideRequest
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.rules.governance.conftest import ensure_groups
+from tests.support import DEMO
 
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 SCREENSHOT = Path("/tmp/arbiter-change-request.png")  # noqa: S108
 
 pytestmark = [pytest.mark.browser, pytest.mark.governed]

@@ -20,8 +20,8 @@ from rules.configio.apply import config_import
 from rules.models import StateMachine
 from rules.runtime import engines
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
+from tests.support import DEMO
 
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 SHOTS = Path("/tmp")  # noqa: S108 - where the brief asks for them
 USERNAME, PASSWORD = "ops_sessions", "ops-password-1"
 

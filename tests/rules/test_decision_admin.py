@@ -10,7 +10,6 @@ import datetime as dt
 import re
 from decimal import Decimal
 from html import unescape as html_unescape
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -35,19 +34,10 @@ from rules.models import (
     RuleMode,
     Threshold,
 )
-from rules.runtime import engines
 from rules.services import records
-
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
+from tests.support import DEMO, agent_api
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    engines.clear()
-    yield
-    engines.clear()
 
 
 @pytest.fixture
@@ -81,12 +71,7 @@ def demo(actor):
 
 @pytest.fixture
 def api(demo, actor) -> APIClient:
-    _, token = agent_create(
-        name="support_bot", point_keys=["intent_routing", "refund_approval"], actor=actor, reason="t"
-    )
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
+    return agent_api("support_bot", actor=actor)
 
 
 @pytest.fixture

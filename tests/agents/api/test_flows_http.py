@@ -11,7 +11,6 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,8 @@ from agents.models import Anomaly, Session, Transition
 from agents.services import agent_create
 from rules.configio.apply import config_import
 from rules.models import DecisionRecord
+from tests.support import DEMO
 
-DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
 PROBLEM = "application/problem+json"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,20 +38,11 @@ from rules.configio.apply import config_import
 from rules.engine import Candidate
 from rules.errors import InvalidRequest
 from rules.models import CandidateRequestCount, DecisionRecord, StateMachine
-from rules.runtime import engines
 from rules.services.decide import DecideRequest
 from rules.services.machines import machine_save
-
-DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
+from tests.support import DEMO
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    engines.clear()
-    yield
-    engines.clear()
 
 
 def demo_document() -> dict[str, Any]:

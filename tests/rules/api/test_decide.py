@@ -152,7 +152,7 @@ def _problem(response, status, code):
     return body
 
 
-def test_every_error_is_problem_json_with_a_stable_code(client, other_client, agent_token):
+def test_every_error_is_problem_json_with_a_stable_code(client, other_client):
     from rest_framework.test import APIClient
 
     anonymous = APIClient()

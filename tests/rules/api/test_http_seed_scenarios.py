@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from agents.services import agent_create
 from rules.configio.apply import config_import
 from rules.models import DecisionRecord
-
-DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
+from tests.support import DEMO
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
 from rules.configio.apply import config_import
 from rules.models import DecisionRecord
-from tests.rules.api.conftest import DEMO, decide
+from tests.rules.api.conftest import decide
+from tests.support import DEMO, agent_api
 
 pytestmark = pytest.mark.django_db
 
@@ -24,10 +24,7 @@ def client(db) -> APIClient:
     demo = DEMO.read_text(encoding="utf-8")
     assert POINT in demo
     config_import(text=demo.replace(POINT, POINT + OWN_SETTINGS), source="t", actor=None, reason="mask settings")
-    _, token = agent_create(name="bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="t")
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
+    return agent_api("bot")
 
 
 def test_a_point_s_own_skip_and_patterns_decide_what_is_masked_in_the_log(client):

@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
 from rules.configio.validate import config_from_yaml
+from tests.support import DEMO
 
 # The seed's after-sales configuration, as a snapshot (the shape ``config_document`` produces), read from
 # the demo file that reproduces it: the engine tests and the demo cannot drift apart.
-DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
 SEED_SNAPSHOT = config_from_yaml(DEMO.read_text(encoding="utf-8"))
 
 NOON_UTC = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)

@@ -1,24 +1,15 @@
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from rules.configio.apply import config_import
-from rules.runtime import engines
+from tests.support import DEMO
 
-DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
 DEMO_TEXT = DEMO.read_text(encoding="utf-8")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    engines.clear()
-    yield
-    engines.clear()
 
 
 def ensure_groups() -> None:

@@ -8,15 +8,12 @@ tests change one part of an outcome at a time (``same_outcome`` on its own) and 
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
-from agents.services import agent_create
-from rules.configio.apply import config_import
 from rules.engine.model import Candidate, Decision, MatchedRule
 from rules.models import DecisionRecord
-from rules.runtime import engines
 from rules.services.replay import decision_replay, same_outcome
-from tests.rules.api.conftest import DEMO, decide
+from tests.rules.api.conftest import decide
+from tests.support import agent_api
 
 HARD = MatchedRule(key="high_risk_keyword", priority=10, category="compliance", outcome="human_handoff", shadow=False)
 SHADOW = MatchedRule(key="watch", priority=20, category="quality", outcome="intent_clarify", shadow=True)
@@ -67,14 +64,8 @@ def test_no_replay_is_never_the_same_outcome():
 
 
 @pytest.fixture
-def client(db):
-    engines.clear()
-    config_import(text=DEMO.read_text(encoding="utf-8"), source="t", actor=None, reason="replay test")
-    _, token = agent_create(name="bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="t")
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    yield c
-    engines.clear()
+def client(demo):
+    return agent_api("bot")
 
 
 def _made(client, body) -> DecisionRecord:

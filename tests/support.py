@@ -1,0 +1,34 @@
+"""What many tests need: the demo configuration and an API client holding an agent token.
+
+The fixtures built on these (``demo``, and the autouse engine reset) are in ``tests/conftest.py``;
+modules import the helpers from here rather than copying them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from agents.services import agent_create
+from rules.configio.apply import config_import
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "demo" / "after_sales.yaml"
+DEMO_TEXT = DEMO.read_text(encoding="utf-8")
+DEMO_POINTS = ("intent_routing", "refund_approval")
+
+
+def load_demo(*, actor: Any = None, reason: str = "test demo") -> None:
+    """The after-sales demo, imported as an operator would (one revision, history rows)."""
+    config_import(text=DEMO_TEXT, source=str(DEMO), actor=actor, reason=reason)
+
+
+def agent_api(name: str = "support_bot", points: Iterable[str] = DEMO_POINTS, *, actor: Any = None) -> APIClient:
+    """DRF's test client with a new agent's bearer token (the agent may call ``points``)."""
+    _, token = agent_create(name=name, point_keys=list(points), actor=actor, reason="test agent")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
