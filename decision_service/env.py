@@ -91,6 +91,21 @@ REDIS_URL = _str("REDIS_URL")
 
 TIME_ZONE = _str("TIME_ZONE", "UTC")
 
+# Serving (bin/serve, decision_service/serving.py, decision_service/settings/production.py).
+# Where gunicorn listens, and how many worker processes (0: two per usable core plus one).
+ARBITER_ADDR = _str("ARBITER_ADDR", "127.0.0.1:8000")
+WEB_CONCURRENCY = _int("WEB_CONCURRENCY", 0)
+# Where collectstatic puts the files WhiteNoise serves.
+STATIC_ROOT = _str("STATIC_ROOT")
+# The header a TLS-terminating proxy sets to "https" (e.g. X-Forwarded-Proto). Unset: no header is
+# trusted, since without such a proxy in front any client could claim a secure connection.
+SECURE_PROXY_SSL_HEADER = _str("SECURE_PROXY_SSL_HEADER")
+# HTTPS behaviour of the production settings; the defaults are what `manage.py check --deploy` asks for.
+SECURE_SSL_REDIRECT = _bool("SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = _int("SECURE_HSTS_SECONDS", 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _bool("SECURE_HSTS_PRELOAD", True)
+
 ARBITER_ENGINE = _str("ARBITER_ENGINE", "native")
 ARBITER_REVISION_CHECK_SECONDS = float(_str("ARBITER_REVISION_CHECK_SECONDS", "0.5"))
 ARBITER_DECISION_RETENTION_DAYS = _int("ARBITER_DECISION_RETENTION_DAYS", 180)
