@@ -48,7 +48,10 @@ def parse_database_url(url: str) -> dict[str, Any]:
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
             "CONN_MAX_AGE": _int("DATABASE_CONN_MAX_AGE", 60),
-            "CONN_HEALTH_CHECKS": True,
+            # A "SELECT 1" before each request's first query (psycopg's own cursor: no query counter sees
+            # it) that makes a restarted server invisible; DATABASE_CONN_HEALTH_CHECKS=false saves that
+            # round trip (bench/RESULTS.md) at the price of one failed request per worker after a restart.
+            "CONN_HEALTH_CHECKS": _bool("DATABASE_CONN_HEALTH_CHECKS", True),
         }
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute/path.db, as in the common URL convention.
