@@ -175,7 +175,10 @@ class DecisionCreateApi(AgentApi):
         code = status.HTTP_200_OK if result.record is None else status.HTTP_201_CREATED
         body: dict[str, Any] = dict(decision_body(result))
         if data["session_id"]:
-            body.update(decision_session_feedback(agent=agent, session_id=data["session_id"]))
+            if result.feedback is not None:
+                body["feedback"] = result.feedback
+            else:  # a replayed answer: what the session shows now
+                body.update(decision_session_feedback(agent=agent, session_id=data["session_id"]))
         if data["apply"]:
             body["session"] = result.session_move
         return Response(body, status=code)

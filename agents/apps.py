@@ -7,8 +7,11 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents import receivers
+        from agents import principal_cache, receivers
         from rules import signals
+        from rules.runtime import engines
+
+        engines.watch("agents", expression=principal_cache.agents_stamp, changed=principal_cache.clear)
 
         signals.point_deleting.connect(receivers.drop_deleted_point, dispatch_uid="agents.drop_deleted_point")
         signals.point_removal_notes.connect(receivers.removal_notes, dispatch_uid="agents.removal_notes")

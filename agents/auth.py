@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from agents.selectors import agent_principal_by_token
+from agents import principal_cache
 from decision_service.principals import AgentPrincipal
 
 
@@ -24,7 +24,7 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
             token = header[1].decode("ascii")
         except UnicodeDecodeError as exc:
             raise exceptions.AuthenticationFailed("The token is not valid.") from exc
-        principal = agent_principal_by_token(token=token)
+        principal = principal_cache.principal_for_token(token)
         if principal is None:
             raise exceptions.AuthenticationFailed("The token is not valid, or its agent is inactive.")
         return principal, principal

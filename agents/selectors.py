@@ -26,9 +26,21 @@ def agent_principal(agent: AgentRuntime) -> AgentPrincipal:
 
 
 def agent_principal_by_token(*, token: str) -> AgentPrincipal | None:
-    """The principal of an active agent's token, or None."""
-    agent = AgentRuntime.objects.filter(token_hash=token_hash(token), is_active=True).prefetch_related("points").first()
-    return None if agent is None else agent_principal(agent)
+    """The principal of an active agent's token, or None (read now; the API uses ``principal_cache``)."""
+    return agent_principal_by_hash(digest=token_hash(token))
+
+
+def agent_principal_by_hash(*, digest: str) -> AgentPrincipal | None:
+    """The principal of the active agent whose token hashes to ``digest``, or None: one query."""
+    rows = list(
+        AgentRuntime.objects.filter(token_hash=digest, is_active=True)
+        .values_list("pk", "name", "points__key")
+        .order_by()
+    )
+    if not rows:
+        return None
+    pk, name, _ = rows[0]
+    return AgentPrincipal(pk=pk, name=name, points=frozenset(key for _, _, key in rows if key is not None))
 
 
 def session_get_for_agent(*, agent: AgentRef, session_id: str) -> Session:

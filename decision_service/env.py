@@ -48,7 +48,10 @@ def parse_database_url(url: str) -> dict[str, Any]:
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
             "CONN_MAX_AGE": _int("DATABASE_CONN_MAX_AGE", 60),
-            "CONN_HEALTH_CHECKS": True,
+            # A "SELECT 1" before each request's first query (psycopg's own cursor: no query counter sees
+            # it) that makes a restarted server invisible; DATABASE_CONN_HEALTH_CHECKS=false saves that
+            # round trip (bench/RESULTS.md) at the price of one failed request per worker after a restart.
+            "CONN_HEALTH_CHECKS": _bool("DATABASE_CONN_HEALTH_CHECKS", True),
         }
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute/path.db, as in the common URL convention.
@@ -90,6 +93,21 @@ CELERY_RESULT_BACKEND = _str("CELERY_RESULT_BACKEND")
 REDIS_URL = _str("REDIS_URL")
 
 TIME_ZONE = _str("TIME_ZONE", "UTC")
+
+# Serving (bin/serve, decision_service/serving.py, decision_service/settings/production.py).
+# Where gunicorn listens, and how many worker processes (0: two per usable core plus one).
+ARBITER_ADDR = _str("ARBITER_ADDR", "127.0.0.1:8000")
+WEB_CONCURRENCY = _int("WEB_CONCURRENCY", 0)
+# Where collectstatic puts the files WhiteNoise serves.
+STATIC_ROOT = _str("STATIC_ROOT")
+# The header a TLS-terminating proxy sets to "https" (e.g. X-Forwarded-Proto). Unset: no header is
+# trusted, since without such a proxy in front any client could claim a secure connection.
+SECURE_PROXY_SSL_HEADER = _str("SECURE_PROXY_SSL_HEADER")
+# HTTPS behaviour of the production settings; the defaults are what `manage.py check --deploy` asks for.
+SECURE_SSL_REDIRECT = _bool("SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = _int("SECURE_HSTS_SECONDS", 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _bool("SECURE_HSTS_PRELOAD", True)
 
 ARBITER_ENGINE = _str("ARBITER_ENGINE", "native")
 ARBITER_REVISION_CHECK_SECONDS = float(_str("ARBITER_REVISION_CHECK_SECONDS", "0.5"))

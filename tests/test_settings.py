@@ -44,7 +44,7 @@ def test_celery_is_eager_without_a_broker_and_reaches_the_broker_when_given():
 
 
 def _settings_process(module: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DJANGO_SETTINGS_MODULE"}}
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_SETTINGS_MODULE"}}
     return subprocess.run(
         [
             sys.executable,
@@ -64,7 +64,7 @@ def test_production_settings_refuse_to_start_without_a_secret_key():
     refused = _settings_process("decision_service.settings.production")
     assert refused.returncode != 0
     assert "SECRET_KEY must be set" in refused.stderr
-    started = _settings_process("decision_service.settings.production", SECRET_KEY="x" * 50)
+    started = _settings_process("decision_service.settings.production", SECRET_KEY="x" * 50, ALLOWED_HOSTS="a.example")
     assert started.returncode == 0, started.stderr
     assert started.stdout.strip() == "False"
 

@@ -9,6 +9,7 @@ anomalies and move commit together or not at all.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -22,6 +23,7 @@ from agents.services.sessions import (
     allowed_targets,
     anomaly_record,
     locked_sessions,
+    session_feedback,
     session_move,
 )
 from decision_service.errors import InvalidRequest
@@ -32,6 +34,8 @@ from rules.selectors import decision_get_by_idempotency_key
 from rules.services.decide import (
     DecideRequest,
     DecideResult,
+    Evaluated,
+    Prepared,
     decision_evaluate,
     decision_prepare,
     decision_session_move_set,
@@ -68,6 +72,8 @@ def decision_make(
     prepared = decision_prepare(point=point, request=request)
     now = now or timezone.now()
     try:
+        if not request.session_id and not apply:
+            return _decide_without_session(principal, request, point, revision, prepared, now, idempotency_key, digest)
         with transaction.atomic():
             session = _session_for(principal, request.session_id, point, apply)
             evaluated = decision_evaluate(
@@ -90,23 +96,16 @@ def decision_make(
                     evaluated_us=evaluated.evaluated_us,
                     record=None,
                     session_move=_stay(session) if apply and session else None,
+                    feedback=session_feedback(session) if session else [],
                 )
             start = _stay(session) if session is not None else None
-            for note in evaluated.anomalies:
-                anomaly_record(
-                    session,
-                    agent=principal,
-                    session_id=request.session_id,
-                    point=point.spec.key,
-                    code=note.code,
-                    detail=note.detail,
-                    raw=note.raw,
-                    decision_id=record.pk,
-                )
+            _record_anomalies(evaluated, session, principal, request, point, record)
             if apply and session is not None and start is not None:
                 # From where the session was when the request came: an anomaly above may have handed it off.
                 move = {**_apply(session, point, record, principal), "from": start["from"]}
                 decision_session_move_set(record=record, move=move)
+            # Read under the session's lock, after this decision's own anomalies: what the answer shows.
+            feedback = session_feedback(session) if session else []
     except IntegrityError:
         # Two retries with one key raced: the other one logged it first.
         if idempotency_key:
@@ -115,7 +114,70 @@ def decision_make(
                 return result_from_record(existing)
         raise
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
+    return replace(result_from_record(record, replayed=False), feedback=feedback)
+
+
+def _decide_without_session(
+    principal: AgentPrincipal,
+    request: DecideRequest,
+    point: CompiledPoint,
+    revision: int,
+    prepared: Prepared,
+    now: dt.datetime,
+    idempotency_key: str,
+    digest: str,
+) -> DecideResult:
+    """No session: the log row is the only write, one INSERT in autocommit (no BEGIN, no COMMIT, no lock).
+
+    Anomalies (raw output without a candidate, a candidate that is no outcome) are written with the row
+    in one transaction; a point that asks for a candidate first only counts (one upsert).
+    """
+    evaluated = decision_evaluate(
+        agent_id=principal.pk,
+        agent_name=principal.name,
+        point=point,
+        revision=revision,
+        request=request,
+        prepared=prepared,
+        session_state=None,
+        now=now,
+        idempotency_key=idempotency_key,
+        digest=digest,
+        save=False,
+    )
+    record = evaluated.record
+    if record is None:
+        return DecideResult(
+            decision=evaluated.decision, revision=revision, evaluated_us=evaluated.evaluated_us, record=None
+        )
+    if evaluated.anomalies:
+        with transaction.atomic():
+            record.save(force_insert=True)
+            _record_anomalies(evaluated, None, principal, request, point, record)
+    else:
+        record.save(force_insert=True)
     return result_from_record(record, replayed=False)
+
+
+def _record_anomalies(
+    evaluated: Evaluated,
+    session: Session | None,
+    principal: AgentPrincipal,
+    request: DecideRequest,
+    point: CompiledPoint,
+    record: DecisionRecord,
+) -> None:
+    for note in evaluated.anomalies:
+        anomaly_record(
+            session,
+            agent=principal,
+            session_id=request.session_id,
+            point=point.spec.key,
+            code=note.code,
+            detail=note.detail,
+            raw=note.raw,
+            decision_id=record.pk,
+        )
 
 
 def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, apply: bool) -> Session | None:

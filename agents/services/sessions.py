@@ -17,13 +17,12 @@ import datetime as dt
 import hashlib
 import json
 import uuid
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from agents.errors import (
@@ -450,28 +449,47 @@ _ANOMALY_HINTS = {
 
 
 def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
-    """Short hints for the agent's next prompt when a session keeps going wrong the same way."""
+    """Short hints for the agent's next prompt when a session keeps going wrong the same way.
+
+    Counted in the database over the session's latest ``limit`` anomalies and overruled decisions
+    (``GROUP BY`` over a ``LIMIT`` subquery): only the kinds seen at least twice come back, not the rows
+    (on the decide path with a session this was a third of the request's time; bench/RESULTS.md).
+    """
     hints: list[str] = []
-    codes = Counter(
+    latest_anomalies = (
         Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
         .order_by("-created_at")
-        .values_list("code", flat=True)[:limit]
+        .values("pk")[:limit]
     )
-    for code, n in sorted(codes.items()):
-        if n >= 2:
-            template = _ANOMALY_HINTS.get(code, "{n} anomalies '" + code + "' in this session.")
-            hints.append(template.format(n=n))
-    overruled = Counter(
+    codes = (
+        Anomaly.objects.filter(pk__in=latest_anomalies)
+        .order_by()
+        .values("code")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=2)
+        .values_list("code", "n")
+    )
+    for code, n in sorted(codes):
+        template = _ANOMALY_HINTS.get(code, "{n} anomalies '" + code + "' in this session.")
+        hints.append(template.format(n=n))
+    latest_overruled = (
         DecisionRecord.objects.filter(
             agent_id=session.agent_id, session_id=session.key, overridden=True, ruled_by="hard_rule"
         )
         .order_by("-created_at")
-        .values_list("rule_key", "decision")[:limit]
+        .values("pk")[:limit]
     )
-    for (rule_key, decision), n in sorted(overruled.items()):
-        if n >= 2:
-            hints.append(
-                f"Your candidate was overruled {n} times by rule {rule_key}, which decided {decision}: "
-                "messages like these are not yours to settle."
-            )
+    overruled = (
+        DecisionRecord.objects.filter(pk__in=latest_overruled)
+        .order_by()
+        .values("rule_key", "decision")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=2)
+        .values_list("rule_key", "decision", "n")
+    )
+    for rule_key, decision, n in sorted(overruled):
+        hints.append(
+            f"Your candidate was overruled {n} times by rule {rule_key}, which decided {decision}: "
+            "messages like these are not yours to settle."
+        )
     return hints

@@ -82,7 +82,7 @@ MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = env.STATIC_ROOT or BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
     # Named by path: each token class lives with its tokens (staff tokens in rules, agent tokens in

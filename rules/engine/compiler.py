@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rules.engine.conditions import CompileContext, read_condition
 from rules.engine.explain import Explainer, explainer
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
+from rules.engine.masking import Masker
 from rules.engine.model import CompileError as CompileError
 from rules.engine.model import MatchedRule, PointSpec, RuleSpec
 
@@ -32,6 +33,8 @@ class CompiledPoint:
     backend: str
     views: tuple[MatchedRule, ...] = ()  # what each rule looks like in a decision, built once
     explainers: tuple[tuple[Explainer, ...], ...] = ()  # per rule, per condition: its words in a reason
+    # How this point's log rows are masked (the revision's mask_skip and mask_patterns), compiled once.
+    masker: Masker = field(default_factory=Masker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,5 +125,6 @@ def compile_snapshot(
             backend=backend,
             views=views,
             explainers=tuple(tuple(explainer(c) for c in r.conditions) for r in spec.rules),
+            masker=Masker(skip=raw.get("mask_skip", ()), extra=raw.get("mask_patterns") or {}),
         )
     return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)

@@ -17,11 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection
 
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
-from rules.engine.masking import Masker
 from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
 from rules.errors import EngineUnavailable, InvalidRequest, UnknownPoint
 from rules.models import CandidateRequestCount, DecisionRecord
@@ -72,6 +71,8 @@ class DecideResult:
     record: DecisionRecord | None
     replayed: bool = False
     session_move: dict[str, Any] | None = None
+    # Hints for the agent's next prompt when the decision named a session (filled in by the agents app).
+    feedback: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,12 +167,19 @@ def decision_prepare(*, point: CompiledPoint, request: DecideRequest) -> Prepare
 
 
 def _count_candidate_request(agent_id: int, agent_name: str, point: str, day: dt.date) -> None:
-    with transaction.atomic():
-        row, _ = CandidateRequestCount.objects.select_for_update().get_or_create(
-            point=point, agent_id=agent_id, day=day, defaults={"agent_name": agent_name}
+    """One more "ask your LLM" answer for (point, agent, day): one upsert, no row lock held in Python.
+
+    ``INSERT … ON CONFLICT DO UPDATE SET count = count + 1`` (PostgreSQL and SQLite alike) increments in
+    the database, so concurrent requests never read-modify-write the row and never lose a count.
+    """
+    table = CandidateRequestCount._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO "{table}" (point, agent_id, agent_name, day, count) VALUES (%s, %s, %s, %s, 1) '  # noqa: S608
+            "ON CONFLICT (point, agent_id, day) DO UPDATE SET count = "
+            f'"{table}".count + 1',
+            [point, agent_id, agent_name, connection.ops.adapt_datefield_value(day)],
         )
-        row.count += 1
-        row.save(update_fields=["count"])
 
 
 def decision_evaluate(
@@ -186,11 +194,14 @@ def decision_evaluate(
     now: dt.datetime,
     idempotency_key: str = "",
     digest: str = "",
+    save: bool = True,
 ) -> Evaluated:
     """Evaluate the request and log the decision, in the caller's transaction.
 
     A point that needs a candidate first logs nothing (its "ask your LLM" counter goes up). Anything
     the model did wrong is returned as ``anomalies`` for the caller to record against the session.
+    With ``save=False`` the log row is returned unsaved, for a caller that inserts it itself (outside a
+    transaction when it is the only write).
     """
     started = time.perf_counter_ns()
     decision = evaluate(
@@ -211,7 +222,8 @@ def decision_evaluate(
         agent_id, agent_name, request, point, decision, revision, evaluated_us, now, idempotency_key, digest
     )
     record.session_state = session_state or ""
-    record.save(force_insert=True)
+    if save:
+        record.save(force_insert=True)
     anomalies = []
     if prepared.parse_problem is not None:
         anomalies.append(AnomalyNote(INVALID_CANDIDATE_OUTPUT, prepared.parse_problem, record.candidate_raw))
@@ -247,14 +259,6 @@ def invalid_output_decision(point: CompiledPoint, decision: Decision, problem: s
     )
 
 
-def _masker(point_key: str) -> Masker:
-    from rules.models import DecisionPoint  # read per request: masking settings are not in the engine snapshot
-
-    row = DecisionPoint.objects.filter(key=point_key).values_list("mask_skip", "mask_patterns").first()
-    skip, patterns = row if row else ([], {})
-    return Masker(skip=skip, extra=patterns)
-
-
 def matched_rule_document(m: MatchedRule) -> dict[str, Any]:
     """How a matched rule is stored in the log (and read back by ``record_decision``)."""
     return {"key": m.key, "priority": m.priority, "category": m.category, "outcome": m.outcome, "shadow": m.shadow}
@@ -272,7 +276,7 @@ def _record(
     idempotency_key: str,
     digest: str,
 ) -> DecisionRecord:
-    masker = _masker(point.spec.key)
+    masker = point.masker
     masked_input = masker.mask(request.input)
     counts = dict(masked_input.counts)
     candidate = decision.candidate

@@ -1,0 +1,355 @@
+"""Arbiter over real HTTP: gunicorn (bin/serve's configuration) on PostgreSQL, load from wrk on loopback.
+
+    DATABASE_URL=postgres://…/bench_db .venv/bin/python -m bench.http.run --output /tmp/http.md
+
+**It empties the database named by DATABASE_URL** (``flush``), then loads the demo, an agent and the
+sessions the paths need. One gunicorn serves every path, in this order, each for ``--duration`` seconds
+at ``--connections`` connections (closed loop, wrk), after a short warm-up:
+
+- ``bare``: ``POST /bench/bare``, a plain Django view that parses the JSON body and inserts one row into
+  the decision log's table (the benchmark's own URLconf, ``bench/http/urls.py``; not in the product);
+- ``decide_hard_rule_session``: ``POST /api/v1/decisions`` whose input holds a high-risk word (a hard
+  rule decides), with the ``session_id`` of an existing session (round robin over 200);
+- ``decide_candidate``: the LLM's candidate accepted, no session;
+- ``transition``: ``POST /api/v1/sessions/{id}/transitions``, each request moving a fresh session.
+
+Then each path again at one fixed rate below saturation (half the slowest path's throughput), open loop
+(a request is sent on schedule whether or not earlier ones have been answered; latency is measured from
+its scheduled time), for p50/p99. After each path the database is checked: log rows (transition rows)
+added = 201 (200) answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LUA = Path(__file__).with_name("load.lua")
+DEMO = ROOT / "demo" / "after_sales.yaml"
+AGENT = "bench_agent"
+DECIDE_SESSIONS = 200
+TRANSITION_SESSIONS = 120_000
+
+
+@dataclass(frozen=True)
+class Path_:
+    name: str
+    path: str  # "%d": a per-request number
+    body: str
+    expect: int  # the status of a logged answer
+    mod: int = 0  # the number wraps around (sessions reused); 0: each number once
+
+
+PATHS = [
+    Path_("bare", "/bench/bare", '{"point": "intent_routing", "input": "where is my parcel %d"}', 201),
+    Path_(
+        "decide_hard_rule_session",
+        "/api/v1/decisions",
+        '{"point": "intent_routing", "input": "我要投诉你们 %d", "session_id": "d%d",'
+        ' "candidate": {"decision": "general_query", "confidence": 0.9}}',
+        201,
+        mod=DECIDE_SESSIONS,
+    ),
+    Path_(
+        "decide_candidate",
+        "/api/v1/decisions",
+        '{"point": "intent_routing", "input": "where is my parcel %d",'
+        ' "candidate": {"decision": "general_query", "confidence": 0.9}}',
+        201,
+    ),
+    Path_("transition", "/api/v1/sessions/t%d/transitions", '{"to": "received", "expected_state": "init"}', 200),
+]
+
+
+@dataclass
+class Result:
+    requests: int = 0
+    seconds: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    statuses: Counter[str] = field(default_factory=Counter)
+    errors: int = 0
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def prepare() -> str:
+    """Empty the database, load the demo, one agent, its sessions; return the agent's token."""
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    from django.utils import timezone
+
+    from agents.models import AgentRuntime, Session
+    from agents.services import agent_create
+    from rules.configio.apply import config_import
+    from rules.models import StateMachine
+
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=None, reason="bench/http")
+    _, token = agent_create(name=AGENT, point_keys=["intent_routing"], actor=None, reason="bench/http")
+    agent = AgentRuntime.objects.get(name=AGENT)
+    machine = StateMachine.objects.get(key="after_sales")
+    now = timezone.now()
+    keys = [f"d{i}" for i in range(DECIDE_SESSIONS)] + [f"t{i}" for i in range(TRANSITION_SESSIONS)]
+    Session.objects.bulk_create(
+        [Session(agent=agent, key=k, machine=machine, state="init", state_entered_at=now) for k in keys],
+        batch_size=5000,
+    )
+    return token
+
+
+def counts() -> dict[str, int]:
+    from agents.models import Transition
+    from bench.http.views import BARE_AGENT
+    from rules.models import DecisionRecord
+
+    return {
+        "bare": DecisionRecord.objects.filter(agent_name=BARE_AGENT).count(),
+        "decide": DecisionRecord.objects.filter(agent_name=AGENT).count(),
+        "transition": Transition.objects.count(),
+    }
+
+
+def wrk(port: int, p: Path_, token: str, *, seconds: float, connections: int, offset: int) -> Result:
+    env = {
+        **os.environ,
+        "BENCH_PATH": p.path,
+        "BENCH_BODY": p.body,
+        "BENCH_TOKEN": "" if p.name == "bare" else token,
+        "BENCH_MOD": str(p.mod),
+        "BENCH_OFFSET": str(offset),
+        "BENCH_THREADS": "1",
+    }
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{round(seconds)}s",
+            "--latency",
+            "-s",
+            str(LUA),
+            f"http://127.0.0.1:{port}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    line = next(x for x in out.splitlines() if x.startswith("BENCH "))
+    data = json.loads(line[6:])
+    return Result(
+        requests=data["requests"],
+        seconds=data["duration_us"] / 1e6,
+        p50_ms=data["p50_ms"],
+        p99_ms=data["p99_ms"],
+        statuses=Counter({k[1:]: v for k, v in data["statuses"].items()}),
+        errors=data["connect_errors"] + data["read_errors"] + data["write_errors"] + data["timeouts"],
+    )
+
+
+def paced(port: int, p: Path_, token: str, *, rate: float, seconds: float, offset: int) -> Result:
+    """Open loop: request i is sent at start + i/rate; its latency counts from then."""
+    n = int(rate * seconds)
+    headers = {"Content-Type": "application/json"}
+    if p.name != "bare":
+        headers["Authorization"] = f"Bearer {token}"
+    latencies: list[float] = []
+    statuses: Counter[str] = Counter()
+    lock = threading.Lock()
+    start = time.perf_counter() + 0.2
+
+    def one(i: int) -> None:
+        number = (offset + i) % p.mod if p.mod else offset + i
+        scheduled = start + i / rate
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            body = p.body.replace("%d", str(number)).encode()
+            conn.request("POST", p.path.replace("%d", str(number)), body, headers)
+            response = conn.getresponse()
+            response.read()
+            conn.close()
+            status = str(response.status)
+        except Exception as exc:  # counted, never lost in a future
+            status = f"error {type(exc).__name__}"
+        took = time.perf_counter() - scheduled
+        with lock:
+            latencies.append(took)
+            statuses[status] += 1
+
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        for i in range(n):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            pool.submit(one, i)
+    latencies.sort()
+    return Result(
+        requests=n,
+        seconds=seconds,
+        p50_ms=latencies[len(latencies) // 2] * 1000,
+        p99_ms=latencies[int(len(latencies) * 0.99)] * 1000,
+        statuses=statuses,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=0, help="gunicorn workers (0: bin/serve's default)")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of wrk per path")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rate", type=float, default=0.0, help="fixed rate (0: half the slowest path's)")
+    parser.add_argument("--paced-seconds", type=float, default=10.0)
+    parser.add_argument("--output", help="also write the Markdown report here")
+    args = parser.parse_args()
+
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("Set DATABASE_URL to a PostgreSQL database this benchmark may empty.")
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed (apt-get install wrk).")
+    port = _free_port()
+    static = tempfile.mkdtemp(prefix="arbiter-bench-static-")
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "bench.http.settings",
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1",
+            # Plain HTTP on loopback: no TLS proxy in front to redirect to.
+            "SECURE_SSL_REDIRECT": "false",
+            "STATIC_ROOT": static,
+            "ARBITER_ADDR": f"127.0.0.1:{port}",
+            "ARBITER_MIGRATE": "0",
+            "PYTHON": sys.executable,
+        }
+    )
+    os.environ.pop("CELERY_BROKER_URL", None)
+    if args.workers:
+        os.environ["WEB_CONCURRENCY"] = str(args.workers)
+    token = prepare()
+    from decision_service import serving
+
+    log = tempfile.NamedTemporaryFile(prefix="arbiter-bench-serve-", suffix=".log", delete=False)  # noqa: SIM115
+    server = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None:
+                    sys.exit("bin/serve exited: " + Path(log.name).read_text())
+                time.sleep(0.2)
+        time.sleep(2)
+        offsets = dict.fromkeys((p.name for p in PATHS), 0)
+        rows = {
+            "bare": "bare",
+            "decide_hard_rule_session": "decide",
+            "decide_candidate": "decide",
+            "transition": "transition",
+        }
+
+        def advance(p: Path_, used: int) -> None:
+            offsets[p.name] += used + 1000
+
+        closed: dict[str, Result] = {}
+        checks: dict[str, tuple[int, int]] = {}
+        lost: dict[str, int] = {}
+        for p in PATHS:
+            before = counts()[rows[p.name]]
+            warm = wrk(port, p, token, seconds=3, connections=args.connections, offset=offsets[p.name])
+            advance(p, warm.requests)
+            closed[p.name] = wrk(
+                port, p, token, seconds=args.duration, connections=args.connections, offset=offsets[p.name]
+            )
+            advance(p, closed[p.name].requests)
+            print(f"{p.name}: {closed[p.name]}", file=sys.stderr)
+            answered = warm.statuses[str(p.expect)] + closed[p.name].statuses[str(p.expect)]
+            checks[p.name] = (answered, counts()[rows[p.name]] - before)
+            # Requests wrk gave up on (timeouts, resets) may still have been served and logged.
+            lost[p.name] = (
+                warm.errors
+                + closed[p.name].errors
+                + sum(v for k, v in (warm.statuses + closed[p.name].statuses).items() if k != str(p.expect))
+            )
+        rate = args.rate or round(min(r.rps for r in closed.values()) / 2)
+        fixed: dict[str, Result] = {}
+        paced_checks: dict[str, tuple[int, int]] = {}
+        for p in PATHS:
+            before = counts()[rows[p.name]]
+            fixed[p.name] = paced(port, p, token, rate=rate, seconds=args.paced_seconds, offset=offsets[p.name])
+            advance(p, fixed[p.name].requests)
+            paced_checks[p.name] = (fixed[p.name].statuses[str(p.expect)], counts()[rows[p.name]] - before)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+        shutil.rmtree(static, ignore_errors=True)
+        print(f"server log: {log.name}", file=sys.stderr)
+
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg = cursor.fetchone()[0]
+    bare = closed["bare"].rps
+    lines = [
+        f"gunicorn {serving.workers} sync workers (bin/serve's configuration), PostgreSQL {pg} on loopback, "
+        f"{os.cpu_count()} cores shared by server, database and load generator; wrk -t1 -c{args.connections}, "
+        f"{args.duration:g} s per path after a 3 s warm-up; fixed rate {rate:g} req/s for {args.paced_seconds:g} s.",
+        "",
+        "| path | req/s (wrk) | of bare | p50 / p99 ms (wrk, saturated) | p50 / p99 ms at "
+        f"{rate:g} req/s | answers | rows added − logged answers: "
+        "wrk runs (≥ 0) · fixed rate (= 0) |",
+        "| --- | ---: | ---: | --- | --- | --- | --- |",
+    ]
+    # wrk stops with requests in flight (and gives up on some on the way): the server may log a row whose
+    # answer wrk never reads. So a wrk run may add more rows than the answers it counted, never fewer (an
+    # answered decision is always logged); the fixed-rate run waits for every answer: exactly equal.
+    for p in PATHS:
+        r, f = closed[p.name], fixed[p.name]
+        answered, added = checks[p.name]
+        p_answered, p_added = paced_checks[p.name]
+        closed_ok = added >= answered
+        ok = "✓" if closed_ok and p_added == p_answered else "✗ MISMATCH"
+        statuses = ", ".join(f"{k}: {v}" for k, v in sorted((r.statuses + f.statuses).items()))
+        errors = f", wrk errors or other statuses {lost[p.name]}" if lost[p.name] else ""
+        lines.append(
+            f"| {p.name} | {r.rps:,.0f} | {r.rps / bare:.0%} | {r.p50_ms:.1f} / {r.p99_ms:.1f} | "
+            f"{f.p50_ms:.1f} / {f.p99_ms:.1f} | {statuses}{errors} | "
+            f"{added:,} − {answered:,} = {added - answered} · "
+            f"{p_added:,} − {p_answered:,} = {p_added - p_answered} {ok} |"
+        )
+    report = "\n".join(lines)
+    print(report)
+    if args.output:
+        Path(args.output).write_text(report + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

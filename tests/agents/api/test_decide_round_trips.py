@@ -1,0 +1,207 @@
+"""The database round trips of the hot paths, counted with Django's ``CaptureQueriesContext``.
+
+Each path is asked once to warm this process's caches (the compiled revision, the agent's token), as
+any worker is after its first request; the revision check interval is then long, so the counts below
+are a request between two checks. The no-session paths run outside a test transaction
+(``transactional_db``): what is counted is what production sends — one statement, in autocommit.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from agents.models import AgentRuntime
+from agents.services import agent_create, agent_rotate_token, agent_save, agent_set_points
+from agents.services.sessions import session_create
+from rules.configio.apply import config_import
+from rules.models import CandidateRequestCount, DecisionRecord
+
+from .conftest import DEMO
+
+HARD_RULE = {
+    "point": "intent_routing",
+    "input": "我要投诉你们",
+    "candidate": {"decision": "close_order", "confidence": 0.9},
+}
+CANDIDATE = {
+    "point": "intent_routing",
+    "input": "where is my parcel",
+    "candidate": {"decision": "general_query", "confidence": 0.9},
+}
+ASK = {"point": "intent_routing", "input": "hello"}
+TABLES = (
+    "rules_decisionrecord",
+    "rules_candidaterequestcount",
+    "agents_session",
+    "agents_transition",
+    "agents_anomaly",
+)
+
+
+def _statements(captured: CaptureQueriesContext) -> list[str]:
+    """Each statement as "VERB table" (savepoints left out: a test's own transaction makes them)."""
+    out = []
+    for q in captured.captured_queries:
+        sql = q["sql"].strip()
+        verb = sql.split(None, 1)[0].upper()
+        if verb in {"SAVEPOINT", "RELEASE"}:
+            continue
+        table = next((t for t in TABLES if t in sql), "?")
+        if verb == "SELECT" and "FOR UPDATE" in sql:
+            verb = "SELECT FOR UPDATE"
+        if verb == "INSERT" and "ON CONFLICT" in sql:
+            verb = "UPSERT"
+        out.append(f"{verb} {table}")
+    return out
+
+
+def _setup(settings, check_seconds: float = 3600.0) -> tuple[APIClient, str]:
+    settings.ARBITER_REVISION_CHECK_SECONDS = check_seconds
+    config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=None, reason="test demo")
+    _, token = agent_create(name="bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="t")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client, token
+
+
+def _decide(client: APIClient, body: dict) -> tuple[int, list[str]]:
+    with CaptureQueriesContext(connection) as captured:
+        answer = client.post("/api/v1/decisions", body, format="json")
+    return answer.status_code, _statements(captured)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "statements"),
+    [
+        pytest.param(HARD_RULE, 201, ["INSERT rules_decisionrecord"], id="hard_rule"),
+        pytest.param(CANDIDATE, 201, ["INSERT rules_decisionrecord"], id="candidate"),
+        pytest.param(ASK, 200, ["UPSERT rules_candidaterequestcount"], id="needs_candidate"),
+    ],
+)
+def test_a_decide_without_a_session_is_one_statement(transactional_db, settings, body, status, statements):
+    client, _ = _setup(settings)
+    assert _decide(client, body)[0] == status  # warms the engine and the token cache
+    assert _decide(client, body) == (status, statements)
+    assert connection.get_autocommit()
+
+
+def test_the_ask_counter_counts_every_request_by_upsert(transactional_db, settings):
+    client, _ = _setup(settings)
+    for _ in range(3):
+        assert _decide(client, ASK)[0] == 200
+    assert CandidateRequestCount.objects.get(point="intent_routing").count == 3
+
+
+def _lock() -> list[str]:
+    if connection.vendor == "postgresql":
+        return ["SELECT FOR UPDATE agents_session"]
+    return ["UPDATE agents_session", "SELECT agents_session"]  # SQLite: the write lock first (locked_sessions)
+
+
+def test_a_decide_with_a_session_locks_it_once_and_reads_it_once(db, settings):
+    client, _ = _setup(settings)
+    session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
+    _decide(client, {**CANDIDATE, "session_id": "s1"})
+    status, statements = _decide(client, {**HARD_RULE, "session_id": "s1"})
+    assert status == 201
+    # The lock, the log row, then the feedback hints (the session's recent anomalies and overruled
+    # decisions) read under the lock: no second read of the session.
+    assert statements == [
+        *_lock(),
+        "INSERT rules_decisionrecord",
+        "SELECT agents_anomaly",
+        "SELECT rules_decisionrecord",
+    ]
+
+
+def test_a_decide_that_moves_the_session(db, settings):
+    client, _ = _setup(settings)
+    session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
+    _decide(client, {**CANDIDATE, "session_id": "s0"})
+    status, statements = _decide(client, {**CANDIDATE, "session_id": "s1", "apply": True})
+    assert status == 201
+    # The lock, the log row, the move (compare-and-set on the session, its transition), the move noted on
+    # the log row, the feedback hints.
+    assert statements == [
+        *_lock(),
+        "INSERT rules_decisionrecord",
+        "UPDATE agents_session",
+        "INSERT agents_transition",
+        "UPDATE rules_decisionrecord",
+        "SELECT agents_anomaly",
+        "SELECT rules_decisionrecord",
+    ]
+    assert DecisionRecord.objects.get(session_id="s1").session_move == {"from": "init", "state": "received", "seq": 1}
+
+
+def test_a_session_transition(db, settings):
+    client, _ = _setup(settings)
+    agent = AgentRuntime.objects.get(name="bot")
+    session_create(agent=agent, machine_key="after_sales", session_id="s0")
+    session_create(agent=agent, machine_key="after_sales", session_id="s1")
+    client.post("/api/v1/sessions/s0/transitions", {"to": "received", "expected_state": "init"}, format="json")
+    with CaptureQueriesContext(connection) as captured:
+        answer = client.post(
+            "/api/v1/sessions/s1/transitions", {"to": "received", "expected_state": "init"}, format="json"
+        )
+    assert answer.status_code == 200, answer.json()
+    assert _statements(captured) == [*_lock(), "UPDATE agents_session", "INSERT agents_transition"]
+
+
+def test_authentication_reads_nothing_between_revision_checks(db, settings):
+    client, _ = _setup(settings)
+    _decide(client, CANDIDATE)
+    with CaptureQueriesContext(connection) as captured:
+        client.post("/api/v1/decisions", {**CANDIDATE, "point": "nope"}, format="json")
+    assert captured.captured_queries == []  # unknown point: 404 from the cached revision, nothing read
+
+
+# --- the staleness window: ARBITER_REVISION_CHECK_SECONDS --------------------------------------------------
+
+WINDOW = 0.3
+
+
+def _after_window() -> None:
+    time.sleep(WINDOW + 0.05)
+
+
+def test_a_rotated_token_stops_working_within_the_window(db, settings):
+    client, _ = _setup(settings, check_seconds=WINDOW)
+    assert _decide(client, CANDIDATE)[0] == 201
+    new = agent_rotate_token(agent=AgentRuntime.objects.get(name="bot"), actor=None, reason="rotate")
+    _after_window()
+    assert _decide(client, CANDIDATE)[0] == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {new}")
+    assert _decide(client, CANDIDATE)[0] == 201
+
+
+def test_a_deactivated_agent_is_refused_within_the_window(db, settings):
+    client, _ = _setup(settings, check_seconds=WINDOW)
+    assert _decide(client, CANDIDATE)[0] == 201
+    agent = AgentRuntime.objects.get(name="bot")
+    agent.is_active = False
+    agent_save(agent=agent, actor=None, reason="revoke")
+    _after_window()
+    assert _decide(client, CANDIDATE)[0] == 401
+
+
+def test_a_deleted_agent_is_refused_within_the_window(db, settings):
+    client, _ = _setup(settings, check_seconds=WINDOW)
+    assert _decide(client, CANDIDATE)[0] == 201
+    AgentRuntime.objects.get(name="bot").delete()  # the admin's delete: simple_history records it
+    _after_window()
+    assert _decide(client, CANDIDATE)[0] == 401
+
+
+def test_a_narrowed_scope_applies_within_the_window(db, settings):
+    client, _ = _setup(settings, check_seconds=WINDOW)
+    assert _decide(client, CANDIDATE)[0] == 201
+    agent_set_points(agent=AgentRuntime.objects.get(name="bot"), point_keys=["refund_approval"], actor=None, reason="t")
+    _after_window()
+    answer = client.post("/api/v1/decisions", CANDIDATE, format="json")
+    assert (answer.status_code, answer.json()["code"]) == (403, "point_not_allowed")

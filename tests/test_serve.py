@@ -1,0 +1,155 @@
+"""Production serving: the deploy checks, and bin/serve answering a decision over real HTTP.
+
+The served process gets its own SQLite file (a test database in this process is invisible to another
+one) and is set up the way an operator would: migrations and the demo through manage.py, then bin/serve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from decision_service.env import BASE_DIR
+
+PRODUCTION = "decision_service.settings.production"
+
+
+def _production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "ARBITER_", "SECURE_", "CELERY_"))
+        and k not in {"SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "STATIC_ROOT", "WEB_CONCURRENCY", "DEBUG"}
+    }
+    return {
+        **keep,
+        "DJANGO_SETTINGS_MODULE": PRODUCTION,
+        "SECRET_KEY": "production-test-" + "k" * 50,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'arbiter.sqlite3'}",
+        "STATIC_ROOT": str(tmp_path / "static"),
+        **extra,
+    }
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], env=env, cwd=BASE_DIR, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_check_deploy_with_production_settings_reports_nothing(tmp_path):
+    done = _manage(_production_env(tmp_path), "check", "--deploy", "--fail-level", "DEBUG")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "System check identified no issues (0 silenced)."
+    assert done.stderr.strip() == ""
+
+
+def test_production_settings_refuse_to_start_without_allowed_hosts(tmp_path):
+    done = _manage(_production_env(tmp_path, ALLOWED_HOSTS=""), "check")
+    assert done.returncode != 0
+    assert "ALLOWED_HOSTS must be set" in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _request(url: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data else "GET")
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def test_bin_serve_answers_a_decision_over_http(tmp_path):
+    port = _free_port()
+    env = _production_env(
+        tmp_path,
+        ARBITER_ADDR=f"127.0.0.1:{port}",
+        WEB_CONCURRENCY="2",
+        SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto",
+        PYTHON=sys.executable,
+    )
+    assert _manage(env, "migrate", "--noinput").returncode == 0
+    demo = _manage(env, "demo_setup")
+    assert demo.returncode == 0, demo.stderr
+    token = next(w for w in demo.stdout.split() if w.startswith("arb_"))
+
+    server = subprocess.Popen(
+        [str(BASE_DIR / "bin" / "serve")],
+        env=env,
+        cwd=BASE_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                assert time.monotonic() < deadline, "bin/serve did not start listening"
+                time.sleep(0.3)
+
+        proxied = {"X-Forwarded-Proto": "https", "Authorization": f"Bearer {token}"}
+        status, headers, raw = _request(
+            base + "/api/v1/decisions",
+            {
+                "point": "intent_routing",
+                "input": "close my order",
+                "candidate": {"decision": "close_order", "confidence": 0.97},
+            },
+            {**proxied, "Content-Type": "application/json"},
+        )
+        assert status == 201, raw
+        assert headers["Server"].startswith("gunicorn")
+        assert headers["Strict-Transport-Security"].startswith("max-age=31536000")
+        answer = json.loads(raw)
+        assert answer["point"] == "intent_routing"
+        assert answer["decision"] == "close_order"
+
+        # Plain HTTP that did not come through the TLS proxy is sent to HTTPS.
+        status, headers, _ = _request(base + "/api/v1/decisions", {"point": "intent_routing"})
+        assert status == 301
+        assert headers["Location"].startswith("https://127.0.0.1")
+
+        # The admin's static files, collected by bin/serve and served by WhiteNoise with a hashed name.
+        status, headers, raw = _request(base + "/admin/login/", headers={"X-Forwarded-Proto": "https"})
+        assert status == 200
+        css = next(part for part in raw.decode().split('"') if part.startswith("/static/admin/css/base."))
+        status, headers, raw = _request(base + css, headers={"X-Forwarded-Proto": "https"})
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/css")
+        assert "immutable" in headers["Cache-Control"]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
