@@ -19,3 +19,4 @@ class AgentsConfig(AppConfig):
         signals.machine_deleting.connect(receivers.machine_has_sessions, dispatch_uid="agents.machine_has_sessions")
         signals.decision_log_purging.connect(receivers.purge_anomalies, dispatch_uid="agents.purge_anomalies")
         signals.decision_shown.connect(receivers.decision_anomalies, dispatch_uid="agents.decision_anomalies")
+        signals.report_counting.connect(receivers.point_anomaly_counts, dispatch_uid="agents.point_anomaly_counts")

@@ -6,6 +6,7 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from django.db.models import Count
 from django.urls import reverse
 
 from agents.models import AgentRuntime, Anomaly, Session
@@ -72,3 +73,17 @@ def decision_anomalies(*, record: DecisionRecord, **_: Any) -> dict[str, Any]:
             for a in Anomaly.objects.filter(decision_id=record.pk).order_by("created_at")
         ]
     }
+
+
+def point_anomaly_counts(
+    *, start: dt.datetime, end: dt.datetime, points: list[str] | None, **_: Any
+) -> dict[str, dict[str, int]]:
+    """For the decision-point map: anomalies per point and code in the window (anomalies of no point,
+    e.g. a forbidden transition an agent asked for directly, belong to no point and are not counted)."""
+    rows = Anomaly.objects.filter(created_at__gte=start, created_at__lte=end).exclude(point="")
+    if points is not None:
+        rows = rows.filter(point__in=points)
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in rows.values("point", "code").annotate(n=Count("id")).order_by():
+        counts[row["point"]][row["code"]] = row["n"]
+    return dict(counts)

@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 
 from decision_service.api.errors import unknown_api_endpoint
 from decision_service.api.schema import OpenApiDocumentApi
+from decision_service.health import readyz
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -18,6 +19,7 @@ admin.site.index_template = "admin/arbiter/index.html"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("api/v1/", include("rules.urls")),
     path("api/v1/", include("agents.urls")),

@@ -129,3 +129,20 @@ class EngineCache:
 
 
 engines = EngineCache()
+
+
+def revision_readiness(**_: object) -> dict[str, tuple[bool, str]]:
+    """For ``/readyz``: the current configuration revision compiles (``decision_service.health``)."""
+    from django.db import DatabaseError
+
+    from rules.engine.compiler import CompileError
+
+    try:
+        config = engines.current()
+    except CompileError as exc:
+        return {"revision": (False, f"the current revision does not compile: {exc}")}
+    except DatabaseError:
+        return {"revision": (False, "the current revision cannot be read")}
+    if config.revision == 0:
+        return {"revision": (True, "no configuration yet (empty)")}
+    return {"revision": (True, f"revision {config.revision} compiled")}

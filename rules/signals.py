@@ -32,3 +32,8 @@ decision_log_purging = Signal()
 # A logged decision is shown in the admin's why panel (kwargs: record). Receivers answer extra context
 # for the panel, e.g. {"anomalies": [...]} for the anomalies the decision raised.
 decision_shown = Signal()
+
+# The decision-point map is counting a window (kwargs: start, end — both inclusive — and points: the keys
+# it reports on, or None for all). Receivers answer {point key: {anomaly code: count}} for what they
+# record about points in that window (the agents app: model anomalies).
+report_counting = Signal()

@@ -1,12 +1,14 @@
 from django.urls import path
 
-from rules import apis, staff_apis
+from rules import apis, report_apis, staff_apis
 
 urlpatterns = [
     path("decisions/<str:decision_id>", apis.DecisionDetailApi.as_view(), name="decision-detail"),
     path("decisions/<str:decision_id>/replay", apis.DecisionReplayApi.as_view(), name="decision-replay"),
     path("points", apis.PointListApi.as_view(), name="point-list"),
     path("points/<str:point_key>", apis.PointDetailApi.as_view(), name="point-detail"),
+    path("reports/decision-map", report_apis.DecisionMapApi.as_view(), name="report-decision-map"),
+    path("reports/decision-map.csv", report_apis.DecisionMapCsvApi.as_view(), name="report-decision-map-csv"),
     path("change-requests", staff_apis.ChangeRequestsApi.as_view(), name="change-requests"),
     path("change-requests/<int:request_id>", staff_apis.ChangeRequestDetailApi.as_view(), name="change-request-detail"),
     path(

@@ -367,7 +367,11 @@ class DecisionRecordAdmin(SessionLogAdmin):
             self.admin_site.admin_view(self.pin_view),
             name="{}_{}_pin".format(*info),
         )
-        return [replay, pin, *super().get_urls()]
+        from rules.admin.report import decision_map_view
+
+        # The decision-point map is built on the log: it lives under it, for those who may read it.
+        report = path("map/", self.admin_site.admin_view(decision_map_view), name="rules_decision_map")
+        return [report, replay, pin, *super().get_urls()]
 
     def pin_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Pin the decision as a regression case, with the logged outcome or a corrected one."""

@@ -1,0 +1,171 @@
+"""The decision-point map in the admin: the report (``rules.reports.decision_map``) with server-side SVG
+charts, every number a link to the filtered decision log (or the "ask your LLM" counts, or the
+anomalies) behind it. Presentation only: the numbers come from the selector.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils.safestring import mark_safe
+
+from rules.errors import InvalidRequest, UnknownPoint
+from rules.models import DecisionPoint
+from rules.reports import charts
+from rules.reports.decision_map import DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, days_parse, decision_map
+from rules.reports.export import decision_map_csv
+
+DAY_CHOICES = (1, 7, 14, 30, 60, 90)
+
+
+def _parse(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class LogLinks:
+    """URLs of the admin lists behind each number of the report, within its window."""
+
+    def __init__(self, window: dict[str, Any]) -> None:
+        self.start, self.end = _parse(window["start"]), _parse(window["end"])
+        self.log = reverse("admin:rules_decisionrecord_changelist")
+        self.counts = reverse("admin:rules_candidaterequestcount_changelist")
+        try:
+            self.anomalies: str | None = reverse("admin:agents_anomaly_changelist")
+        except NoReverseMatch:  # the agents app is not installed
+            self.anomalies = None
+
+    def _bounds(self, day: str | None) -> dict[str, str]:
+        if day is None:
+            return {"created_at__gte": self.start.isoformat(), "created_at__lte": self.end.isoformat()}
+        first = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+        bounds = {"created_at__gte": max(first, self.start).isoformat(), "created_at__lte": self.end.isoformat()}
+        bounds["created_at__lt"] = (first + dt.timedelta(days=1)).isoformat()
+        return bounds
+
+    def decisions(
+        self,
+        *,
+        point: str,
+        day: str | None = None,
+        ruled_by: str | None = None,
+        overridden: bool | None = None,
+        rule_key: str | None = None,
+        matched_rule: str | None = None,
+        with_candidate: bool = False,
+        avoided: bool = False,
+        tokens: bool = False,
+    ) -> str:
+        query = {"point": point, **self._bounds(day)}
+        if ruled_by:
+            query["ruled_by__exact"] = ruled_by
+        if overridden is not None:
+            query["overridden__exact"] = "1" if overridden else "0"
+        if rule_key:
+            query.update({"rule_key": rule_key, "ruled_by__exact": "hard_rule"})
+        if matched_rule:
+            # The log keeps matched rules as JSON objects; their text holds "key": "<key>" on every database.
+            query["matched_rules__icontains"] = f'"key": "{matched_rule}"'
+        if with_candidate:
+            query["candidate_decision__gt"] = ""
+        if avoided:
+            query.update({"candidate_decision__exact": "", "candidate_raw__exact": "", "candidate_invalid__exact": "0"})
+        if tokens:
+            query["tokens_prompt__isnull"] = "False"
+        return self.log + "?" + urlencode(query)
+
+    def needs_candidate(self, *, point: str, day: str | None = None) -> str:
+        first = day or self.start.astimezone(dt.UTC).date().isoformat()
+        last = day or self.end.astimezone(dt.UTC).date().isoformat()
+        return self.counts + "?" + urlencode({"point": point, "day__gte": first, "day__lte": last})
+
+    def anomaly_list(self, *, point: str) -> str | None:
+        if self.anomalies is None:
+            return None
+        query = {"point": point, "created_at__gte": self.start.isoformat(), "created_at__lte": self.end.isoformat()}
+        return self.anomalies + "?" + urlencode(query)
+
+
+def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
+    key = p["key"]
+    rules = {r["key"]: r for r in p["rules"]}
+    try:
+        point_pk = DecisionPoint.objects.filter(key=key).values_list("pk", flat=True).first()
+        point_url = reverse("admin:rules_decisionpoint_change", args=[point_pk]) if point_pk else None
+    except NoReverseMatch:
+        point_url = None
+    return {
+        **p,
+        "point_url": point_url,
+        "urls": {
+            "decisions": links.decisions(point=key),
+            "ruled_by": {kind: links.decisions(point=key, ruled_by=kind) for kind in p["by_ruled_by"]},
+            "with_candidate": links.decisions(point=key, with_candidate=True),
+            "overridden": links.decisions(point=key, overridden=True),
+            "llm_calls_avoided": links.decisions(point=key, avoided=True),
+            "needs_candidate": links.needs_candidate(point=key),
+            "anomalies": links.anomaly_list(point=key),
+            "tokens": links.decisions(point=key, tokens=True),
+        },
+        "by_ruled_by_rows": [
+            (charts.RULED_BY_LABELS[kind], n, links.decisions(point=key, ruled_by=kind))
+            for kind, n in p["by_ruled_by"].items()
+        ],
+        "top_rule_rows": [
+            {
+                **r,
+                "mode": rules.get(r["key"], {}).get("mode", "(deleted)"),
+                "hits_url": links.decisions(point=key, matched_rule=r["key"]),
+                "decided_url": links.decisions(point=key, rule_key=r["key"]),
+            }
+            for r in p["top_rules"]
+        ],
+        "charts": {
+            "ruled_by": mark_safe(charts.ruled_by_share(key, p["daily"], links.decisions)),  # noqa: S308 - escaped
+            "override_rate": mark_safe(charts.override_rate(key, p["daily"], links.decisions)),  # noqa: S308
+            "rule_hits": mark_safe(charts.rule_hits(key, p["top_rules"], links.decisions)),  # noqa: S308
+        },
+    }
+
+
+def decision_map_view(request: HttpRequest) -> HttpResponse:
+    """The decision-point map page (and its CSV with ``?format=csv``); for those who may read the log."""
+    if not request.user.has_perm("rules.view_decisionrecord"):
+        raise PermissionDenied
+    try:
+        days = days_parse(request.GET.get("days"))
+    except InvalidRequest:
+        messages.error(request, f"Days must be a whole number from {DAYS_MIN} to {DAYS_MAX}; showing {DAYS_DEFAULT}.")
+        days = DAYS_DEFAULT
+    point = request.GET.get("point", "")
+    try:
+        report = decision_map(days=days, point=point)
+    except UnknownPoint:
+        messages.error(request, f"There is no decision point '{point}'; showing every point.")
+        point = ""
+        report = decision_map(days=days)
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(decision_map_csv(report).encode("utf-8"), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="decision-map-{days}d.csv"'
+        return response
+    links = LogLinks(report["window"])
+    from django.contrib import admin
+
+    context = {
+        **admin.site.each_context(request),
+        "title": "Decision-point map",
+        "report": report,
+        "points": [_point_view(p, links) for p in report["points"]],
+        "all_points": list(DecisionPoint.objects.order_by("key").values_list("key", flat=True)),
+        "selected_point": point,
+        "days": days,
+        "day_choices": sorted({*DAY_CHOICES, days}),
+        "csv_url": "?" + urlencode({"days": days, "point": point, "format": "csv"}),
+    }
+    return TemplateResponse(request, "admin/rules/decision_map.html", context)

@@ -1,0 +1,1 @@
+"""Reports over the configuration and the decision log (the decision-point map)."""
