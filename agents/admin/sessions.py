@@ -183,6 +183,8 @@ def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
             ruled_by_label=RULED_BY_LABELS.get(d.ruled_by, d.ruled_by),
             url=reverse("admin:rules_decisionrecord_change", args=[d.pk]),
         )
+    elif entry.queue_event is not None:
+        row.update(queue_event=entry.queue_event)
     elif entry.anomaly is not None:
         a = entry.anomaly
         row.update(
