@@ -83,6 +83,7 @@ class Session(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         constraints = [models.UniqueConstraint(fields=["agent", "key"], name="session_key_unique_per_agent")]
+        permissions = [("work_human_queue", "Can claim, release, return and resolve sessions in the human queue")]
         indexes = [
             models.Index(fields=["machine", "state", "state_entered_at"], name="session_machine_state_idx"),
             models.Index(fields=["state_entered_at"], name="session_state_entered_idx"),

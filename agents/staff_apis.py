@@ -85,28 +85,36 @@ class QueueListApi(StaffApi):
 
 
 class QueueClaimApi(StaffApi):
+    serializer_class = _NoteSerializer
+
     def post(self, request: Request, session_pk: int) -> Response:
-        data = _valid(_NoteSerializer, request)
+        data = _valid(self.serializer_class, request)
         queue_claim(session_pk=session_pk, user=request.user, note=data["note"])
         return Response(_item(session_pk))
 
 
 class QueueReleaseApi(StaffApi):
+    serializer_class = _NoteSerializer
+
     def post(self, request: Request, session_pk: int) -> Response:
-        data = _valid(_NoteSerializer, request)
+        data = _valid(self.serializer_class, request)
         queue_release(session_pk=session_pk, user=request.user, note=data["note"])
         return Response(_item(session_pk))
 
 
 class QueueReturnApi(StaffApi):
+    serializer_class = _LeaveSerializer
+
     def post(self, request: Request, session_pk: int) -> Response:
-        data = _valid(_LeaveSerializer, request)
+        data = _valid(self.serializer_class, request)
         move = queue_return(session_pk=session_pk, user=request.user, state=data["state"], note=data["note"])
         return Response(_move_body(session_pk, move))
 
 
 class QueueResolveApi(StaffApi):
+    serializer_class = _ResolveSerializer
+
     def post(self, request: Request, session_pk: int) -> Response:
-        data = _valid(_ResolveSerializer, request)
+        data = _valid(self.serializer_class, request)
         move = queue_resolve(session_pk=session_pk, user=request.user, state=data["state"], note=data["note"])
         return Response(_move_body(session_pk, move))

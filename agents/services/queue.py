@@ -10,7 +10,8 @@ of the handoff state: a return goes to a non-terminal state the table allows fro
 count restarts, so the model gets a fresh allowance), a resolve to a terminal one.
 
 A session held by someone else is refused (``claimed_by_other``); an unclaimed one may be returned or
-resolved directly by whoever acts, as if claimed for that moment.
+resolved directly by whoever acts, as if claimed for that moment. Every step needs the
+``agents.work_human_queue`` permission, whichever way it is asked for (admin page or staff API).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from django.utils import timezone
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, UnknownSession
 from agents.models import QueueEvent, QueueEventKind, Session, TransitionKind
 from agents.services.sessions import Move, allowed_targets, locked_sessions, session_move
+from decision_service.errors import PermissionDenied
+
+QUEUE_PERMISSION = "agents.work_human_queue"
 
 OPERATOR_PREFIX = "operator:"
 
@@ -32,7 +36,13 @@ def operator_actor(user: Any) -> str:
     return f"{OPERATOR_PREFIX}{user.get_username()}"
 
 
-def _locked_in_queue(session_pk: int) -> Session:
+def may_work_queue(user: Any) -> bool:
+    return bool(getattr(user, "is_active", False)) and bool(user.has_perm(QUEUE_PERMISSION))
+
+
+def _locked_in_queue(session_pk: int, user: Any) -> Session:
+    if not may_work_queue(user):
+        raise PermissionDenied("Working the human queue needs the agents.work_human_queue permission.")
     session = locked_sessions(Session.objects.filter(pk=session_pk)).select_related("claimed_by").first()
     if session is None:
         raise UnknownSession(f"There is no session {session_pk}.")
@@ -65,7 +75,7 @@ def _event(session: Session, *, kind: str, user: Any, note: str = "") -> None:
 @transaction.atomic
 def queue_claim(*, session_pk: int, user: Any, note: str = "") -> Session:
     """Assign a waiting session to ``user``. Claiming one's own session again changes nothing."""
-    session = _locked_in_queue(session_pk)
+    session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     if session.claimed_by_id == user.pk:
         return session
@@ -80,7 +90,7 @@ def queue_claim(*, session_pk: int, user: Any, note: str = "") -> Session:
 def queue_release(*, session_pk: int, user: Any, note: str = "") -> Session:
     """Give a claimed session back to the queue, unclaimed. Only its holder may; releasing an unclaimed
     session changes nothing."""
-    session = _locked_in_queue(session_pk)
+    session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     if session.claimed_by_id is None:
         return session
@@ -107,7 +117,7 @@ def _leave(session: Session, *, to: str, terminal: bool) -> None:
 def queue_return(*, session_pk: int, user: Any, state: str, note: str = "") -> Move:
     """Hand a waiting session back to the bot in ``state`` (a non-terminal state the machine allows from
     its handoff state). The anomaly count restarts at zero."""
-    session = _locked_in_queue(session_pk)
+    session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     _leave(session, to=state, terminal=False)
     move = session_move(session, to=state, kind=TransitionKind.RETURN, actor=operator_actor(user), reason=note)
@@ -120,7 +130,7 @@ def queue_return(*, session_pk: int, user: Any, state: str, note: str = "") -> M
 def queue_resolve(*, session_pk: int, user: Any, state: str, note: str) -> Move:
     """End a waiting session in ``state`` (a terminal state the machine allows from its handoff state),
     with the operator's note as the move's reason."""
-    session = _locked_in_queue(session_pk)
+    session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     _leave(session, to=state, terminal=True)
     return session_move(session, to=state, kind=TransitionKind.RESOLVE, actor=operator_actor(user), reason=note)

@@ -35,7 +35,14 @@ REQUESTS = [
     "ResumeRequest",
     "AnomalyRequest",
 ]
-STAFF_REQUESTS = ["ChangeRequestCreate", "ChangeRequestApprove", "ChangeRequestDecision"]
+STAFF_REQUESTS = [
+    "ChangeRequestCreate",
+    "ChangeRequestApprove",
+    "ChangeRequestDecision",
+    "QueueNote",
+    "QueueReturn",
+    "QueueResolve",
+]
 
 
 @pytest.fixture(scope="module")

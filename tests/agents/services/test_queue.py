@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue
 from agents.models import QueueEvent, Session, Transition, TransitionKind
@@ -13,6 +14,7 @@ from agents.selectors import human_queue_list, session_timeline
 from agents.services import agent_create
 from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return
 from agents.services.sessions import session_create, session_report_anomaly, session_transition
+from decision_service.errors import PermissionDenied
 from rules.configio.apply import config_import
 from rules.runtime import engines
 
@@ -35,9 +37,16 @@ def bot(db):
     return agent
 
 
+def operator(username: str):
+    """A staff user in the queue_operators group (which has agents.work_human_queue)."""
+    user = get_user_model().objects.create_user(username=username, password=f"{username}-password-1", is_staff=True)
+    user.groups.add(Group.objects.get(name="queue_operators"))
+    return user
+
+
 @pytest.fixture
 def other_user(db):
-    return get_user_model().objects.create_user(username="li", password="li-password-1", is_staff=True)
+    return operator("li")
 
 
 def waiting(bot, key: str = "c1") -> Session:
@@ -145,3 +154,17 @@ def test_queue_filters_and_reasons(bot, staff_user):
         session_report_anomaly(agent=bot, session_id="c3", code="x")
     assert [s.key for s in human_queue_list(reason="model_failure")] == ["c3"]
     assert human_queue_list(reason="rule").count() == 0
+
+
+def test_working_the_queue_needs_the_permission(bot, other_user):
+    session = waiting(bot)
+    bystander = get_user_model().objects.create_user(username="viewer", password="viewer-password-1", is_staff=True)
+    for step in (
+        lambda: queue_claim(session_pk=session.pk, user=bystander),
+        lambda: queue_release(session_pk=session.pk, user=bystander),
+        lambda: queue_return(session_pk=session.pk, user=bystander, state="escalated"),
+        lambda: queue_resolve(session_pk=session.pk, user=bystander, state="closed", note="n"),
+    ):
+        with pytest.raises(PermissionDenied):
+            step()
+    queue_claim(session_pk=session.pk, user=other_user)  # the group's members may
