@@ -7,6 +7,7 @@ urlpatterns = [
     path("decisions/<str:decision_id>/replay", apis.DecisionReplayApi.as_view(), name="decision-replay"),
     path("points", apis.PointListApi.as_view(), name="point-list"),
     path("points/<str:point_key>", apis.PointDetailApi.as_view(), name="point-detail"),
+    path("simulations", staff_apis.SimulationCreateApi.as_view(), name="simulation-create"),
     path("change-requests", staff_apis.ChangeRequestsApi.as_view(), name="change-requests"),
     path("change-requests/<int:request_id>", staff_apis.ChangeRequestDetailApi.as_view(), name="change-request-detail"),
     path(

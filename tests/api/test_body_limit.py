@@ -42,6 +42,7 @@ STAFF_REQUESTS = [
     "QueueNote",
     "QueueReturn",
     "QueueResolve",
+    "SimulationRequest",
 ]
 
 

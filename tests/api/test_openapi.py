@@ -115,6 +115,8 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (session_apis.SessionAnomalyCreateApi.InputSerializer, "AnomalyRequest"),
         (staff_apis.ChangeRequestCreateApi.InputSerializer, "ChangeRequestCreate"),
         (staff_apis.ChangeRequestApproveApi.InputSerializer, "ChangeRequestApprove"),
+        (staff_apis.SimulationCreateApi.InputSerializer, "SimulationRequest"),
+        (staff_apis.SimulationCreateApi.CandidateSerializer, "Candidate"),
         (queue_apis.QueueClaimApi.serializer_class, "QueueNote"),
         (queue_apis.QueueReturnApi.serializer_class, "QueueReturn"),
         (queue_apis.QueueResolveApi.serializer_class, "QueueResolve"),
