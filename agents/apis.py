@@ -67,6 +67,8 @@ def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
                 "terminal": session.state in session.machine.terminal_states,
                 "anomalies": {"count": session.anomaly_count, "latest": session_latest_anomaly_codes(session)},
                 "handoff_reason": session.handoff_reason or None,
+                # A person has taken the session from the human queue (their username), else null.
+                "claimed_by": session.claimed_by.get_username() if session.claimed_by else None,
                 "feedback": session_feedback(session),
                 "seconds_in_state": round((timezone.now() - session.state_entered_at).total_seconds(), 3),
                 "context": session.context,

@@ -65,3 +65,15 @@ class MachineMismatch(DomainError):
     code = "machine_mismatch"
     status = 422
     title = "The decision point moves sessions of another machine"
+
+
+class NotInQueue(DomainError):
+    code = "not_in_queue"
+    status = 409
+    title = "The session is not waiting for a person"
+
+
+class ClaimedByOther(DomainError):
+    code = "claimed_by_other"
+    status = 409
+    title = "Another person has this session"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from simple_history.models import HistoricalRecords
 
@@ -66,6 +67,15 @@ class Session(models.Model):
     context = models.JSONField(default=dict, blank=True)
     anomaly_count = models.PositiveIntegerField(default=0)
     handoff_reason = models.CharField(max_length=64, blank=True)
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="claimed_sessions",
+        help_text="The person who has taken the session from the human queue; cleared by every move.",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
     state_entered_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -73,6 +83,7 @@ class Session(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         constraints = [models.UniqueConstraint(fields=["agent", "key"], name="session_key_unique_per_agent")]
+        permissions = [("work_human_queue", "Can claim, release, return and resolve sessions in the human queue")]
         indexes = [
             models.Index(fields=["machine", "state", "state_entered_at"], name="session_machine_state_idx"),
             models.Index(fields=["state_entered_at"], name="session_state_entered_idx"),
@@ -92,6 +103,8 @@ class TransitionKind(models.TextChoices):
     RESUME = "resume", "resume"
     MODEL_FAILURE = "model_failure", "handed off: model failure"
     TIMEOUT = "timeout", "handed off: timeout"
+    RETURN = "return", "returned to the bot by a person"
+    RESOLVE = "resolve", "resolved by a person"
 
 
 class Transition(models.Model):
@@ -125,3 +138,29 @@ class Transition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} #{self.seq}: {self.from_state} → {self.to_state}"
+
+
+class QueueEventKind(models.TextChoices):
+    CLAIM = "claim", "claimed"
+    RELEASE = "release", "released"
+
+
+class QueueEvent(models.Model):
+    """A person taking a waiting session or giving it back: on the session's timeline, not a move
+    (the state and ``seq`` do not change). Written once by ``agents.services.queue``."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queue_events")
+    kind = models.CharField(max_length=16, choices=QueueEventKind.choices)
+    actor = models.CharField(max_length=128, help_text="operator:<username>")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    state = models.CharField(max_length=64, help_text="The session's state then (its machine's handoff state).")
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["session", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.kind} by {self.actor}"

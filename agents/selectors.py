@@ -5,11 +5,12 @@ import heapq
 import operator
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
-from django.db.models import BooleanField, Case, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import BooleanField, Case, CharField, OuterRef, Q, QuerySet, Subquery, Value, When
 
 from agents.errors import UnknownSession
-from agents.models import AgentRuntime, Anomaly, Session, Transition
+from agents.models import AgentRuntime, Anomaly, QueueEvent, Session, Transition, TransitionKind
 from agents.services.runtimes import token_hash
 from agents.services.sessions import AgentRef
 from decision_service.principals import AgentPrincipal
@@ -44,7 +45,7 @@ def agent_principal_by_hash(*, digest: str) -> AgentPrincipal | None:
 
 
 def session_get_for_agent(*, agent: AgentRef, session_id: str) -> Session:
-    session = Session.objects.select_related("machine").filter(agent_id=agent.pk, key=session_id).first()
+    session = Session.objects.select_related("machine", "claimed_by").filter(agent_id=agent.pk, key=session_id).first()
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")
     return session
@@ -183,19 +184,68 @@ def session_human_queue(*, machines: list[StateMachine] | None = None) -> QueryS
             last_from=Subquery(last.values("from_state")[:1]),
             last_at=Subquery(last.values("created_at")[:1]),
         )
+        .annotate(
+            queue_reason=Case(
+                When(handoff_reason=TransitionKind.TIMEOUT, then=Value(REASON_TIMEOUT)),
+                When(handoff_reason=TransitionKind.MODEL_FAILURE, then=Value(REASON_MODEL_FAILURE)),
+                When(last_kind__in=[TransitionKind.DECISION, TransitionKind.FALLBACK], then=Value(REASON_RULE)),
+                When(last_kind__isnull=True, then=Value(REASON_STARTED)),
+                default=Value(REASON_AGENT),
+                output_field=CharField(),
+            )
+        )
+        .select_related("claimed_by")
         .order_by("state_entered_at", "pk")
     )
 
 
+# Why a session is waiting for a person, from the move that brought it there.
+REASON_RULE = "rule"  # a decision moved it (a rule's outcome, or the point's fallback)
+REASON_TIMEOUT = "timeout"  # the timeout sweep
+REASON_MODEL_FAILURE = "model_failure"  # the model-failure policy (too many anomalies)
+REASON_AGENT = "agent"  # the agent moved it there itself
+REASON_STARTED = "started"  # it started in the handoff state
+QUEUE_REASONS = {
+    REASON_RULE: "rule",
+    REASON_TIMEOUT: "timeout",
+    REASON_MODEL_FAILURE: "model failure",
+    REASON_AGENT: "moved by the agent",
+    REASON_STARTED: "started there",
+}
+MINE, UNCLAIMED, CLAIMED = "mine", "unclaimed", "claimed"
+
+
+def human_queue_list(*, holder: str = "", user: Any = None, reason: str = "") -> QuerySet[Session]:
+    """The human queue (``session_human_queue``), oldest first, filtered: ``holder`` is "mine" (held by
+    ``user``), "unclaimed" or "claimed"; ``reason`` one of ``QUEUE_REASONS``. Empty means no filter."""
+    queue = session_human_queue()
+    if holder == MINE:
+        queue = queue.filter(claimed_by_id=getattr(user, "pk", None))
+    elif holder == UNCLAIMED:
+        queue = queue.filter(claimed_by__isnull=True)
+    elif holder == CLAIMED:
+        queue = queue.filter(claimed_by__isnull=False)
+    if reason:
+        queue = queue.filter(queue_reason=reason)  # type: ignore[misc]  # an annotation the stubs do not see
+    return queue
+
+
+def human_queue_get(*, pk: int) -> Session | None:
+    """One session of the human queue (annotated as in ``session_human_queue``), or None when it is not waiting."""
+    return session_human_queue().filter(pk=pk).first()
+
+
 @dataclass(frozen=True)
 class TimelineEntry:
-    """One event of a session: a transition, a decision or an anomaly (exactly one of the three is set)."""
+    """One event of a session: a transition, a decision, an anomaly or a queue event (claim, release):
+    exactly one of the four is set."""
 
-    kind: str  # "transition" | "decision" | "anomaly"
+    kind: str  # "transition" | "decision" | "anomaly" | "queue"
     at: dt.datetime
     transition: Transition | None = None
     decision: DecisionRecord | None = None
     anomaly: Anomaly | None = None
+    queue_event: QueueEvent | None = None
 
     @property
     def seq(self) -> int | None:
@@ -204,7 +254,7 @@ class TimelineEntry:
 
 # When two events share a timestamp: a decision comes before the anomaly it raised, and both before
 # the move it made (the decide service writes them in that order).
-_RANK = {"decision": 0, "anomaly": 1, "transition": 2}
+_RANK = {"decision": 0, "anomaly": 1, "transition": 2, "queue": 3}
 
 
 def _sort_key(entry: TimelineEntry) -> tuple[dt.datetime, int]:
@@ -223,12 +273,15 @@ def session_timeline(session: Session, *, limit: int | None = None) -> list[Time
         "-created_at", "-pk"
     )
     anomalies = Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by("-created_at", "-pk")
+    queue_events = session.queue_events.order_by("-created_at", "-pk")
     if limit is not None:
         transitions, decisions, anomalies = transitions[:limit], decisions[:limit], anomalies[:limit]
+        queue_events = queue_events[:limit]
     moves = [TimelineEntry("transition", t.created_at, transition=t) for t in reversed(list(transitions))]
     others = sorted(
         [TimelineEntry("decision", d.created_at, decision=d) for d in decisions]
-        + [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in anomalies],
+        + [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in anomalies]
+        + [TimelineEntry("queue", q.created_at, queue_event=q) for q in queue_events],
         key=_sort_key,
     )
     merged = list(heapq.merge(moves, others, key=_sort_key))

@@ -13,6 +13,7 @@ from rules.engine import Candidate, CompiledPoint, Decision, MatchedRule
 from rules.models import ChangeRequest, DecisionRecord
 from rules.services.decide import DecideResult
 from rules.services.replay import Replay
+from rules.services.simulate import Simulation
 
 
 class RuleRef(TypedDict):
@@ -55,6 +56,15 @@ class DecisionBody(DecisionView):
     revision: int
     evaluated_us: int
     created_at: str | None
+
+
+class SimulationBody(DecisionView):
+    """The answer to ``POST /api/v1/simulations``: a decision body without ``id``, never logged."""
+
+    revision: int
+    evaluated_us: int
+    created_at: None
+    change_request: int | None
 
 
 class ReplaySide(TypedDict):
@@ -119,6 +129,17 @@ def decision_body(result: DecideResult) -> DecisionBody:
     body["created_at"] = timestamp(record.created_at) if record else None
     out: DecisionBody = body
     return out
+
+
+def simulation_body(simulation: Simulation) -> SimulationBody:
+    """The simulator's answer: what the decide answer would be, with nothing about a log row."""
+    return {
+        **decision_view(simulation.decision),
+        "revision": simulation.revision,
+        "evaluated_us": simulation.evaluated_us,
+        "created_at": None,
+        "change_request": simulation.change_request,
+    }
 
 
 def record_body(record: DecisionRecord) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The staff API: change requests, for teams that keep their rules in git and for scripts.
+"""The staff API: change requests, for teams that keep their rules in git and for scripts; the rule
+simulator.
 
 Staff API tokens only (``StaffApi``); what a user may do (propose, approve, withdraw) is decided by the
 change request services, whatever the caller.
@@ -14,10 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from decision_service.api.base import StaffApi, route
-from decision_service.api.fields import StrictCharField, StrictSerializer
+from decision_service.api.fields import StrictCharField, StrictFloatField, StrictIntegerField, StrictSerializer
 from rules.configio.validate import config_from_yaml
+from rules.engine import Candidate
 from rules.models import ChangeRequest, ChangeRequestState
-from rules.presenters import change_request_body
+from rules.presenters import change_request_body, simulation_body
 from rules.services.change_requests import (
     change_request_approve,
     change_request_propose,
@@ -25,6 +27,8 @@ from rules.services.change_requests import (
     change_request_schedule,
     change_request_withdraw,
 )
+from rules.services.decide import DecideRequest
+from rules.services.simulate import decision_simulate
 
 
 class _DecisionSerializer(StrictSerializer):
@@ -113,3 +117,64 @@ def _valid(serializer_class: type[serializers.Serializer], request: Request) -> 
 
 # GET lists and POST proposes on the same path: one class per operation, joined for the route.
 ChangeRequestsApi = route(ChangeRequestListApi, ChangeRequestCreateApi)
+
+
+class SimulationCreateApi(StaffApi):
+    """What ``POST /api/v1/decisions`` would answer, under the current revision, a past one or an open
+    change request's proposal; nothing is written."""
+
+    class CandidateSerializer(StrictSerializer):
+        decision = StrictCharField(max_length=128)
+        confidence = StrictFloatField(min_value=0.0, max_value=1.0)
+        reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+    class InputSerializer(StrictSerializer):
+        point = StrictCharField(max_length=64)
+        input = StrictCharField(max_length=10_000, required=False, allow_blank=True, default="", trim_whitespace=False)
+        facts = serializers.DictField(required=False, default=dict)
+        session_state = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
+        candidate = serializers.JSONField(required=False, allow_null=True)
+        candidate_raw = StrictCharField(
+            max_length=20_000, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+        )
+        revision = StrictIntegerField(min_value=1, max_value=2_147_483_647, required=False, allow_null=True)
+        change_request = StrictIntegerField(min_value=1, max_value=2_147_483_647, required=False, allow_null=True)
+
+        def validate_candidate(self, value: Any) -> Any:
+            if value is None:
+                return None
+            nested = SimulationCreateApi.CandidateSerializer(data=value)
+            nested.is_valid(raise_exception=True)
+            return nested.validated_data
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs.get("candidate") is not None and attrs.get("candidate_raw") is not None:
+                raise serializers.ValidationError(
+                    {"candidate_raw": ["Send either candidate or candidate_raw, not both."]}
+                )
+            if attrs.get("revision") is not None and attrs.get("change_request") is not None:
+                raise serializers.ValidationError(
+                    {"change_request": ["Send either revision or change_request, not both."]}
+                )
+            return attrs
+
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        candidate = data.get("candidate")
+        simulation = decision_simulate(
+            request=DecideRequest(
+                point=data["point"],
+                input=data["input"],
+                candidate=Candidate(candidate["decision"], candidate["confidence"], candidate["reason"])
+                if candidate
+                else None,
+                candidate_raw=data.get("candidate_raw"),
+                facts=data["facts"],
+            ),
+            session_state=data["session_state"],
+            revision=data.get("revision"),
+            change_request=data.get("change_request"),
+        )
+        return Response(simulation_body(simulation))

@@ -9,6 +9,7 @@ urlpatterns = [
     path("points/<str:point_key>", apis.PointDetailApi.as_view(), name="point-detail"),
     path("reports/decision-map", report_apis.DecisionMapApi.as_view(), name="report-decision-map"),
     path("reports/decision-map.csv", report_apis.DecisionMapCsvApi.as_view(), name="report-decision-map-csv"),
+    path("simulations", staff_apis.SimulationCreateApi.as_view(), name="simulation-create"),
     path("change-requests", staff_apis.ChangeRequestsApi.as_view(), name="change-requests"),
     path("change-requests/<int:request_id>", staff_apis.ChangeRequestDetailApi.as_view(), name="change-request-detail"),
     path(

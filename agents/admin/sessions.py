@@ -7,23 +7,29 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
 from agents.models import Session, TransitionKind
 from agents.selectors import (
+    CLAIMED,
+    MINE,
+    QUEUE_REASONS,
     STUCK_HELP,
+    UNCLAIMED,
     TimelineEntry,
+    human_queue_list,
     session_human_queue,
     session_is_stuck,
     session_list,
@@ -34,7 +40,9 @@ from agents.selectors import (
     sessions_open_q,
     sessions_stuck_q,
 )
+from agents.services.queue import may_work_queue, queue_claim, queue_release, queue_resolve, queue_return
 from agents.services.sessions import allowed_actions, allowed_targets
+from decision_service.errors import DomainError
 from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, session_changelist_url
 from rules.models import StateMachine
 
@@ -183,6 +191,8 @@ def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
             ruled_by_label=RULED_BY_LABELS.get(d.ruled_by, d.ruled_by),
             url=reverse("admin:rules_decisionrecord_change", args=[d.pk]),
         )
+    elif entry.queue_event is not None:
+        row.update(queue_event=entry.queue_event)
     elif entry.anomaly is not None:
         a = entry.anomaly
         row.update(
@@ -381,31 +391,58 @@ class SessionAdmin(ReadOnlyAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         # A view of this admin rather than a proxy model's changelist: a proxy model would need a
-        # migration. It is linked from the session list and the agents app page (app_index.html).
+        # migration. It is linked from the session list, the agents app page and the admin index.
         info = self.opts.app_label, self.opts.model_name
         queue = path(
             "human-queue/",
             self.admin_site.admin_view(self.human_queue_view),
             name="{}_{}_human_queue".format(*info),
         )
-        return [queue, *super().get_urls()]
+        act = path(
+            "human-queue/<int:pk>/<str:step>/",
+            self.admin_site.admin_view(self.human_queue_act_view),
+            name="{}_{}_human_queue_act".format(*info),
+        )
+        return [queue, act, *super().get_urls()]
 
     def human_queue_view(self, request: HttpRequest) -> HttpResponse:
-        """Sessions waiting in their machine's handoff state, the longest waiting first, and how they got there."""
+        """Sessions waiting in their machine's handoff state, the longest waiting first: how they got
+        there, who holds them, and (with the permission) the buttons to work them."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         now = timezone.now()
-        page = Paginator(session_human_queue(), HUMAN_QUEUE_PAGE).get_page(request.GET.get("p"))
-        rows = [
-            {
-                "session": s,
-                "url": reverse("admin:agents_session_change", args=[s.pk]),
-                "waiting": _human(s.state_entered_at, now),
-                "kind_label": KIND_LABELS.get(s.last_kind, s.last_kind) if s.last_kind else "",
-                "stuck": session_is_stuck(s, now=now),
-            }
-            for s in page.object_list
-        ]
+        holder = request.GET.get("holder", "")
+        holder = holder if holder in (MINE, UNCLAIMED, CLAIMED) else ""
+        reason = request.GET.get("reason", "")
+        reason = reason if reason in QUEUE_REASONS else ""
+        queue = human_queue_list(holder=holder, user=request.user, reason=reason)
+        page = Paginator(queue, HUMAN_QUEUE_PAGE).get_page(request.GET.get("p"))
+        can_work = may_work_queue(request.user)
+        rows = []
+        for s in page.object_list:
+            targets = allowed_targets(s)
+            terminal = s.machine.terminal_states
+            rows.append(
+                {
+                    "session": s,
+                    "url": reverse("admin:agents_session_change", args=[s.pk]),
+                    "waiting": _human(s.state_entered_at, now),
+                    "kind_label": KIND_LABELS.get(s.last_kind, s.last_kind) if s.last_kind else "",
+                    "reason_label": QUEUE_REASONS.get(s.queue_reason, s.queue_reason),
+                    "stuck": session_is_stuck(s, now=now),
+                    "mine": s.claimed_by_id == request.user.pk,
+                    "return_states": [t for t in targets if t not in terminal],
+                    "resolve_states": [t for t in targets if t in terminal],
+                    "claim_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "claim"]),
+                    "release_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "release"]),
+                    "return_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "return"]),
+                    "resolve_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "resolve"]),
+                }
+            )
+        filters = {
+            "holder": [("", "all"), (MINE, "mine"), (UNCLAIMED, "unclaimed"), (CLAIMED, "claimed")],
+            "reason": [("", "any"), *QUEUE_REASONS.items()],
+        }
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -415,5 +452,48 @@ class SessionAdmin(ReadOnlyAdmin):
             "page_obj": page,
             "changelist_url": reverse("admin:agents_session_changelist"),
             "stuck_help": STUCK_HELP,
+            "can_work": can_work,
+            "holder": holder,
+            "reason": reason,
+            "filters": filters,
+            "filter_query": urlencode({k: v for k, v in (("holder", holder), ("reason", reason)) if v}),
+            "here": request.get_full_path(),
         }
         return TemplateResponse(request, self.human_queue_template, context)
+
+    def human_queue_act_view(self, request: HttpRequest, pk: int, step: str) -> HttpResponse:
+        """One step on a waiting session (claim, release, return, resolve), through the queue services;
+        a refusal is shown as a message on the queue page."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=False):
+            back = reverse("admin:agents_session_human_queue")
+        back = back or reverse("admin:agents_session_human_queue")
+        note = request.POST.get("note", "").strip()
+        state = request.POST.get("state", "").strip()
+        key = Session.objects.filter(pk=pk).values_list("key", flat=True).first() or str(pk)
+        try:
+            if step == "claim":
+                queue_claim(session_pk=pk, user=request.user, note=note)
+                done = f"You have {key} now."
+            elif step == "release":
+                queue_release(session_pk=pk, user=request.user, note=note)
+                done = f"Session {key} is back in the queue, unclaimed."
+            elif step == "return":
+                move = queue_return(session_pk=pk, user=request.user, state=state, note=note)
+                done = f"Session {key} is back with the bot, in {move.state}."
+            elif step == "resolve":
+                if not note:
+                    raise DomainError("Say how it was resolved: the note is required.")
+                move = queue_resolve(session_pk=pk, user=request.user, state=state, note=note)
+                done = f"Session {key} is resolved: it ended in {move.state}."
+            else:
+                raise DomainError(f"Unknown step '{step}'.")
+        except DomainError as refused:
+            messages.error(request, f"Session {key}: {refused.detail}")
+        else:
+            messages.success(request, done)
+        return HttpResponseRedirect(back)

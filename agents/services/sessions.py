@@ -167,6 +167,9 @@ def session_move(
         fields["stack"] = stack
     # Set by the system's hand-offs only; any other move (out of the queue, or into it by choice) clears it.
     fields["handoff_reason"] = kind if kind in (TransitionKind.MODEL_FAILURE, TransitionKind.TIMEOUT) else ""
+    # A claim is on a wait in the human queue: any move ends that wait (a new one starts unclaimed).
+    fields["claimed_by"] = None
+    fields["claimed_at"] = None
     # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
     if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
         session.refresh_from_db()

@@ -28,6 +28,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of
+from rules.admin.simulator import simulator_view
 from rules.engine import Decision
 from rules.errors import DomainError
 from rules.models import (
@@ -166,8 +167,11 @@ def session_changelist_url(session_id: str) -> str:
     return reverse("admin:rules_decisionrecord_changelist") + "?" + urlencode({"q": session_id})
 
 
-def why_context(record: DecisionRecord) -> dict[str, Any]:
-    """What the decision's detail page shows, as plain values (the template escapes all of it)."""
+def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any]:
+    """What the decision's detail page shows, as plain values (the template escapes all of it).
+
+    ``simulated`` (a label such as "revision 3") is for the rule simulator's never-saved record: no
+    replay, pin, anomalies or session, which only a logged decision has."""
     matched = sorted(record.matched_rules or [], key=lambda m: m.get("priority", 0))  # stable: keeps ties' order
     urls = _rule_urls(record.point, [m["key"] for m in matched])
     winner_key = record.rule_key if record.ruled_by == RuledBy.HARD_RULE else ""
@@ -190,6 +194,20 @@ def why_context(record: DecisionRecord) -> dict[str, Any]:
     tokens_total = None
     if record.tokens_prompt is not None or record.tokens_completion is not None:
         tokens_total = (record.tokens_prompt or 0) + (record.tokens_completion or 0)
+    if simulated:
+        return {
+            "record": record,
+            "simulated": simulated,
+            "matched": rows,
+            "winner_missing": bool(winner_key) and not winner_marked,
+            "rule_url": urls.get(record.rule_key) if record.rule_key else None,
+            "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
+            "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
+            "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
+            "masked": sorted((record.masked or {}).items()),
+            "facts_json": _pretty_json(record.facts) if record.facts else "",
+            "revision_url": _revision_url(record.revision),
+        }
     context: dict[str, Any] = {
         "record": record,
         "matched": rows,
@@ -371,7 +389,12 @@ class DecisionRecordAdmin(SessionLogAdmin):
 
         # The decision-point map is built on the log: it lives under it, for those who may read it.
         report = path("map/", self.admin_site.admin_view(decision_map_view), name="rules_decision_map")
-        return [report, replay, pin, *super().get_urls()]
+        simulator = path(
+            "simulator/",
+            self.admin_site.admin_view(lambda request: simulator_view(self, request)),
+            name="{}_{}_simulator".format(*info),
+        )
+        return [report, simulator, replay, pin, *super().get_urls()]
 
     def pin_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Pin the decision as a regression case, with the logged outcome or a corrected one."""

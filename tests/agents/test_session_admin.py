@@ -268,10 +268,15 @@ def test_the_human_queue_lists_handoff_sessions_oldest_first_with_why(admin_clie
     response = admin_client_.get(reverse("admin:agents_session_human_queue"))
     assert response.status_code == 200
     html = response.content.decode()
-    queued = re.findall(r'<tr class="arbiter-queue-row" data-session="([^"]+)">', html)
+    queued = re.findall(r'<tr class="arbiter-queue-row" data-session="([^"]+)"', html)
     assert queued == ["handed", "failing", "waiting"]
     rows = dict(zip(queued, html.split('<tr class="arbiter-queue-row"')[1:], strict=True))
     assert "model_failure" in rows["failing"] and "3 anomalies" in rows["failing"]
+    assert [re.search(r'data-reason="([^"]+)"', rows[k]).group(1) for k in queued] == [
+        "agent",
+        "model_failure",
+        "timeout",
+    ]
     assert "timeout" in rows["waiting"] and "more than 30 s in awaiting_intent" in rows["waiting"]
     assert "init → human_handoff" in rows["handed"]
     for key in queued:

@@ -35,7 +35,15 @@ REQUESTS = [
     "ResumeRequest",
     "AnomalyRequest",
 ]
-STAFF_REQUESTS = ["ChangeRequestCreate", "ChangeRequestApprove", "ChangeRequestDecision"]
+STAFF_REQUESTS = [
+    "ChangeRequestCreate",
+    "ChangeRequestApprove",
+    "ChangeRequestDecision",
+    "QueueNote",
+    "QueueReturn",
+    "QueueResolve",
+    "SimulationRequest",
+]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from rest_framework import serializers
 
 from agents import apis as session_apis
 from agents import errors as agent_errors
+from agents import staff_apis as queue_apis
 from agents import urls as agents_urls
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
@@ -114,6 +115,11 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (session_apis.SessionAnomalyCreateApi.InputSerializer, "AnomalyRequest"),
         (staff_apis.ChangeRequestCreateApi.InputSerializer, "ChangeRequestCreate"),
         (staff_apis.ChangeRequestApproveApi.InputSerializer, "ChangeRequestApprove"),
+        (staff_apis.SimulationCreateApi.InputSerializer, "SimulationRequest"),
+        (staff_apis.SimulationCreateApi.CandidateSerializer, "Candidate"),
+        (queue_apis.QueueClaimApi.serializer_class, "QueueNote"),
+        (queue_apis.QueueReturnApi.serializer_class, "QueueReturn"),
+        (queue_apis.QueueResolveApi.serializer_class, "QueueResolve"),
     ],
 )
 def test_request_schemas_match_the_serializers(spec, serializer, name):

@@ -324,6 +324,7 @@ def test_session_detail(world):
         "terminal": False,
         "anomalies": {"count": 1, "latest": ["invalid_json"]},
         "handoff_reason": None,
+        "claimed_by": None,
         "feedback": [],
         "context": {},
     }

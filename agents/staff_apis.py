@@ -1,0 +1,120 @@
+"""The staff API of the human queue: list the sessions waiting for a person, claim, release, return to
+the bot, resolve. Staff API tokens only (``StaffApi``); the rules are the queue services'."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.errors import UnknownSession
+from agents.models import Session
+from agents.selectors import QUEUE_REASONS, human_queue_get, human_queue_list
+from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return
+from agents.services.sessions import Move
+from decision_service.api.base import StaffApi
+from decision_service.api.fields import StrictCharField, StrictSerializer
+
+QUEUE_LIST_MAX = 500
+
+
+def queue_item(session: Session, *, now: Any = None) -> dict[str, Any]:
+    """One waiting session (annotated by ``session_human_queue``) as the API shows it."""
+    now = now or timezone.now()
+    return {
+        "id": session.pk,
+        "session_id": session.key,
+        "agent": session.agent.name,
+        "machine": session.machine.key,
+        "state": session.state,
+        "reason": getattr(session, "queue_reason", None),
+        "waiting_seconds": round((now - session.state_entered_at).total_seconds(), 3),
+        "claimed_by": session.claimed_by.get_username() if session.claimed_by else None,
+    }
+
+
+def _item(pk: int) -> dict[str, Any]:
+    session = human_queue_get(pk=pk)
+    if session is None:  # moved on between the write and this read
+        raise UnknownSession(f"Session {pk} is no longer in the human queue.")
+    return queue_item(session)
+
+
+def _move_body(pk: int, move: Move) -> dict[str, Any]:
+    key = Session.objects.filter(pk=pk).values_list("key", flat=True).first()
+    return {"id": pk, "session_id": key, "from": move.from_state, "state": move.state, "seq": move.seq}
+
+
+class _NoteSerializer(StrictSerializer):
+    note = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class _LeaveSerializer(StrictSerializer):
+    state = StrictCharField(max_length=64)
+    note = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class _ResolveSerializer(_LeaveSerializer):
+    note = StrictCharField(max_length=2000)
+
+
+def _valid(serializer_class: type[serializers.Serializer], request: Request) -> Any:
+    empty = request.META.get("CONTENT_LENGTH") in (None, "", "0") and "HTTP_TRANSFER_ENCODING" not in request.META
+    serializer = serializer_class(data={} if empty else request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class QueueListApi(StaffApi):
+    def get(self, request: Request) -> Response:
+        holder = request.query_params.get("holder", "")
+        reason = request.query_params.get("reason", "")
+        problems: dict[str, list[str]] = {}
+        if holder not in ("", "mine", "unclaimed", "claimed"):
+            problems["holder"] = ["One of: mine, unclaimed, claimed."]
+        if reason and reason not in QUEUE_REASONS:
+            problems["reason"] = [f"One of: {', '.join(QUEUE_REASONS)}."]
+        if problems:
+            raise serializers.ValidationError(problems)
+        now = timezone.now()
+        sessions = human_queue_list(holder=holder, user=request.user, reason=reason)[:QUEUE_LIST_MAX]
+        return Response({"queue": [queue_item(s, now=now) for s in sessions]})
+
+
+class QueueClaimApi(StaffApi):
+    serializer_class = _NoteSerializer
+
+    def post(self, request: Request, session_pk: int) -> Response:
+        data = _valid(self.serializer_class, request)
+        queue_claim(session_pk=session_pk, user=request.user, note=data["note"])
+        return Response(_item(session_pk))
+
+
+class QueueReleaseApi(StaffApi):
+    serializer_class = _NoteSerializer
+
+    def post(self, request: Request, session_pk: int) -> Response:
+        data = _valid(self.serializer_class, request)
+        queue_release(session_pk=session_pk, user=request.user, note=data["note"])
+        return Response(_item(session_pk))
+
+
+class QueueReturnApi(StaffApi):
+    serializer_class = _LeaveSerializer
+
+    def post(self, request: Request, session_pk: int) -> Response:
+        data = _valid(self.serializer_class, request)
+        move = queue_return(session_pk=session_pk, user=request.user, state=data["state"], note=data["note"])
+        return Response(_move_body(session_pk, move))
+
+
+class QueueResolveApi(StaffApi):
+    serializer_class = _ResolveSerializer
+
+    def post(self, request: Request, session_pk: int) -> Response:
+        data = _valid(self.serializer_class, request)
+        move = queue_resolve(session_pk=session_pk, user=request.user, state=data["state"], note=data["note"])
+        return Response(_move_body(session_pk, move))

@@ -1,0 +1,186 @@
+"""The rule simulator: decide a typed-in request as ``POST /api/v1/decisions`` would, and write nothing.
+
+Under the current revision, a past revision, or an open change request's proposed configuration (the
+live document with the request's changes made, compiled as the impact preview compiles it). The request
+is checked against the chosen point exactly as a real one (its facts, raw model output parsed the same
+way, the default answering for raw output without a valid candidate), but no decision is logged, no
+"ask your LLM" counter is raised and no anomaly is recorded: the simulator only reads the configuration.
+
+A simulated case can be kept as a regression case (``regression_case_from_simulation``): its input is
+masked as a logged decision's would be, so a case pinned from the simulator is stored like one pinned
+from the log.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config, evaluate
+from rules.engine.compiler import CompileError
+from rules.errors import ConfigError, EngineUnavailable, InvalidRequest, NotFound, NotPending, UnknownPoint
+from rules.models import ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase
+from rules.models.governance import OPEN_STATES
+from rules.runtime import engines
+from rules.selectors import config_document
+from rules.services.change_requests import document_with_changes
+from rules.services.decide import DecideRequest, _masker, _record, decision_prepare, invalid_output_decision
+from rules.services.revisions import Actor
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated decision and what it was evaluated under: ``revision`` (for a change request, the live
+    revision its changes were made on) and ``change_request`` (or None)."""
+
+    decision: Decision
+    revision: int
+    change_request: int | None
+    evaluated_us: int
+    point: CompiledPoint
+
+    @property
+    def label(self) -> str:
+        if self.change_request is not None:
+            return f"change request #{self.change_request} (on revision {self.revision})"
+        return f"revision {self.revision}"
+
+
+def simulation_config(*, revision: int | None = None, change_request: int | None = None) -> tuple[CompiledConfig, int]:
+    """The compiled configuration to simulate under, and the revision number it is (or is based on)."""
+    if revision is not None and change_request is not None:
+        raise InvalidRequest(
+            "Choose a revision or a change request, not both.",
+            errors={"change_request": ["Send either revision or change_request, not both."]},
+        )
+    try:
+        if change_request is not None:
+            request = ChangeRequest.objects.filter(pk=change_request).first()
+            if request is None:
+                raise NotFound(f"There is no change request #{change_request}.")
+            if request.state not in OPEN_STATES:
+                raise NotPending(
+                    f"Change request #{change_request} is {request.state}: only open requests are simulated."
+                )
+            live = config_document()
+            current = engines.current().revision
+            proposed = document_with_changes(live, request.changes)
+            return compile_config(proposed, revision=current, backend=settings.ARBITER_ENGINE), current
+        if revision is not None:
+            try:
+                return engines.for_revision(revision), revision
+            except ConfigRevision.DoesNotExist as exc:
+                raise NotFound(f"There is no revision {revision} of the configuration.") from exc
+        config = engines.current()
+        return config, config.revision
+    except CompileError as exc:
+        raise EngineUnavailable(str(exc)) from exc
+
+
+def decision_simulate(
+    *,
+    request: DecideRequest,
+    session_state: str = "",
+    revision: int | None = None,
+    change_request: int | None = None,
+    now: dt.datetime | None = None,
+) -> Simulation:
+    """What the chosen configuration decides for ``request`` (see the module docstring); writes nothing."""
+    config, number = simulation_config(revision=revision, change_request=change_request)
+    point = config.point(request.point)
+    if point is None:
+        raise UnknownPoint(f"There is no decision point '{request.point}' in {_where(number, change_request)}.")
+    prepared = decision_prepare(point=point, request=request)
+    started = time.perf_counter_ns()
+    decision = evaluate(
+        point,
+        text=request.input,
+        candidate=prepared.candidate,
+        facts=prepared.facts,
+        now=now or timezone.now(),
+        session_state=session_state or None,
+    )
+    if prepared.parse_problem is not None:
+        decision = invalid_output_decision(point, decision, prepared.parse_problem)
+    evaluated_us = (time.perf_counter_ns() - started) // 1000
+    return Simulation(
+        decision=decision, revision=number, change_request=change_request, evaluated_us=evaluated_us, point=point
+    )
+
+
+SIMULATOR = "(simulator)"
+
+
+def simulation_record(*, request: DecideRequest, simulation: Simulation, session_state: str = "") -> DecisionRecord:
+    """The log row the decision *would* have been, for the admin's why panel: built exactly as the decide
+    service builds it (personal data masked), and never saved."""
+    record = _record(
+        None,  # type: ignore[arg-type]  # no agent: the row is never saved
+        SIMULATOR,
+        request,
+        simulation.point,
+        simulation.decision,
+        simulation.revision,
+        simulation.evaluated_us,
+        timezone.now(),
+        "",
+        "",
+    )
+    record.session_state = session_state
+    return record
+
+
+def _where(revision: int, change_request: int | None) -> str:
+    return f"change request #{change_request}" if change_request is not None else f"revision {revision}"
+
+
+def regression_case_from_simulation(
+    *,
+    request: DecideRequest,
+    session_state: str,
+    expected: str,
+    actor: Actor,
+    note: str = "",
+) -> RegressionCase:
+    """Keep a simulated request as a regression case expecting ``expected`` (an outcome of the point in the
+    current revision). The input is masked as the decision log masks it; the case is decided at "now"
+    whenever it is checked (it has no logged time)."""
+    point = engines.current().point(request.point)
+    if point is None:
+        raise UnknownPoint(f"There is no decision point '{request.point}'.")
+    outcome = expected.strip()
+    if outcome not in point.spec.outcomes:
+        raise ConfigError([f"expected: '{outcome}' is not an outcome of {request.point}"])
+    prepared = decision_prepare(point=point, request=request)
+    decision = evaluate(
+        point,
+        text=request.input,
+        candidate=prepared.candidate,
+        facts=prepared.facts,
+        now=timezone.now(),
+        session_state=session_state or None,
+    )
+    masked = _masker(point.spec.key).mask(request.input)
+    candidate = prepared.candidate
+    with transaction.atomic():
+        return RegressionCase.objects.create(
+            point=point.spec.key,
+            input=masked.text,
+            facts=dict(prepared.facts),
+            session_state=session_state,
+            candidate_decision=candidate.decision if candidate else "",
+            candidate_confidence=candidate.confidence if candidate else None,
+            candidate_invalid=request.candidate_raw is not None and candidate is None,
+            keyword_hits={k: list(v) for k, v in decision.keyword_hits.items()},
+            masked=dict(masked.counts),
+            decided_at=None,
+            expected=outcome,
+            note=note,
+            decision_id=None,
+            created_by=actor if actor is not None and getattr(actor, "pk", None) else None,  # type: ignore[misc]
+        )
