@@ -65,3 +65,15 @@ class MachineMismatch(DomainError):
     code = "machine_mismatch"
     status = 422
     title = "The decision point moves sessions of another machine"
+
+
+class RateLimited(DomainError):
+    """The agent sent more requests than its rate limit allows (agents.ratelimit)."""
+
+    code = "rate_limited"
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, retry_after: int) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after)}
