@@ -11,7 +11,7 @@ from decision_service.admin.forms import AuditedModelForm
 class AgentRuntimeForm(AuditedModelForm):
     class Meta:
         model = AgentRuntime
-        fields = ["name", "description", "points", "is_active"]
+        fields = ["name", "description", "points", "is_active", "rate_per_minute", "rate_burst"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
             "name": "Lower-case letters, digits and underscores; it cannot change later.",

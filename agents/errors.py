@@ -77,3 +77,15 @@ class ClaimedByOther(DomainError):
     code = "claimed_by_other"
     status = 409
     title = "Another person has this session"
+
+
+class RateLimited(DomainError):
+    """The agent sent more requests than its rate limit allows (agents.ratelimit)."""
+
+    code = "rate_limited"
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, retry_after: int) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
 
@@ -21,12 +22,39 @@ class AgentRuntime(models.Model):
     )
     points = models.ManyToManyField(DecisionPoint, blank=True, related_name="agents")
     is_active = models.BooleanField(default=True)
+    # Per-agent rate limit, a token bucket (agents.ratelimit): ``rate_per_minute`` requests a minute on
+    # average, up to ``rate_burst`` at once. No rate: no limit.
+    rate_per_minute = models.PositiveIntegerField(
+        "requests per minute",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="How many API requests a minute this agent may send on average; empty for no limit.",
+    )
+    rate_burst = models.PositiveIntegerField(
+        "burst",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="How many requests it may send at once before the rate applies; empty for a minute's worth "
+        "(the rate per minute).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     history = HistoricalRecords(excluded_fields=["token_hash"], m2m_fields=[points])
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["name"], name="agent_runtime_name_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["name"], name="agent_runtime_name_unique"),
+            models.CheckConstraint(
+                condition=models.Q(rate_per_minute__isnull=True) | models.Q(rate_per_minute__gte=1),
+                name="agent_rate_positive",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rate_burst__isnull=True) | models.Q(rate_burst__gte=1),
+                name="agent_burst_positive",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

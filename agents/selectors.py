@@ -23,7 +23,13 @@ def agent_get_by_token(*, token: str) -> AgentRuntime | None:
 
 def agent_principal(agent: AgentRuntime) -> AgentPrincipal:
     """What API calls see of an agent runtime: its id, name and the keys of the points it may ask."""
-    return AgentPrincipal(pk=agent.pk, name=agent.name, points=frozenset(p.key for p in agent.points.all()))
+    return AgentPrincipal(
+        pk=agent.pk,
+        name=agent.name,
+        points=frozenset(p.key for p in agent.points.all()),
+        rate_per_minute=agent.rate_per_minute,
+        rate_burst=agent.rate_burst,
+    )
 
 
 def agent_principal_by_token(*, token: str) -> AgentPrincipal | None:

@@ -15,6 +15,9 @@ class AgentPrincipal:
     pk: int
     name: str
     points: frozenset[str]
+    # The agent's rate limit (requests a minute, burst), read with the agent: no query of its own.
+    rate_per_minute: int | None = None
+    rate_burst: int | None = None
 
     is_authenticated = True
     is_anonymous = False

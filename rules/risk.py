@@ -35,7 +35,7 @@ from rules.configio.diff import KIND_LABELS, RecordChange
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
-LIST_FIELDS = frozenset({"terms", "match"})
+LIST_FIELDS = frozenset({"terms", "match", "fold_traditional", "ignore_cjk_gaps"})
 POINT_FIELDS = frozenset(
     {"outcomes", "candidate_whitelist", "default_outcome", "machine", "state_map", "fallback_state"}
 )

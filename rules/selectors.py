@@ -73,6 +73,10 @@ def config_document() -> dict[str, Any]:
                 "name": kl.name,
                 "description": kl.description,
                 "match": kl.match_mode,
+                # Always written, false too: their presence marks a revision whose keyword matching ignores
+                # format characters (rules.engine.compiler.keyword_list_spec).
+                "fold_traditional": kl.fold_traditional,
+                "ignore_cjk_gaps": kl.ignore_cjk_gaps,
                 "terms": [term.term for term in kl.terms.order_by("id")],
             },
             "name",

@@ -42,11 +42,14 @@ class AgentRuntimeAdmin(ConfigAdmin):
     form = AgentRuntimeForm
     readonly_after_create = ("name", "token_prefix", "created_at")
     filter_horizontal = ("points",)
-    list_display = ("name", "token_start", "is_active", "point_list", "created_at")
+    list_display = ("name", "token_start", "is_active", "point_list", "rate_limit", "created_at")
     list_filter = ("is_active", "points")
     search_fields = ("name", "description", "token_prefix", "points__key")
     actions = ["rotate_token", "deactivate"]
-    fieldsets = [(None, {"fields": ["name", "token_prefix", "created_at", "description", "points", "is_active"]})]
+    fieldsets = [
+        (None, {"fields": ["name", "token_prefix", "created_at", "description", "points", "is_active"]}),
+        ("Rate limit", {"fields": ["rate_per_minute", "rate_burst"]}),
+    ]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
         fieldsets = super().get_fieldsets(request, obj)
@@ -67,6 +70,12 @@ class AgentRuntimeAdmin(ConfigAdmin):
     @admin.display(description="token starts with", ordering="token_prefix")
     def token_start(self, obj: AgentRuntime) -> str:
         return f"{obj.token_prefix}…"
+
+    @admin.display(description="rate limit")
+    def rate_limit(self, obj: AgentRuntime) -> str:
+        if obj.rate_per_minute is None:
+            return "—"
+        return f"{obj.rate_per_minute}/min, burst {obj.rate_burst or 'default'}"
 
     @admin.display(description="decision points")
     def point_list(self, obj: AgentRuntime) -> str:

@@ -35,6 +35,8 @@ def agent_create(
     reason: str,
     description: str = "",
     is_active: bool = True,
+    rate_per_minute: int | None = None,
+    rate_burst: int | None = None,
 ) -> tuple[AgentRuntime, str]:
     """Create an agent runtime and return it with its token — the only time the token is seen."""
     points = _points_by_key(point_keys)
@@ -43,6 +45,8 @@ def agent_create(
         name=name,
         description=description,
         is_active=is_active,
+        rate_per_minute=rate_per_minute,
+        rate_burst=rate_burst,
         token_hash=token_hash(token),
         token_prefix=token[:12],
     )

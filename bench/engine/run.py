@@ -22,7 +22,7 @@ import pstats
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,6 +350,61 @@ def scanner_comparison(workload: Workload, rounds: int) -> dict[str, Any]:
     }
 
 
+def _with_evasion_options(snapshot: Mapping[str, Any], *, fold: bool, gaps: bool) -> dict[str, Any]:
+    lists = [{**kl, "fold_traditional": fold, "ignore_cjk_gaps": gaps} for kl in snapshot["keyword_lists"]]
+    return {**snapshot, "keyword_lists": lists}
+
+
+def evasion_comparison(workload: Workload, rounds: int) -> dict[str, Any]:
+    """What keyword-evasion matching costs: the point's pre-pass (``normalize_text`` + ``scan``) and a whole
+    ``evaluate``, for the workload's snapshot as it was (a revision from before: no options, format characters
+    seen), with format characters ignored but both options off, and with both options on (the default).
+    Alternating, same requests; also how many decisions and hits the options change on these inputs."""
+    variants = {
+        "before": workload.snapshot,
+        "format only": _with_evasion_options(workload.snapshot, fold=False, gaps=False),
+        "options on": _with_evasion_options(workload.snapshot, fold=True, gaps=True),
+    }
+    points = {name: compile_config(snap, revision=1).points[workload.point] for name, snap in variants.items()}
+    requests = workload.requests
+    decisions = {
+        name: [evaluate(p, text=r.text, candidate=r.candidate, facts=r.facts, now=NOW) for r in requests]
+        for name, p in points.items()
+    }
+    changed = sum(
+        1 for a, b in zip(decisions["before"], decisions["options on"], strict=True) if a.decision != b.decision
+    )
+    more_hits = sum(
+        1 for a, b in zip(decisions["before"], decisions["options on"], strict=True) if a.keyword_hits != b.keyword_hits
+    )
+    prepass: dict[str, list[int]] = {name: [] for name in points}
+    whole: dict[str, list[int]] = {name: [] for name in points}
+    pc = time.perf_counter_ns
+    names = list(points)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            point = points[name]
+            scan = point.scanner.scan
+            pre, out = prepass[name], whole[name]
+            for req in requests:
+                t0 = pc()
+                scan(normalize_text(req.text))
+                t1 = pc()
+                evaluate(point, text=req.text, candidate=req.candidate, facts=req.facts, now=NOW)
+                t2 = pc()
+                pre.append(t1 - t0)
+                out.append(t2 - t1)
+    return {
+        "prepass_p50": {n: percentile(sorted(v), 0.5) / 1000 for n, v in prepass.items()},
+        "prepass_p99": {n: percentile(sorted(v), 0.99) / 1000 for n, v in prepass.items()},
+        "evaluate_p50": {n: percentile(sorted(v), 0.5) / 1000 for n, v in whole.items()},
+        "evaluate_p99": {n: percentile(sorted(v), 0.99) / 1000 for n, v in whole.items()},
+        "changed": changed,
+        "more_hits": more_hits,
+        "requests": len(requests),
+    }
+
+
 def zen_loaders(workload: Workload, n: int) -> dict[str, float]:
     """p50 µs of the three ways to hand zen-engine its document (alternated, few calls)."""
     point = compile_config(workload.snapshot, revision=1).points[workload.point]
@@ -571,6 +626,30 @@ def report(results: list[Result], compiles: dict[str, Any], extras: dict[str, An
             f"{sc['disagree']} of {sc['texts']}.",
             "",
         ]
+    if "evasion" in extras:
+        lines += [
+            "### Keyword evasion (rules.engine.keywords: format characters, Traditional folding, CJK gaps)",
+            "",
+            "Pre-pass = `normalize_text` + `scanner.scan`; evaluate = the whole native `evaluate`. *before*: the",
+            "workload's snapshot as a revision from before rules 0011 reads it; *format only*: format characters",
+            "ignored, both list options off; *options on*: both on (the default for lists with CJK terms).",
+            "",
+            "| workload | variant | pre-pass p50 µs | pre-pass p99 µs | evaluate p50 µs | evaluate p99 µs |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for wname, ev in extras["evasion"].items():
+            lines += [
+                f"| {wname} | {v} | {ev['prepass_p50'][v]:.1f} | {ev['prepass_p99'][v]:.1f} | "
+                f"{ev['evaluate_p50'][v]:.1f} | {ev['evaluate_p99'][v]:.1f} |"
+                for v in ev["prepass_p50"]
+            ]
+        lines.append("")
+        for wname, ev in extras["evasion"].items():
+            lines.append(
+                f"- {wname}: with the options on, {ev['changed']} of {ev['requests']} decisions and the keyword hits "
+                f"of {ev['more_hits']} differ from *before* on these (evasion-free) inputs."
+            )
+        lines.append("")
     if "profile" in extras:
         lines += ["### cProfile, native, 200-rule point", "", "```", extras["profile"].strip(), "```", ""]
     return "\n".join(lines)
@@ -606,6 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "breakdown": {w.name: stage_breakdown(w) for w in (workloads[0], gen)},
         "loaders": zen_loaders(gen, plan.loader_requests),
         "scanners": scanner_comparison(gen, 3 if args.quick else 10),
+        "evasion": {w.name: evasion_comparison(w, 1 if args.quick else 5) for w in (workloads[0], gen)},
     }
     if args.profile:
         extras["profile"] = profile_native(gen, 1 if args.quick else 3)

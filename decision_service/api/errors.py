@@ -54,6 +54,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         )
         # Problem details may carry extension members (RFC 9457), e.g. the current state on a conflict.
         response.data.update({k: v for k, v in exc.extra.items() if k not in response.data})
+        for name, value in getattr(exc, "headers", {}).items():  # e.g. Retry-After on a 429
+            response[name] = value
         return response
     if isinstance(exc, DjangoValidationError):
         # A model's clean() or a service refused a value: unprocessable, with the messages per field.

@@ -94,6 +94,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "decision_service.api.errors.problem_exception_handler",
+    # Per-agent rate limit (AgentRuntime.rate_per_minute): a token bucket, in Redis with a broker.
+    "DEFAULT_THROTTLE_CLASSES": ["agents.ratelimit.AgentRateThrottle"],
 }
 
 # Celery: with no broker configured, tasks run in-process so a new checkout needs nothing installed.

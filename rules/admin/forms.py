@@ -64,7 +64,7 @@ class KeywordListForm(AuditedModelForm):
 
     class Meta:
         model = KeywordList
-        fields = ["key", "name", "description", "match_mode"]
+        fields = ["key", "name", "description", "match_mode", "fold_traditional", "ignore_cjk_gaps"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
             "match_mode": "Substring: anywhere in the text (use for Chinese). Whole word: not inside a longer "

@@ -47,6 +47,7 @@ class KeywordListAdmin(ConfigAdmin):
     search_fields = ("key", "name", "description", "terms__term")
     fieldsets = [
         (None, {"fields": ["key", "name", "description", "match_mode"]}),
+        ("Matching that sees through evasion", {"fields": ["fold_traditional", "ignore_cjk_gaps"]}),
         ("Add many terms at once", {"fields": ["bulk_terms"]}),
     ]
 

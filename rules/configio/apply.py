@@ -264,6 +264,8 @@ class _Applier:
                 keyword_list.name = doc.get("name", "")
                 keyword_list.description = doc.get("description", "")
                 keyword_list.match_mode = doc["match"]
+                keyword_list.fold_traditional = doc.get("fold_traditional", True)
+                keyword_list.ignore_cjk_gaps = doc.get("ignore_cjk_gaps", True)
                 records.keyword_list_save(keyword_list=keyword_list, actor=actor, reason=reason)
         for index, term in enumerate(doc["terms"]):
             if term in existing:

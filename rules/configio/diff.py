@@ -37,7 +37,14 @@ THRESHOLD_FIELDS: dict[str, Any] = {
     "max": None,
     "high_risk": False,
 }
-KEYWORD_LIST_FIELDS: dict[str, Any] = {"name": "", "description": "", "match": "substring", "terms": []}
+KEYWORD_LIST_FIELDS: dict[str, Any] = {
+    "name": "",
+    "description": "",
+    "match": "substring",
+    "fold_traditional": True,
+    "ignore_cjk_gaps": True,
+    "terms": [],
+}
 POINT_FIELDS: dict[str, Any] = {
     "name": "",
     "description": "",

@@ -53,7 +53,7 @@ from .yamlload import LoadedYaml, Path, load_yaml
 TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
 THRESHOLD_KEYS = ("key", "name", "description", "value", "unit", "min", "max", "high_risk")
 THRESHOLD_REQUIRED = ("key", "value")
-LIST_KEYS = ("key", "name", "description", "match", "terms")
+LIST_KEYS = ("key", "name", "description", "match", "fold_traditional", "ignore_cjk_gaps", "terms")
 LIST_REQUIRED = ("key", "terms")
 POINT_KEYS = (
     "key",
@@ -259,12 +259,24 @@ class _Checker(Reader):
         name = self.optional_text(record, path, "name", 200)
         description = self.optional_text(record, path, "description")
         match = self.choice(record, path, "match", MatchMode.values, MatchMode.SUBSTRING.value)
+        fold_traditional = self.boolean(record, path, "fold_traditional", True)
+        ignore_cjk_gaps = self.boolean(record, path, "ignore_cjk_gaps", True)
         items = self.sequence(record["terms"], (*path, "terms")) if "terms" in record else None
         terms = self.terms(items or [], (*path, "terms"), match or MatchMode.SUBSTRING)
         if self.count() > start or key is None:
             return None
         return drop_empty(
-            {"key": key, "name": name, "description": description, "match": match, "terms": terms},
+            {
+                "key": key,
+                "name": name,
+                "description": description,
+                "match": match,
+                # Always written: a revision holding them matches with keyword-evasion rules (see
+                # rules.engine.compiler.keyword_list_spec), one from before does not.
+                "fold_traditional": fold_traditional,
+                "ignore_cjk_gaps": ignore_cjk_gaps,
+                "terms": terms,
+            },
             "name",
             "description",
         )

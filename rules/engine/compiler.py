@@ -97,6 +97,20 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
     )
 
 
+def keyword_list_spec(raw: Mapping[str, Any]) -> KeywordListSpec:
+    """A keyword list of a snapshot. A revision written before keyword-evasion matching (rules 0011) has
+    neither option: its lists match as they did then, format characters included, so it replays the same."""
+    evasion_aware = "fold_traditional" in raw or "ignore_cjk_gaps" in raw
+    return KeywordListSpec(
+        key=raw["key"],
+        match=raw.get("match", "substring"),
+        terms=tuple(raw.get("terms", [])),
+        fold_traditional=bool(raw.get("fold_traditional", False)),
+        ignore_cjk_gaps=bool(raw.get("ignore_cjk_gaps", False)),
+        ignore_format=evasion_aware,
+    )
+
+
 def compile_snapshot(
     snapshot: Mapping[str, Any], *, revision: int, matcher_factory: MatcherFactory, backend: str
 ) -> CompiledConfig:
@@ -108,12 +122,7 @@ def compile_snapshot(
         missing = [k for k in spec.keyword_lists if k not in lists]
         if missing:
             raise CompileError(f"point {spec.key}: unknown keyword list {', '.join(missing)}")
-        scanner = KeywordScanner(
-            [
-                KeywordListSpec(key=k, match=lists[k].get("match", "substring"), terms=tuple(lists[k].get("terms", [])))
-                for k in spec.keyword_lists
-            ]
-        )
+        scanner = KeywordScanner([keyword_list_spec(lists[k]) for k in spec.keyword_lists])
         views = tuple(
             MatchedRule(key=r.key, priority=r.priority, category=r.category, outcome=r.outcome, shadow=r.shadow)
             for r in spec.rules

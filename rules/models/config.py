@@ -155,6 +155,20 @@ class KeywordList(models.Model):
     name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     match_mode = models.CharField(max_length=16, choices=MatchMode.choices, default=MatchMode.SUBSTRING)
+    # Keyword evasion: how CJK terms match. Both only take effect for substring and whole-word lists that
+    # hold a CJK term (rules.engine.keywords), which is what "on by default for CJK lists" means.
+    fold_traditional = models.BooleanField(
+        "fold Traditional to Simplified",
+        default=True,
+        help_text="Traditional characters match their Simplified form and back (投訴 hits 投诉). "
+        "Only for lists holding Chinese terms; not for regular expressions.",
+    )
+    ignore_cjk_gaps = models.BooleanField(
+        "ignore gaps between CJK characters",
+        default=True,
+        help_text="Spaces and punctuation between Chinese, Japanese or Korean characters are ignored "
+        "(投 诉, 投-诉 and 投.诉 hit 投诉). Only for lists holding CJK terms; not for regular expressions.",
+    )
     history = HistoricalRecords()
 
     class Meta:

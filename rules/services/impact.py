@@ -86,7 +86,7 @@ def _deciding_view(document: Mapping[str, Any], key: str) -> Any:
     referenced = set(_strings([r.get("conditions", []) for r in rules]))
     thresholds = {t["key"]: t["value"] for t in document.get("thresholds", []) if t["key"] in referenced}
     lists = {
-        kl["key"]: (kl.get("match"), sorted(kl["terms"]))
+        kl["key"]: (kl.get("match"), kl.get("fold_traditional"), kl.get("ignore_cjk_gaps"), sorted(kl["terms"]))
         for kl in document.get("keyword_lists", [])
         if kl["key"] in referenced
     }

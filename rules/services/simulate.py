@@ -29,7 +29,7 @@ from rules.models.governance import OPEN_STATES
 from rules.runtime import engines
 from rules.selectors import config_document
 from rules.services.change_requests import document_with_changes
-from rules.services.decide import DecideRequest, _masker, _record, decision_prepare, invalid_output_decision
+from rules.services.decide import DecideRequest, _record, decision_prepare, invalid_output_decision
 from rules.services.revisions import Actor
 
 
@@ -165,7 +165,7 @@ def regression_case_from_simulation(
         now=timezone.now(),
         session_state=session_state or None,
     )
-    masked = _masker(point.spec.key).mask(request.input)
+    masked = point.masker.mask(request.input)
     candidate = prepared.candidate
     with transaction.atomic():
         return RegressionCase.objects.create(

@@ -198,3 +198,28 @@ def test_state_machine_add_and_delete_go_through_the_services(admin_client_, sta
     assert not StateMachine.objects.filter(key="tiny").exists()
     deleted = StateMachine.history.filter(key="tiny", history_type="-").get()
     assert (deleted.history_user, deleted.history_change_reason) == (staff_user, "Unused")
+
+
+@pytest.mark.django_db
+def test_the_rate_limit_is_set_per_agent_in_the_admin_with_who_and_why(admin_client_, config, staff_user):
+    url = reverse("admin:agents_agentruntime_add")
+    data = form_data(admin_client_.get(url))
+    data.update(name="busy_bot", points=[str(config["point"].pk)], change_reason="New agent")
+    assert admin_client_.post(url, data).status_code == 302
+    agent = AgentRuntime.objects.get(name="busy_bot")
+    assert (agent.rate_per_minute, agent.rate_burst) == (None, None)  # no limit unless set
+    change = reverse("admin:agents_agentruntime_change", args=[agent.pk])
+    page = admin_client_.get(change)
+    assert "Requests per minute" in page.content.decode()
+    data = form_data(page)
+    data.update(rate_per_minute="120", rate_burst="10", change_reason="It ran away")
+    response = admin_client_.post(change, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    agent.refresh_from_db()
+    assert (agent.rate_per_minute, agent.rate_burst) == (120, 10)
+    record = agent.history.order_by("-history_id").first()
+    assert (record.history_user, record.history_change_reason) == (staff_user, "It ran away")
+    data.update(rate_per_minute="0", change_reason="zero")
+    refused = admin_client_.post(change, data)
+    assert refused.status_code == 200
+    assert "rate_per_minute" in refused.context["adminform"].form.errors

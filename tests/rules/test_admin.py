@@ -836,3 +836,33 @@ def test_a_point_cannot_retype_a_fact_a_fact_matches_condition_relies_on(admin_c
         "Rules of this point rely on the facts: big_refund: A regular expression needs a string fact; "
         "this one is integer.;"
     )
+
+
+@pytest.mark.django_db
+def test_the_keyword_evasion_options_are_shown_on_by_default_and_saved_with_who_and_why(
+    admin_client_, config, staff_user
+):
+    add = admin_client_.get(reverse("admin:rules_keywordlist_add"))
+    page = add.content.decode()
+    assert "Fold Traditional to Simplified" in page and "Ignore gaps between CJK characters" in page
+    data = form_data(add)
+    assert data["fold_traditional"] and data["ignore_cjk_gaps"]  # on unless turned off
+    keyword_list = config["refund_words"]
+    url = reverse("admin:rules_keywordlist_change", args=[keyword_list.pk])
+    data = form_data(admin_client_.get(url))
+    data.pop("fold_traditional", None)  # an unticked box is not sent
+    data.update(change_reason="Traditional spellings are another word here")
+    before = revision_count()
+    response = admin_client_.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    keyword_list.refresh_from_db()
+    assert (keyword_list.fold_traditional, keyword_list.ignore_cjk_gaps) == (False, True)
+    assert revision_count() == before + 1
+    record = keyword_list.history.first()
+    assert (record.history_user, record.history_change_reason) == (
+        staff_user,
+        "Traditional spellings are another word here",
+    )
+    latest = ConfigRevision.objects.order_by("-number").first()
+    listed = {kl["key"]: kl for kl in latest.snapshot["keyword_lists"]}
+    assert listed["refund_words"]["fold_traditional"] is False
