@@ -20,8 +20,7 @@ from agents.services import agent_create, agent_rotate_token, agent_save, agent_
 from agents.services.sessions import session_create
 from rules.configio.apply import config_import
 from rules.models import CandidateRequestCount, DecisionRecord
-
-from .conftest import DEMO
+from tests.support import DEMO
 
 HARD_RULE = {
     "point": "intent_routing",
