@@ -41,13 +41,20 @@ def agent_principal_by_hash(*, digest: str) -> AgentPrincipal | None:
     """The principal of the active agent whose token hashes to ``digest``, or None: one query."""
     rows = list(
         AgentRuntime.objects.filter(token_hash=digest, is_active=True)
-        .values_list("pk", "name", "points__key")
+        .values_list("pk", "name", "rate_per_minute", "rate_burst", "points__key")
         .order_by()
     )
     if not rows:
         return None
-    pk, name, _ = rows[0]
-    return AgentPrincipal(pk=pk, name=name, points=frozenset(key for _, _, key in rows if key is not None))
+    pk, name, rate, burst, _ = rows[0]
+    # The rate limit comes with the agent, in the same query: the throttle reads no row of its own.
+    return AgentPrincipal(
+        pk=pk,
+        name=name,
+        points=frozenset(row[-1] for row in rows if row[-1] is not None),
+        rate_per_minute=rate,
+        rate_burst=burst,
+    )
 
 
 def session_get_for_agent(*, agent: AgentRef, session_id: str) -> Session:
