@@ -34,12 +34,11 @@ from decision_service.api.base import AgentApi, idempotency_key, request_agent
 from decision_service.api.fields import (
     StrictBooleanField,
     StrictCharField,
-    StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
 )
-from rules.engine import Candidate
 from rules.presenters import decision_body
+from rules.serializers import DecideInputSerializer, candidate_from
 from rules.services.decide import DecideRequest
 
 KEY = r"^[a-z][a-z0-9_]{0,63}$"
@@ -107,33 +106,14 @@ def decision_session_feedback(*, agent: AgentRef, session_id: str) -> dict[str, 
 
 
 class DecisionCreateApi(AgentApi):
-    class CandidateSerializer(StrictSerializer):
-        decision = StrictCharField(max_length=128)
-        confidence = StrictFloatField(min_value=0.0, max_value=1.0)
-        reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
-
     class TokensSerializer(StrictSerializer):
         prompt = StrictIntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
         completion = StrictIntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
 
-    class InputSerializer(StrictSerializer):
-        point = StrictCharField(max_length=64)
+    class InputSerializer(DecideInputSerializer):
         session_id = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
-        input = StrictCharField(max_length=10_000, required=False, allow_blank=True, default="", trim_whitespace=False)
-        candidate = serializers.JSONField(required=False, allow_null=True)
-        candidate_raw = StrictCharField(
-            max_length=20_000, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
-        )
-        facts = serializers.DictField(required=False, default=dict)
         tokens = serializers.JSONField(required=False, allow_null=True)
         apply = StrictBooleanField(required=False, default=False)
-
-        def validate_candidate(self, value: Any) -> Any:
-            if value is None:
-                return None
-            nested = DecisionCreateApi.CandidateSerializer(data=value)
-            nested.is_valid(raise_exception=True)
-            return nested.validated_data
 
         def validate_tokens(self, value: Any) -> Any:
             if value is None:
@@ -142,19 +122,11 @@ class DecisionCreateApi(AgentApi):
             nested.is_valid(raise_exception=True)
             return nested.validated_data
 
-        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if attrs.get("candidate") is not None and attrs.get("candidate_raw") is not None:
-                raise serializers.ValidationError(
-                    {"candidate_raw": ["Send either candidate or candidate_raw, not both."]}
-                )
-            return attrs
-
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         key = idempotency_key(request)
-        candidate = data.get("candidate")
         tokens = data.get("tokens") or {}
         agent = request_agent(request)
         result = decision_make(
@@ -163,9 +135,7 @@ class DecisionCreateApi(AgentApi):
                 point=data["point"],
                 input=data["input"],
                 session_id=data["session_id"],
-                candidate=Candidate(candidate["decision"], candidate["confidence"], candidate["reason"])
-                if candidate
-                else None,
+                candidate=candidate_from(data),
                 candidate_raw=data.get("candidate_raw"),
                 facts=data["facts"],
                 tokens_prompt=tokens.get("prompt"),

@@ -15,11 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from decision_service.api.base import StaffApi, route
-from decision_service.api.fields import StrictCharField, StrictFloatField, StrictIntegerField, StrictSerializer
+from decision_service.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from rules.configio.validate import config_from_yaml
-from rules.engine import Candidate
 from rules.models import ChangeRequest, ChangeRequestState
 from rules.presenters import change_request_body, simulation_body
+from rules.serializers import DecideInputSerializer, candidate_from
 from rules.services.change_requests import (
     change_request_approve,
     change_request_propose,
@@ -123,35 +123,13 @@ class SimulationCreateApi(StaffApi):
     """What ``POST /api/v1/decisions`` would answer, under the current revision, a past one or an open
     change request's proposal; nothing is written."""
 
-    class CandidateSerializer(StrictSerializer):
-        decision = StrictCharField(max_length=128)
-        confidence = StrictFloatField(min_value=0.0, max_value=1.0)
-        reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
-
-    class InputSerializer(StrictSerializer):
-        point = StrictCharField(max_length=64)
-        input = StrictCharField(max_length=10_000, required=False, allow_blank=True, default="", trim_whitespace=False)
-        facts = serializers.DictField(required=False, default=dict)
+    class InputSerializer(DecideInputSerializer):
         session_state = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
-        candidate = serializers.JSONField(required=False, allow_null=True)
-        candidate_raw = StrictCharField(
-            max_length=20_000, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
-        )
         revision = StrictIntegerField(min_value=1, max_value=2_147_483_647, required=False, allow_null=True)
         change_request = StrictIntegerField(min_value=1, max_value=2_147_483_647, required=False, allow_null=True)
 
-        def validate_candidate(self, value: Any) -> Any:
-            if value is None:
-                return None
-            nested = SimulationCreateApi.CandidateSerializer(data=value)
-            nested.is_valid(raise_exception=True)
-            return nested.validated_data
-
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if attrs.get("candidate") is not None and attrs.get("candidate_raw") is not None:
-                raise serializers.ValidationError(
-                    {"candidate_raw": ["Send either candidate or candidate_raw, not both."]}
-                )
+            attrs = super().validate(attrs)
             if attrs.get("revision") is not None and attrs.get("change_request") is not None:
                 raise serializers.ValidationError(
                     {"change_request": ["Send either revision or change_request, not both."]}
@@ -162,14 +140,11 @@ class SimulationCreateApi(StaffApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        candidate = data.get("candidate")
         simulation = decision_simulate(
             request=DecideRequest(
                 point=data["point"],
                 input=data["input"],
-                candidate=Candidate(candidate["decision"], candidate["confidence"], candidate["reason"])
-                if candidate
-                else None,
+                candidate=candidate_from(data),
                 candidate_raw=data.get("candidate_raw"),
                 facts=data["facts"],
             ),
