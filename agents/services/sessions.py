@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, QuerySet, Value
 from django.utils import timezone
 
 from agents.errors import (
@@ -458,7 +458,6 @@ def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
     (``GROUP BY`` over a ``LIMIT`` subquery): only the kinds seen at least twice come back, not the rows
     (on the decide path with a session this was a third of the request's time; bench/RESULTS.md).
     """
-    hints: list[str] = []
     latest_anomalies = (
         Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
         .order_by("-created_at")
@@ -470,11 +469,9 @@ def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
         .values("code")
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
-        .values_list("code", "n")
+        .annotate(kind=Value("anomaly"), decision=Value(""))
+        .values_list("kind", "code", "decision", "n")
     )
-    for code, n in sorted(codes):
-        template = _ANOMALY_HINTS.get(code, "{n} anomalies '" + code + "' in this session.")
-        hints.append(template.format(n=n))
     latest_overruled = (
         DecisionRecord.objects.filter(
             agent_id=session.agent_id, session_id=session.key, overridden=True, ruled_by="hard_rule"
@@ -488,11 +485,18 @@ def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
         .values("rule_key", "decision")
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
-        .values_list("rule_key", "decision", "n")
+        .annotate(kind=Value("overruled"))
+        .values_list("kind", "rule_key", "decision", "n")
     )
-    for rule_key, decision, n in sorted(overruled):
-        hints.append(
-            f"Your candidate was overruled {n} times by rule {rule_key}, which decided {decision}: "
-            "messages like these are not yours to settle."
-        )
+    # One round trip for both counts: on the decide path every statement is a trip to the database.
+    hints: list[str] = []
+    for kind, key, decision, n in sorted(codes.union(overruled, all=True)):
+        if kind == "anomaly":
+            template = _ANOMALY_HINTS.get(key, "{n} anomalies '" + key + "' in this session.")
+            hints.append(template.format(n=n))
+        else:
+            hints.append(
+                f"Your candidate was overruled {n} times by rule {key}, which decided {decision}: "
+                "messages like these are not yours to settle."
+            )
     return hints
