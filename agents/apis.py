@@ -20,9 +20,9 @@ from agents.services.decisions import decision_make
 from agents.services.sessions import (
     AgentRef,
     Move,
-    allowed_actions,
-    allowed_targets,
     session_action,
+    session_allowed_actions,
+    session_allowed_targets,
     session_create,
     session_feedback,
     session_interrupt,
@@ -56,8 +56,8 @@ def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
         "machine": session.machine.key,
         "state": session.state,
         "seq": session.seq,
-        "allowed_transitions": allowed_targets(session),
-        "allowed_actions": allowed_actions(session),
+        "allowed_transitions": session_allowed_targets(session),
+        "allowed_actions": session_allowed_actions(session),
     }
     if full:
         body.update(

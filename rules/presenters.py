@@ -220,7 +220,7 @@ def point_body(point: CompiledPoint, revision: int) -> dict[str, Any]:
 
 def change_request_body(request: ChangeRequest) -> dict[str, Any]:
     """A change request as the staff API shows it."""
-    from rules.services.change_requests import change_request_diff, required_approvals
+    from rules.services.change_requests import change_request_approvals_required, change_request_diff
 
     impact = dict(request.impact or {})
     impact.setdefault("status", request.impact_status or None)
@@ -242,7 +242,7 @@ def change_request_body(request: ChangeRequest) -> dict[str, Any]:
         "approvals": [
             {"user": a.user.get_username(), "at": timestamp(a.at)} for a in request.approvals.select_related("user")
         ],
-        "required_approvals": required_approvals(),
+        "required_approvals": change_request_approvals_required(),
         "superseded_by": request.superseded_by,
         "failure": request.failure or None,
         "impact": {

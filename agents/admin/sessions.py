@@ -40,8 +40,8 @@ from agents.selectors import (
     sessions_open_q,
     sessions_stuck_q,
 )
-from agents.services.queue import may_work_queue, queue_claim, queue_release, queue_resolve, queue_return
-from agents.services.sessions import allowed_actions, allowed_targets
+from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return, queue_work_allowed
+from agents.services.sessions import session_allowed_actions, session_allowed_targets
 from decision_service.errors import DomainError
 from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, session_changelist_url
 from rules.models import StateMachine
@@ -222,8 +222,8 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
         "stuck": session_is_stuck(session, now=now),
         "time_in_state": _human(session.state_entered_at, now),
         "stack": list(session.stack or []),
-        "allowed_transitions": allowed_targets(session),
-        "allowed_actions": [] if ended else allowed_actions(session),
+        "allowed_transitions": session_allowed_targets(session),
+        "allowed_actions": [] if ended else session_allowed_actions(session),
         "timeline": [_entry_row(e) for e in entries[-TIMELINE_LIMIT:]],
         "timeline_cut": len(entries) > TIMELINE_LIMIT,
         "timeline_limit": TIMELINE_LIMIT,
@@ -417,10 +417,10 @@ class SessionAdmin(ReadOnlyAdmin):
         reason = reason if reason in QUEUE_REASONS else ""
         queue = human_queue_list(holder=holder, user=request.user, reason=reason)
         page = Paginator(queue, HUMAN_QUEUE_PAGE).get_page(request.GET.get("p"))
-        can_work = may_work_queue(request.user)
+        can_work = queue_work_allowed(request.user)
         rows = []
         for s in page.object_list:
-            targets = allowed_targets(s)
+            targets = session_allowed_targets(s)
             terminal = s.machine.terminal_states
             rows.append(
                 {

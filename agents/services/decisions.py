@@ -20,11 +20,11 @@ from agents.models import AgentRuntime, Session
 from agents.selectors import agent_principal
 from agents.services.sessions import (
     DECISION_MOVE_NOT_ALLOWED,
-    allowed_targets,
     anomaly_record,
-    locked_sessions,
+    session_allowed_targets,
     session_feedback,
     session_move,
+    sessions_lock,
 )
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
@@ -186,7 +186,7 @@ def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, a
         if apply:
             raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
         return None
-    session = locked_sessions(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
+    session = sessions_lock(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
     if not apply:
         return session
     if session is None:
@@ -216,7 +216,7 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord, agent
     target = point.spec.state_map.get(record.decision)
     if target is None or target == session.state:
         return before
-    if target in allowed_targets(session):
+    if target in session_allowed_targets(session):
         move = session_move(
             session, to=target, kind="decision", actor=record.agent_name, reason=record.reason, decision_id=record.pk
         )
@@ -225,7 +225,7 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord, agent
     # where the machine allows it. From a state that cannot go there (a person's queue, a refund under
     # review, or the very state the mapping was refused) the session stays where it is.
     fallback = point.spec.fallback_state
-    can_fall_back = bool(fallback) and fallback != session.state and fallback in allowed_targets(session)
+    can_fall_back = bool(fallback) and fallback != session.state and fallback in session_allowed_targets(session)
     detail = f"{record.decision} maps to '{target}', which {machine.key} does not allow from '{session.state}'" + (
         f"; fell back to '{fallback}'" if can_fall_back else f"; stayed in '{session.state}'"
     )

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, UnknownSession
 from agents.models import QueueEvent, QueueEventKind, Session, TransitionKind
-from agents.services.sessions import Move, allowed_targets, locked_sessions, session_move
+from agents.services.sessions import Move, session_allowed_targets, session_move, sessions_lock
 from decision_service.errors import PermissionDenied
 
 QUEUE_PERMISSION = "agents.work_human_queue"
@@ -36,14 +36,14 @@ def operator_actor(user: Any) -> str:
     return f"{OPERATOR_PREFIX}{user.get_username()}"
 
 
-def may_work_queue(user: Any) -> bool:
+def queue_work_allowed(user: Any) -> bool:
     return bool(getattr(user, "is_active", False)) and bool(user.has_perm(QUEUE_PERMISSION))
 
 
 def _locked_in_queue(session_pk: int, user: Any) -> Session:
-    if not may_work_queue(user):
+    if not queue_work_allowed(user):
         raise PermissionDenied("Working the human queue needs the agents.work_human_queue permission.")
-    session = locked_sessions(Session.objects.filter(pk=session_pk)).select_related("claimed_by").first()
+    session = sessions_lock(Session.objects.filter(pk=session_pk)).select_related("claimed_by").first()
     if session is None:
         raise UnknownSession(f"There is no session {session_pk}.")
     if session.state != session.machine.handoff_state:
@@ -103,7 +103,7 @@ def queue_release(*, session_pk: int, user: Any, note: str = "") -> Session:
 
 def _leave(session: Session, *, to: str, terminal: bool) -> None:
     machine = session.machine
-    allowed = allowed_targets(session)
+    allowed = session_allowed_targets(session)
     fits = [s for s in allowed if (s in machine.terminal_states) == terminal]
     if to not in fits:
         what = "terminal state to resolve in" if terminal else "non-terminal state to return to"

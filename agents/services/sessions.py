@@ -67,13 +67,13 @@ class Move:
     kind: str
 
 
-def allowed_targets(session: Session) -> list[str]:
+def session_allowed_targets(session: Session) -> list[str]:
     if session.state in session.machine.terminal_states:
         return []
     return list(session.machine.transitions.get(session.state, []))
 
 
-def allowed_actions(session: Session) -> list[str]:
+def session_allowed_actions(session: Session) -> list[str]:
     return list(session.machine.actions.get(session.state, []))
 
 
@@ -109,7 +109,7 @@ def session_create(
     return session
 
 
-def locked_sessions(sessions: QuerySet[Session]) -> QuerySet[Session]:
+def sessions_lock(sessions: QuerySet[Session]) -> QuerySet[Session]:
     """``sessions`` to read under a lock held until the transaction ends (call inside ``atomic``).
 
     PostgreSQL: ``SELECT … FOR UPDATE`` on the rows. SQLite ignores FOR UPDATE and has only a database
@@ -129,7 +129,7 @@ def locked_sessions(sessions: QuerySet[Session]) -> QuerySet[Session]:
 
 
 def _locked(agent: AgentRef, session_id: str) -> Session:
-    session = locked_sessions(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
+    session = sessions_lock(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")
     return session
@@ -286,7 +286,7 @@ def _transition_locked(
         return _mismatch(session, expected_state)
     if session.state in session.machine.terminal_states:
         return _closed(session)
-    allowed = allowed_targets(session)
+    allowed = session_allowed_targets(session)
     if to not in allowed:
         detail = f"'{session.state}' → '{to}' is not allowed; allowed: {', '.join(allowed) or 'none'}"
         handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ILLEGAL_TRANSITION, detail=detail)
@@ -295,7 +295,7 @@ def _transition_locked(
             extra={
                 "state": session.state,
                 "seq": session.seq,
-                "allowed_transitions": allowed_targets(session),
+                "allowed_transitions": session_allowed_targets(session),
                 "handed_off": handoff is not None,
             },
         )
@@ -315,7 +315,7 @@ def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str
     """Check an action against the current state's whitelist; returns the whitelist when allowed."""
     with transaction.atomic():
         session = _locked(agent, session_id)
-        whitelist = allowed_actions(session)
+        whitelist = session_allowed_actions(session)
         if action in whitelist:
             return whitelist
         detail = f"'{action}' is not allowed in '{session.state}'; allowed: {', '.join(whitelist) or 'none'}"
@@ -325,7 +325,7 @@ def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str
             extra={
                 "state": session.state,
                 "seq": session.seq,
-                "allowed_actions": allowed_actions(session),
+                "allowed_actions": session_allowed_actions(session),
                 "handed_off": handoff is not None,
             },
         )
@@ -339,7 +339,7 @@ def _policy_handoff(session: Session) -> IllegalTransition | None:
         return IllegalTransition(
             f"The session was handed to a person ({session.handoff_reason}); only the machine's own "
             f"transitions lead out of '{session.state}'.",
-            extra={"state": session.state, "seq": session.seq, "allowed_transitions": allowed_targets(session)},
+            extra={"state": session.state, "seq": session.seq, "allowed_transitions": session_allowed_targets(session)},
         )
     return None
 
@@ -422,7 +422,7 @@ def session_timeouts_sweep(*, now: dt.datetime | None = None) -> int:
             due = Session.objects.filter(machine=machine, state=state, state_entered_at__lte=cutoff)
             for pk in due.values_list("pk", flat=True).iterator():
                 with transaction.atomic():
-                    session = locked_sessions(Session.objects.filter(pk=pk)).first()
+                    session = sessions_lock(Session.objects.filter(pk=pk)).first()
                     if session is None or session.state != state or session.state_entered_at > cutoff:
                         continue  # moved on meanwhile
                     session_move(

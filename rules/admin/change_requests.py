@@ -28,6 +28,7 @@ from rules.services.change_requests import (
     APPROVE_PERMISSION,
     BREAK_GLASS_PERMISSION,
     change_request_acknowledge,
+    change_request_approvals_required,
     change_request_approve,
     change_request_break_glass,
     change_request_diff,
@@ -35,8 +36,7 @@ from rules.services.change_requests import (
     change_request_schedule,
     change_request_update,
     change_request_withdraw,
-    document_with_changes,
-    required_approvals,
+    config_document_apply,
 )
 
 _ORDER = Case(
@@ -94,7 +94,7 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
 
     @admin.display(description="approvals")
     def approvals_given(self, obj: ChangeRequest) -> str:
-        return f"{obj.approval_count}/{required_approvals()}"  # type: ignore[attr-defined]
+        return f"{obj.approval_count}/{change_request_approvals_required()}"  # type: ignore[attr-defined]
 
     # --- the request's page ----------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
         ],
         "risks": obj.risks,
         "approvals": list(obj.approvals.select_related("user")),
-        "required": required_approvals(),
+        "required": change_request_approvals_required(),
         "events": list(obj.events.all()),
         "impact": impact,
         "impact_running": obj.impact_status == "running",
@@ -210,7 +210,7 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
         "can_edit": pending and is_author,
         "can_break_glass": obj.is_open and user.is_active and user.has_perm(BREAK_GLASS_PERMISSION),
         "can_acknowledge": obj.review_open and approver and user.pk not in (obj.break_glass_by_id, obj.author_id),
-        "proposal_yaml": document_yaml(document_with_changes(live, obj.changes)) if pending and is_author else "",
+        "proposal_yaml": document_yaml(config_document_apply(live, obj.changes)) if pending and is_author else "",
         "superseded": obj.superseded_by,
     }
 

@@ -123,7 +123,7 @@ def stale_record(request: ChangeRequest, document: Mapping[str, Any]) -> str | N
     return None
 
 
-def document_with_changes(live: Mapping[str, Any], changes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """``live`` with the request's record changes made, in the canonical order."""
     sections = {
         name: {r["key"]: dict(r) for r in live.get(name, [])}
@@ -309,7 +309,7 @@ def change_request_update(
 # --- deciding on it ------------------------------------------------------------------------------------
 
 
-def required_approvals() -> int:
+def change_request_approvals_required() -> int:
     return max(1, int(settings.ARBITER_REQUIRED_APPROVALS))
 
 
@@ -341,7 +341,7 @@ def change_request_approve(
             request.override_reason = override_reason.strip()
             request.save(update_fields=["override_reason", "updated_at"])
         _event(request, "approved", actor, reason)
-        if request.approvals.count() < required_approvals():
+        if request.approvals.count() < change_request_approvals_required():
             return request
         if request.apply_at is not None and request.apply_at > timezone.now():
             request.state = ChangeRequestState.APPROVED
@@ -414,7 +414,7 @@ def change_request_apply(*, request: ChangeRequest, actor: Actor) -> ChangeReque
     reason = f"change request {request.pk}: {request.reason} ({how})"[:500]
     try:
         result = config_apply(
-            document=document_with_changes(live, request.changes), actor=author, reason=reason, change_request=request
+            document=config_document_apply(live, request.changes), actor=author, reason=reason, change_request=request
         )
     except ConfigError as exc:
         request.failure = "; ".join(exc.problems)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from rules.engine import compile_config
 from rules.models import ChangeRequest, DecisionRecord, ImpactStatus, RegressionCase
 from rules.selectors import config_document
-from rules.services.change_requests import document_with_changes
+from rules.services.change_requests import config_document_apply
 from rules.services.regressions import case_evaluate
 from rules.services.replay import reevaluate
 
@@ -191,7 +191,7 @@ def change_request_impact_run(*, request_id: int) -> dict[str, Any]:
     try:
         live = config_document()
         impact = impact_compute(
-            live_document=live, proposed_document=document_with_changes(live, request.changes), progress=progress
+            live_document=live, proposed_document=config_document_apply(live, request.changes), progress=progress
         )
     except Exception as exc:
         logger.exception("impact preview of change request %s failed", request_id)

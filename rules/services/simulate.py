@@ -28,7 +28,7 @@ from rules.models import ChangeRequest, ConfigRevision, DecisionRecord, Regressi
 from rules.models.governance import OPEN_STATES
 from rules.runtime import engines
 from rules.selectors import config_document
-from rules.services.change_requests import document_with_changes
+from rules.services.change_requests import config_document_apply
 from rules.services.decide import DecideRequest, _record, decision_prepare, invalid_output_decision
 from rules.services.revisions import Actor
 
@@ -69,7 +69,7 @@ def simulation_config(*, revision: int | None = None, change_request: int | None
                 )
             live = config_document()
             current = engines.current().revision
-            proposed = document_with_changes(live, request.changes)
+            proposed = config_document_apply(live, request.changes)
             return compile_config(proposed, revision=current, backend=settings.ARBITER_ENGINE), current
         if revision is not None:
             try:

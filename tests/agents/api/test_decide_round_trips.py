@@ -99,7 +99,7 @@ def test_the_ask_counter_counts_every_request_by_upsert(transactional_db, settin
 def _lock() -> list[str]:
     if connection.vendor == "postgresql":
         return ["SELECT FOR UPDATE agents_session"]
-    return ["UPDATE agents_session", "SELECT agents_session"]  # SQLite: the write lock first (locked_sessions)
+    return ["UPDATE agents_session", "SELECT agents_session"]  # SQLite: the write lock first (sessions_lock)
 
 
 def test_a_decide_with_a_session_locks_it_once_and_reads_it_once(db, settings):

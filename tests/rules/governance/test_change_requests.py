@@ -32,7 +32,7 @@ from rules.services.change_requests import (
     change_request_update,
     change_request_withdraw,
     change_requests_apply_due,
-    document_with_changes,
+    config_document_apply,
 )
 
 from .conftest import make_user
@@ -131,7 +131,7 @@ def test_editing_a_pending_request_withdraws_its_approvals(demo, editor, approve
     request = _raise_limit(editor)
     change_request_approve(request=request, actor=approver)
     live = config_document()
-    proposal = document_with_changes(live, request.changes)
+    proposal = config_document_apply(live, request.changes)
     next(t for t in proposal["thresholds"] if t["key"] == "auto_refund_limit")["value"] = 800
     edited = change_request_update(request=request, document=proposal, actor=editor)
     assert edited.approvals.count() == 0
