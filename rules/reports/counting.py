@@ -70,6 +70,21 @@ class DayCounts:
         self.rule_hits.update(other.rule_hits)
         self.rule_decided.update(other.rule_decided)
 
+    def subtract(self, other: DayCounts) -> None:
+        """Take away a part counted on its own (the stretch of a rolled-up day outside a window); the
+        needs_candidate counters are per date and stay whole."""
+        for name in NUMBERS:
+            if name != "needs_candidate":
+                setattr(self, name, getattr(self, name) - getattr(other, name))
+        for mine, theirs in (
+            (self.anomalies, other.anomalies),
+            (self.rule_hits, other.rule_hits),
+            (self.rule_decided, other.rule_decided),
+        ):
+            mine.subtract(theirs)
+            for key in [k for k, n in mine.items() if n == 0]:
+                del mine[key]
+
     def as_row(self) -> dict[str, Any]:
         """The columns of a ``DecisionRollup`` row."""
         return {

@@ -104,37 +104,53 @@ def _rate(part: int, whole: int) -> float | None:
 
 
 def _counts_by_day(window: Window, points: list[str] | None) -> tuple[dict[str, dict[dt.date, DayCounts]], int]:
-    """Point → local day → counts over the window, and how many days were read from rollups."""
+    """Point → local day → counts over the window, and how many days were read from rollups.
+
+    A whole closed day inside the window is its rollup. The window's first day is partial; when it is
+    closed, rolled up, and the part before the window is the shorter one, it is counted as its rollup
+    less a direct count of that part (fewer rows read, the same numbers). Every other stretch — today
+    so far, a day without a rollup — is counted directly."""
     name, tz = report_time_zone()
     plan = []
     for day in window.dates():
         first, after = day_bounds(day, tz)
-        whole = first >= window.start and after <= window.end
-        plan.append((day, max(first, window.start), min(after, window.end + TICK), whole))
-    whole_days = [day for day, _, _, whole in plan if whole]
+        closed = after <= window.end
+        whole = first >= window.start and closed
+        # Worth reading the rollup: a whole day, or a first day mostly inside the window.
+        complement = not whole and closed and first < window.start and window.start - first < after - window.start
+        plan.append((day, first, max(first, window.start), min(after, window.end + TICK), whole, complement))
+    wanted = [day for day, _, _, _, whole, complement in plan if whole or complement]
     rolled: dict[dt.date, dict[str, DayCounts]] = defaultdict(dict)
     marked: set[dt.date] = set()
-    if whole_days:
-        markers = DecisionRollupDay.objects.filter(time_zone=name, day__in=whole_days)
+    if wanted:
+        markers = DecisionRollupDay.objects.filter(time_zone=name, day__in=wanted)
         marked = set(markers.values_list("day", flat=True))
         rows = DecisionRollup.objects.filter(rollup_day__in=markers).select_related("rollup_day")
         if points is not None:
             rows = rows.filter(point__in=points)
         for row in rows:
             rolled[row.rollup_day.day][row.point] = DayCounts.from_row(row)
-    direct = [(day, start, end) for day, start, end, whole in plan if not (whole and day in marked)]
-    needs = needs_by_date([day for day, _, _ in direct], points)
     by_point: dict[str, dict[dt.date, DayCounts]] = defaultdict(dict)
-    for day, per_point in rolled.items():
+    direct = []
+    for day, first, start, end, whole, complement in plan:
+        if day not in marked:
+            direct.append((day, start, end))
+            continue
+        per_point = rolled.get(day, {})
+        if complement:
+            for point, before in count_range(first, start, points).items():
+                per_point.setdefault(point, DayCounts()).subtract(before)
         for point, counts in per_point.items():
             by_point[point][day] = counts
+    needs = needs_by_date([day for day, _, _ in direct], points)
     for day, start, end in direct:
         counted = count_range(start, end, points)
         for point in set(counted) | {p for p, days in needs.items() if days.get(day)}:
             counts = counted.get(point) or DayCounts()
             counts.needs_candidate = needs.get(point, Counter()).get(day, 0)
             by_point[point][day] = counts
-    return by_point, len(marked)
+    used = sum(1 for day, *_, whole, _complement in plan if whole and day in marked)
+    return by_point, used
 
 
 def _traffic(total: DayCounts) -> dict[str, Any]:

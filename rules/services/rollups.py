@@ -117,3 +117,13 @@ def decision_rollups_forget_before(cutoff: dt.datetime) -> int:
     forgotten = days.count()
     days.delete()
     return forgotten
+
+
+def decision_rollups_forget_between(start: dt.datetime, end: dt.datetime) -> int:
+    """Delete the rollups of every day that overlaps ``[start, end]``: rows were written into them after
+    they were counted (a bulk load). The report counts those days directly until they are rolled up
+    again. Returns how many days were forgotten."""
+    days = DecisionRollupDay.objects.filter(start__lte=end, end__gt=start)
+    forgotten = days.count()
+    days.delete()
+    return forgotten
