@@ -61,7 +61,9 @@ def _agent() -> AgentRuntime:
     return agent
 
 
-def _row(rng: random.Random, point: Mapping[str, Any], at: dt.datetime, agent: AgentRuntime, revision: int) -> dict[str, Any]:
+def _row(
+    rng: random.Random, point: Mapping[str, Any], at: dt.datetime, agent: AgentRuntime, revision: int
+) -> dict[str, Any]:
     outcomes = list(point.get("outcomes") or [point.get("default_outcome", "")])
     whitelist = list(point.get("candidate_whitelist") or [])
     rules = [r for r in point.get("rules", []) if r.get("mode", "enforce") == "enforce"]
@@ -79,7 +81,7 @@ def _row(rng: random.Random, point: Mapping[str, Any], at: dt.datetime, agent: A
         candidate = rng.choice(whitelist or outcomes)
         confidence = round(rng.betavariate(5, 2), 3)
     matched = []
-    if rules and (candidate is None and not invalid or rng.random() < 0.3):
+    if rules and ((candidate is None and not invalid) or rng.random() < 0.3):
         rule = rng.choice(rules)
         decision, ruled_by = rule["outcome"], "hard_rule"
         matched.append(rule)
@@ -136,7 +138,7 @@ def _row(rng: random.Random, point: Mapping[str, Any], at: dt.datetime, agent: A
 
 
 def _rows(count: int, days: int, now: dt.datetime, seed: int) -> Iterator[dict[str, Any]]:
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - synthetic benchmark data, not secrets
     points = config_document()["points"]
     if not points:
         raise ValueError("No decision points are configured: load a configuration first (e.g. bin/demo).")
@@ -152,10 +154,9 @@ def _rows(count: int, days: int, now: dt.datetime, seed: int) -> Iterator[dict[s
 def _copy(model: Any, columns: list[str], rows: list[list[Any]]) -> None:
     table = model._meta.db_table
     names = ", ".join(f'"{c}"' for c in columns)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:  # type: ignore[attr-defined]
-            for row in rows:
-                copy.write_row(row)
+    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 _JSON = {"masked", "facts", "matched_rules", "keyword_hits", "session_move"}
@@ -182,7 +183,16 @@ def _anomalies(found: list[tuple[dt.datetime, dict[str, Any]]], agent_id: int) -
             Anomaly,
             ["created_at", "agent_id", "session_id", "point", "code", "detail", "raw", "decision_id"],
             [
-                [at, agent_id, r["session_id"], r["point"], "invalid_candidate_output", "generated", r["candidate_raw"], r["id"]]
+                [
+                    at,
+                    agent_id,
+                    r["session_id"],
+                    r["point"],
+                    "invalid_candidate_output",
+                    "generated",
+                    r["candidate_raw"],
+                    r["id"],
+                ]
                 for at, r in found
             ],
         )
@@ -208,7 +218,7 @@ def decisions_generate(*, count: int, days: int, now: dt.datetime | None = None,
     now = now or timezone.now()
     agent = _agent()
     needs: Counter[tuple[str, dt.date]] = Counter()
-    rng = random.Random(seed + 1)
+    rng = random.Random(seed + 1)  # noqa: S311
     anomalies = 0
     batch: list[dict[str, Any]] = []
 

@@ -133,9 +133,7 @@ def _held_sql(inner: str) -> str:
     )
 
 
-def count_range(
-    start: dt.datetime, end: dt.datetime, points: Sequence[str] | None = None
-) -> dict[str, DayCounts]:
+def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | None = None) -> dict[str, DayCounts]:
     """Point → counts of the decisions logged in ``[start, end)`` (and the anomalies recorded then);
     ``points`` limits it to those keys. ``needs_candidate`` is not set here: it is kept per date
     (``needs_by_date``)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +132,7 @@ def _counts_by_day(window: Window, points: list[str] | None) -> tuple[dict[str, 
             rolled[row.rollup_day.day][row.point] = DayCounts.from_row(row)
     by_point: dict[str, dict[dt.date, DayCounts]] = defaultdict(dict)
     direct = []
-    for day, first, start, end, whole, complement in plan:
+    for day, first, start, end, _whole, complement in plan:
         if day not in marked:
             direct.append((day, start, end))
             continue

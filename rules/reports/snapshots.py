@@ -97,7 +97,9 @@ def snapshot_text(
     else:
         lines = changes_lines(map_changes(previous, report))
         out.append(f"Since the previous snapshot ({previous_taken_at}):")
-        out.extend(f"- {line}" for line in lines or ["no new or removed points, governance changes or moved override rates"])
+        out.extend(
+            f"- {line}" for line in lines or ["no new or removed points, governance changes or moved override rates"]
+        )
         out.append(f"(An override rate has moved when it changed by at least {100 * OVERRIDE_RATE_MOVE:.0f} points.)")
     out.append("")
     for p in report["points"]:

@@ -55,7 +55,9 @@ def change_request_notify_approvers(*, request_id: int) -> int:
 def staff_to_notify() -> list[str]:
     """E-mail addresses of active staff users."""
     User = get_user_model()
-    return sorted(set(User.objects.filter(is_active=True, is_staff=True).exclude(email="").values_list("email", flat=True)))
+    return sorted(
+        set(User.objects.filter(is_active=True, is_staff=True).exclude(email="").values_list("email", flat=True))
+    )
 
 
 def decision_map_snapshot_mail(*, snapshot_id: int) -> int:

@@ -33,7 +33,9 @@ class Command(BaseCommand):
                 if snapshot.mailed_at is not None
                 else "its e-mail to staff is queued for the Celery worker"
             )
-            self.stdout.write(f"Snapshot {snapshot.pk} of the decision-point map taken at {snapshot.taken_at.isoformat()}; {mailed}.")
+            self.stdout.write(
+                f"Snapshot {snapshot.pk} of the decision-point map taken at {snapshot.taken_at.isoformat()}; {mailed}."
+            )
             return
         try:
             report = decision_map(days=days_parse(options["days"]), point=options["point"])

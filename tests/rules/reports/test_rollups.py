@@ -10,7 +10,9 @@ from collections import Counter
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from agents.models import AgentRuntime, Anomaly
 from rules.configio.apply import config_import
@@ -154,8 +156,14 @@ def boundaries(config, agent, shanghai):
         anomaly(agent, at)
     log(MIDNIGHT_14 + dt.timedelta(hours=3), ruled_by="llm_candidate", decision="answer", candidate_decision="answer")
     log(MIDNIGHT_14 + dt.timedelta(hours=4))  # no candidate: an LLM call avoided
-    log(MIDNIGHT_14 + dt.timedelta(hours=5), point="open", ruled_by="llm_candidate", decision="answer",
-        candidate_decision="answer", candidate_confidence=0.9)
+    log(
+        MIDNIGHT_14 + dt.timedelta(hours=5),
+        point="open",
+        ruled_by="llm_candidate",
+        decision="answer",
+        candidate_decision="answer",
+        candidate_confidence=0.9,
+    )
     for day, n in ((dt.date(2026, 6, 13), 2), (dt.date(2026, 6, 14), 3), (dt.date(2026, 6, 15), 4)):
         CandidateRequestCount.objects.create(point="guarded", agent_id=agent.pk, day=day, count=n)
 
@@ -163,7 +171,11 @@ def boundaries(config, agent, shanghai):
 def test_a_rollup_is_a_direct_count_of_its_local_day(boundaries):
     decision_rollup_day(day=dt.date(2026, 6, 14), now=NOW)
     marker = DecisionRollupDay.objects.get(day=dt.date(2026, 6, 14))
-    assert (marker.time_zone, marker.start, marker.end) == ("Asia/Shanghai", MIDNIGHT_14, MIDNIGHT_14 + dt.timedelta(days=1))
+    assert (marker.time_zone, marker.start, marker.end) == (
+        "Asia/Shanghai",
+        MIDNIGHT_14,
+        MIDNIGHT_14 + dt.timedelta(days=1),
+    )
     guarded = DecisionRollup.objects.get(rollup_day=marker, point="guarded")
     # The first whole day holds its first and last moments, not the moment before or after.
     assert (guarded.decisions, guarded.hard_rule, guarded.llm_candidate, guarded.default) == (4, 2, 1, 1)
@@ -279,7 +291,9 @@ def test_a_day_the_clocks_change_is_rolled_up_whole(config, agent, settings):
 
 
 EPOCH = dt.datetime(2026, 6, 10, tzinfo=dt.UTC)
-moments = st.integers(min_value=0, max_value=6 * 86_400_000_000 - 1).map(lambda us: EPOCH + dt.timedelta(microseconds=us))
+moments = st.integers(min_value=0, max_value=6 * 86_400_000_000 - 1).map(
+    lambda us: EPOCH + dt.timedelta(microseconds=us)
+)
 rows = st.fixed_dictionaries(
     {
         "at": moments,

@@ -27,16 +27,13 @@ pytestmark = pytest.mark.django_db
 T1 = dt.datetime(2026, 6, 1, 9, 0, tzinfo=dt.UTC)
 T2 = T1 + dt.timedelta(days=14)
 # guarded loses its confidence guard (naked), "open" goes, "fresh" comes.
-CHANGED = (
-    CONFIG.replace(
-        """      - {key: low_confidence, priority: 50, category: quality, outcome: clarify,
+CHANGED = CONFIG.replace(
+    """      - {key: low_confidence, priority: 50, category: quality, outcome: clarify,
          conditions: [{candidate_confidence_below: min_confidence}]}
       - {key: trial""",
-        """      - {key: trial""",
-        1,
-    )
-    .replace("  - key: open\n", "  - key: fresh\n")
-)
+    """      - {key: trial""",
+    1,
+).replace("  - key: open\n", "  - key: fresh\n")
 
 
 def point(key, governance="controlled", rate=None):
@@ -44,7 +41,9 @@ def point(key, governance="controlled", rate=None):
 
 
 def test_map_changes_new_removed_governance_and_moves():
-    before = {"points": [point("a", rate=0.10), point("b", rate=0.10), point("c", rate=0.10), point("gone"), point("d")]}
+    before = {
+        "points": [point("a", rate=0.10), point("b", rate=0.10), point("c", rate=0.10), point("gone"), point("d")]
+    }
     after = {
         "points": [
             point("a", rate=0.15),  # moved by exactly the threshold
@@ -112,12 +111,24 @@ def test_the_command_takes_a_snapshot_now_and_mails_it_to_staff(config, staff_ma
 
 
 def test_the_second_snapshot_mail_says_what_changed(config, actor, staff_mail, mailoutbox, committed):
-    log(T1 - dt.timedelta(days=1), decision="handoff", ruled_by="hard_rule", candidate_decision="answer", overridden=True)
+    log(
+        T1 - dt.timedelta(days=1),
+        decision="handoff",
+        ruled_by="hard_rule",
+        candidate_decision="answer",
+        overridden=True,
+    )
     log(T1 - dt.timedelta(days=2), decision="answer", ruled_by="llm_candidate", candidate_decision="answer")
     first = decision_map_snapshot_take(trigger=SnapshotTrigger.SCHEDULE, now=T1)
     config_import(text=CHANGED, source="test", actor=actor, reason="drop the guard")
     for days in (1, 2, 3):
-        log(T2 - dt.timedelta(days=days), decision="clarify", ruled_by="default", candidate_decision="answer", overridden=True)
+        log(
+            T2 - dt.timedelta(days=days),
+            decision="clarify",
+            ruled_by="default",
+            candidate_decision="answer",
+            overridden=True,
+        )
     with committed():
         second = decision_map_snapshot_take(trigger=SnapshotTrigger.SCHEDULE, now=T2)
     assert second.pk != first.pk
