@@ -87,8 +87,11 @@ def log(at, **kw):
 
 
 @pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    """Run what waits for the commit (the e-mail task) as the end of the test's transaction would."""
+def committed(django_capture_on_commit_callbacks, monkeypatch):
+    """Run what waits for the commit (the e-mail task) as the end of the test's transaction would. The
+    task runs in this process even when a broker is configured: what is written to whom is the point
+    here, and mail.outbox lives in this process."""
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     return lambda: django_capture_on_commit_callbacks(execute=True)
 
 
