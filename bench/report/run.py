@@ -76,7 +76,7 @@ def one(which: str) -> None:
 def _cold(which: str, rounds: int) -> float:
     times = []
     for _ in range(rounds):
-        out = subprocess.run(
+        out = subprocess.run(  # noqa: S603 - this interpreter, this module, a fixed choice
             [sys.executable, "-m", "bench.report.run", "--one", which], capture_output=True, text=True, check=True
         )
         times.append(float(out.stdout.strip().splitlines()[-1]))
