@@ -51,8 +51,11 @@ def _clients() -> tuple[Any, Any]:
     user = User.objects.filter(username="bench_report").first()
     if user is None:
         user = User.objects.create_superuser(username="bench_report", password=None)
-    api = Client(HTTP_AUTHORIZATION=f"Bearer {staff_token_create(user=user)}", HTTP_ACCEPT="application/json")
-    admin = Client()
+    # One token for the whole run: the cold runs' fresh processes are handed the parent's.
+    token = os.environ.get("BENCH_REPORT_TOKEN") or staff_token_create(user=user, rotate=True)
+    os.environ["BENCH_REPORT_TOKEN"] = token
+    api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT="application/json")
+    admin = Client(HTTP_HOST="127.0.0.1")
     admin.force_login(user)
     return api, admin
 
