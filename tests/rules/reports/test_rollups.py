@@ -342,3 +342,12 @@ def test_rollups_equal_a_direct_count_on_any_log(config, agent, settings, log_ro
     dates = [dt.date.fromisoformat(d["day"]) for d in direct["points"][0]["daily"]]
     for point in ("guarded", "open", "half"):
         assert traffic_of(rolled, point) == row_by_row(point, now - dt.timedelta(days=days), now, dates)
+
+
+def test_the_thin_tasks_take_a_date_and_run_the_services(boundaries):
+    from rules import tasks
+
+    assert tasks.decision_rollup_day.apply(args=["2026-06-14"]).get() == 2
+    assert DecisionRollup.objects.filter(rollup_day__day=dt.date(2026, 6, 14)).count() == 2
+    days = tasks.decision_rollups_refresh.apply().get()
+    assert len(days) == 90 and all(isinstance(d, str) for d in days)  # today's horizon: none rolled up yet
