@@ -38,3 +38,37 @@ def change_requests_apply_due() -> list[int]:
     from rules.services.change_requests import change_requests_apply_due as apply_due
 
     return apply_due()
+
+
+@shared_task(name="rules.tasks.decision_rollup_day")
+def decision_rollup_day(day: str) -> int:
+    """Recompute one closed day's rollups (``day`` as YYYY-MM-DD in TIME_ZONE); idempotent."""
+    import datetime as dt
+
+    from rules.services.rollups import decision_rollup_day as rollup
+
+    return rollup(day=dt.date.fromisoformat(day))
+
+
+@shared_task(name="rules.tasks.decision_rollups_refresh")
+def decision_rollups_refresh() -> list[str]:
+    """Celery beat, hourly: the last closed days again, and any closed day without rollups."""
+    from rules.services.rollups import decision_rollups_refresh as refresh
+
+    return [day.isoformat() for day in refresh()]
+
+
+@shared_task(name="rules.tasks.decision_map_snapshot_if_due")
+def decision_map_snapshot_if_due() -> int | None:
+    """Celery beat, hourly: a snapshot of the decision-point map when the latest is 14 days old."""
+    from rules.services.snapshots import decision_map_snapshot_if_due as take
+
+    return take()
+
+
+@shared_task(name="rules.tasks.decision_map_snapshot_mail")
+def decision_map_snapshot_mail(snapshot_id: int) -> int:
+    """E-mail a snapshot to staff; a snapshot already mailed is not mailed twice."""
+    from rules.services.notifications import decision_map_snapshot_mail as mail
+
+    return mail(snapshot_id=snapshot_id)

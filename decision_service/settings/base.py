@@ -147,6 +147,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-session-timeouts": {"task": "agents.tasks.session_timeouts_sweep", "schedule": 5.0},
     # Approved change requests with an apply_at go live within this long after their time.
     "apply-due-change-requests": {"task": "rules.tasks.change_requests_apply_due", "schedule": 30.0},
+    # The decision-point map's daily rollups: closed days, the last two again for late rows.
+    "refresh-decision-rollups": {"task": "rules.tasks.decision_rollups_refresh", "schedule": 3600.0},
+    # Asks hourly; a snapshot is taken when the latest is 14 days old (rules/services/snapshots.py).
+    "decision-map-snapshot": {"task": "rules.tasks.decision_map_snapshot_if_due", "schedule": 3600.0},
 }
 
 LOGGING = {

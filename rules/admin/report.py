@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -19,8 +20,10 @@ from django.utils.safestring import mark_safe
 from rules.errors import InvalidRequest, UnknownPoint
 from rules.models import DecisionPoint
 from rules.reports import charts
+from rules.reports.counting import day_bounds
 from rules.reports.decision_map import DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, days_parse, decision_map
 from rules.reports.export import decision_map_csv
+from rules.reports.snapshots import OVERRIDE_RATE_MOVE, changes_lines
 
 DAY_CHOICES = (1, 7, 14, 30, 60, 90)
 
@@ -34,6 +37,7 @@ class LogLinks:
 
     def __init__(self, window: dict[str, Any]) -> None:
         self.start, self.end = _parse(window["start"]), _parse(window["end"])
+        self.tz = ZoneInfo(window["time_zone"])
         self.log = reverse("admin:rules_decisionrecord_changelist")
         self.counts = reverse("admin:rules_candidaterequestcount_changelist")
         try:
@@ -44,9 +48,9 @@ class LogLinks:
     def _bounds(self, day: str | None) -> dict[str, str]:
         if day is None:
             return {"created_at__gte": self.start.isoformat(), "created_at__lte": self.end.isoformat()}
-        first = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+        first, after = day_bounds(dt.date.fromisoformat(day), self.tz)
         bounds = {"created_at__gte": max(first, self.start).isoformat(), "created_at__lte": self.end.isoformat()}
-        bounds["created_at__lt"] = (first + dt.timedelta(days=1)).isoformat()
+        bounds["created_at__lt"] = after.isoformat()
         return bounds
 
     def decisions(
@@ -81,8 +85,8 @@ class LogLinks:
         return self.log + "?" + urlencode(query)
 
     def needs_candidate(self, *, point: str, day: str | None = None) -> str:
-        first = day or self.start.astimezone(dt.UTC).date().isoformat()
-        last = day or self.end.astimezone(dt.UTC).date().isoformat()
+        first = day or self.start.astimezone(self.tz).date().isoformat()
+        last = day or self.end.astimezone(self.tz).date().isoformat()
         return self.counts + "?" + urlencode({"point": point, "day__gte": first, "day__lte": last})
 
     def anomaly_list(self, *, point: str) -> str | None:
@@ -162,6 +166,9 @@ def decision_map_view(request: HttpRequest) -> HttpResponse:
         "title": "Decision-point map",
         "report": report,
         "points": [_point_view(p, links) for p in report["points"]],
+        "since_snapshot": report.get("since_snapshot"),
+        "snapshot_changes": changes_lines(report["since_snapshot"]) if report.get("since_snapshot") else [],
+        "move_points": round(100 * OVERRIDE_RATE_MOVE),
         "all_points": list(DecisionPoint.objects.order_by("key").values_list("key", flat=True)),
         "selected_point": point,
         "days": days,

@@ -26,6 +26,7 @@ from rules.models.governance import (
     RegressionCase,
 )
 from rules.models.machines import StateMachine
+from rules.models.reports import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
 from rules.models.revisions import ConfigRevision
 from rules.models.tokens import StaffToken
 
@@ -40,8 +41,11 @@ __all__ = [
     "Condition",
     "ConditionKind",
     "ConfigRevision",
+    "DecisionMapSnapshot",
     "DecisionPoint",
     "DecisionRecord",
+    "DecisionRollup",
+    "DecisionRollupDay",
     "FactType",
     "ImpactStatus",
     "KeywordList",
@@ -55,6 +59,7 @@ __all__ = [
     "RuleCombinator",
     "RuleMode",
     "RuledBy",
+    "SnapshotTrigger",
     "StaffToken",
     "StateMachine",
     "Threshold",

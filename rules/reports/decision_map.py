@@ -3,38 +3,36 @@ from the live configuration and the decision log (docs/report.md says what every
 
 ``decision_map`` is a selector: it reads and never writes. The window runs from exactly ``days`` × 24
 hours before ``now`` (inclusive) to ``now`` (inclusive), ``now`` being the moment of the request; the
-per-day series and ``needs_candidate`` (kept as a count per UTC day) are by UTC day. Anomalies belong to
-the ``agents`` app, which this one does not import: they are asked for with the ``report_counting``
-signal.
+per-day series is by day in the project's ``TIME_ZONE``.
 
-It counts the log directly (grouped by point, day and kind of ruling; the matched rules are read row by
-row). Daily rollups for very large logs are not built yet.
+Each local day the window touches is counted one of two ways (``rules.reports.counting``): a whole
+closed day inside the window from its daily rollup (``rules.services.rollups``), and everything else —
+the partial first day, today up to ``now``, and any day without a rollup — directly from the log. Both
+use the same counting function, so the edges stay exact to the microsecond and a missing rollup is
+never read as zero.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from rules.errors import InvalidRequest, UnknownPoint
 from rules.models import (
     OPEN_STATES,
-    CandidateRequestCount,
     ChangeRequest,
     Condition,
     DecisionPoint,
-    DecisionRecord,
+    DecisionRollup,
+    DecisionRollupDay,
     KeywordList,
     KeywordTerm,
     Rule,
-    RuledBy,
     Threshold,
 )
 from rules.reports.classify import (
@@ -43,13 +41,13 @@ from rules.reports.classify import (
     rule_in_effect,
     shadowed_rules,
 )
+from rules.reports.counting import RULED_BY, TICK, DayCounts, count_range, day_bounds, needs_by_date, report_time_zone
+from rules.reports.snapshots import since_snapshot
 from rules.selectors import config_document, revision_latest
-from rules.signals import report_counting
 
 DAYS_DEFAULT = 14
 DAYS_MIN = 1
 DAYS_MAX = 90
-RULED_BY = tuple(RuledBy.values)
 TOP_RULES = 10
 
 
@@ -60,12 +58,18 @@ class Window:
     days: int
 
     def dates(self) -> list[dt.date]:
-        """The UTC days the window touches, oldest first."""
-        first, last = self.start.astimezone(dt.UTC).date(), self.end.astimezone(dt.UTC).date()
+        """The local days (``TIME_ZONE``) the window touches, oldest first."""
+        _, tz = report_time_zone()
+        first, last = self.start.astimezone(tz).date(), self.end.astimezone(tz).date()
         return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"days": self.days, "start": _iso(self.start), "end": _iso(self.end)}
+        return {
+            "days": self.days,
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "time_zone": report_time_zone()[0],
+        }
 
 
 def _iso(value: dt.datetime) -> str:
@@ -99,99 +103,73 @@ def _rate(part: int, whole: int) -> float | None:
     return None if whole == 0 else round(part / whole, 4)
 
 
-def _empty_traffic() -> dict[str, Any]:
+def _counts_by_day(window: Window, points: list[str] | None) -> tuple[dict[str, dict[dt.date, DayCounts]], int]:
+    """Point → local day → counts over the window, and how many days were read from rollups.
+
+    A whole closed day inside the window is its rollup. The window's first day is partial; when it is
+    closed, rolled up, and the part before the window is the shorter one, it is counted as its rollup
+    less a direct count of that part (fewer rows read, the same numbers). Every other stretch — today
+    so far, a day without a rollup — is counted directly."""
+    name, tz = report_time_zone()
+    plan = []
+    for day in window.dates():
+        first, after = day_bounds(day, tz)
+        closed = after <= window.end
+        whole = first >= window.start and closed
+        # Worth reading the rollup: a whole day, or a first day mostly inside the window.
+        complement = not whole and closed and first < window.start and window.start - first < after - window.start
+        plan.append((day, first, max(first, window.start), min(after, window.end + TICK), whole, complement))
+    wanted = [day for day, _, _, _, whole, complement in plan if whole or complement]
+    rolled: dict[dt.date, dict[str, DayCounts]] = defaultdict(dict)
+    marked: set[dt.date] = set()
+    if wanted:
+        markers = DecisionRollupDay.objects.filter(time_zone=name, day__in=wanted)
+        marked = set(markers.values_list("day", flat=True))
+        rows = DecisionRollup.objects.filter(rollup_day__in=markers).select_related("rollup_day")
+        if points is not None:
+            rows = rows.filter(point__in=points)
+        for row in rows:
+            rolled[row.rollup_day.day][row.point] = DayCounts.from_row(row)
+    by_point: dict[str, dict[dt.date, DayCounts]] = defaultdict(dict)
+    direct = []
+    for day, first, start, end, _whole, complement in plan:
+        if day not in marked:
+            direct.append((day, start, end))
+            continue
+        per_point = rolled.get(day, {})
+        if complement:
+            for point, before in count_range(first, start, points).items():
+                per_point.setdefault(point, DayCounts()).subtract(before)
+        for point, counts in per_point.items():
+            by_point[point][day] = counts
+    needs = needs_by_date([day for day, _, _ in direct], points)
+    for day, start, end in direct:
+        counted = count_range(start, end, points)
+        for point in set(counted) | {p for p, days in needs.items() if days.get(day)}:
+            counts = counted.get(point) or DayCounts()
+            counts.needs_candidate = needs.get(point, Counter()).get(day, 0)
+            by_point[point][day] = counts
+    used = sum(1 for day, *_, whole, _complement in plan if whole and day in marked)
+    return by_point, used
+
+
+def _traffic(total: DayCounts) -> dict[str, Any]:
     return {
-        "decisions": 0,
-        "by_ruled_by": dict.fromkeys(RULED_BY, 0),
-        "with_candidate": 0,
-        "overridden": 0,
-        "override_rate": None,
-        "llm_calls_avoided": 0,
-        "needs_candidate": 0,
-        "anomalies": 0,
-        "anomalies_by_code": {},
-        "tokens": {"prompt": 0, "completion": 0, "total": 0},
+        "decisions": total.decisions,
+        "by_ruled_by": {kind: getattr(total, kind) for kind in RULED_BY},
+        "with_candidate": total.with_candidate,
+        "overridden": total.overridden,
+        "override_rate": _rate(total.overridden, total.with_candidate),
+        "llm_calls_avoided": total.llm_calls_avoided,
+        "needs_candidate": total.needs_candidate,
+        "anomalies": sum(total.anomalies.values()),
+        "anomalies_by_code": dict(sorted(total.anomalies.items())),
+        "tokens": {
+            "prompt": total.tokens_prompt,
+            "completion": total.tokens_completion,
+            "total": total.tokens_prompt + total.tokens_completion,
+        },
     }
-
-
-Daily = dict[str, dict[dt.date, dict[str, int]]]
-
-
-def _day_counts() -> dict[str, int]:
-    return {"decisions": 0, **dict.fromkeys(RULED_BY, 0), "with_candidate": 0, "overridden": 0}
-
-
-def _traffic(records: Any) -> tuple[dict[str, dict[str, Any]], Daily]:
-    """Per point: the window's totals, and per UTC day the counts the charts draw."""
-    rows = (
-        records.annotate(day=TruncDate("created_at", tzinfo=dt.UTC))
-        .values("point", "day", "ruled_by")
-        .annotate(
-            n=Count("id"),
-            with_candidate=Count("id", filter=~Q(candidate_decision="")),
-            overridden=Count("id", filter=Q(overridden=True)),
-            avoided=Count("id", filter=Q(candidate_decision="", candidate_raw="", candidate_invalid=False)),
-            prompt=Sum("tokens_prompt"),
-            completion=Sum("tokens_completion"),
-        )
-        .order_by()
-    )
-    totals: dict[str, dict[str, Any]] = defaultdict(_empty_traffic)
-    daily: Daily = defaultdict(dict)
-    for row in rows:
-        t = totals[row["point"]]
-        t["decisions"] += row["n"]
-        t["by_ruled_by"][row["ruled_by"]] = t["by_ruled_by"].get(row["ruled_by"], 0) + row["n"]
-        t["with_candidate"] += row["with_candidate"]
-        t["overridden"] += row["overridden"]
-        t["llm_calls_avoided"] += row["avoided"]
-        t["tokens"]["prompt"] += row["prompt"] or 0
-        t["tokens"]["completion"] += row["completion"] or 0
-        day = daily[row["point"]].setdefault(row["day"], _day_counts())
-        day["decisions"] += row["n"]
-        day[row["ruled_by"]] = day.get(row["ruled_by"], 0) + row["n"]
-        day["with_candidate"] += row["with_candidate"]
-        day["overridden"] += row["overridden"]
-    return totals, daily
-
-
-def _rule_hits(records: Any) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
-    """Per point: how often each rule held (enforcing or shadow, as logged), and how often it decided."""
-    held: dict[str, Counter[str]] = defaultdict(Counter)
-    for point, matched in (
-        records.exclude(matched_rules=[]).values_list("point", "matched_rules").iterator(chunk_size=2000)
-    ):
-        for m in matched or []:
-            if isinstance(m, dict) and isinstance(m.get("key"), str):
-                held[point][m["key"]] += 1
-    decided: dict[str, Counter[str]] = defaultdict(Counter)
-    rows = records.filter(ruled_by=RuledBy.HARD_RULE).values("point", "rule_key").annotate(n=Count("id")).order_by()
-    for row in rows:
-        decided[row["point"]][row["rule_key"]] += row["n"]
-    return held, decided
-
-
-def _needs_candidate(window: Window, points: Iterable[str] | None) -> tuple[Counter[str], dict[str, Counter[dt.date]]]:
-    days = window.dates()
-    rows = CandidateRequestCount.objects.filter(day__gte=days[0], day__lte=days[-1])
-    if points is not None:
-        rows = rows.filter(point__in=list(points))
-    total: Counter[str] = Counter()
-    per_day: dict[str, Counter[dt.date]] = defaultdict(Counter)
-    for row in rows.values("point", "day").annotate(n=Sum("count")).order_by():
-        total[row["point"]] += row["n"]
-        per_day[row["point"]][row["day"]] += row["n"]
-    return total, per_day
-
-
-def _anomalies(window: Window, points: list[str] | None) -> dict[str, Counter[str]]:
-    """Point → anomaly code → count, from whichever app records anomalies (``report_counting``)."""
-    found: dict[str, Counter[str]] = defaultdict(Counter)
-    for _receiver, answer in report_counting.send(sender=None, start=window.start, end=window.end, points=points):
-        if isinstance(answer, dict):
-            for point, codes in answer.items():
-                found[point].update(codes)
-    return found
 
 
 def _touches(change: Mapping[str, Any], point: str, lists: set[str], thresholds: set[str]) -> bool:
@@ -304,9 +282,13 @@ def _configured_parts(point: Mapping[str, Any], document: Mapping[str, Any], now
     }
 
 
-def decision_map(*, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime | None = None) -> dict[str, Any]:
+def decision_map(
+    *, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime | None = None, with_changes: bool = True
+) -> dict[str, Any]:
     """The decision-point map over the last ``days`` days up to ``now`` (default: this moment), for every
-    configured point or only ``point``. Plain JSON-safe data; see docs/report.md."""
+    configured point or only ``point``. Plain JSON-safe data; see docs/report.md. ``since_snapshot`` says
+    what changed since the latest stored snapshot (``with_changes=False`` leaves it out: a snapshot
+    itself does not hold one)."""
     window = report_window(days=days, now=now)
     document = config_document()
     points = document["points"]
@@ -314,14 +296,8 @@ def decision_map(*, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime 
         points = [p for p in points if p["key"] == point]
         if not points:
             raise UnknownPoint(f"There is no decision point '{point}'.")
-    records = DecisionRecord.objects.filter(created_at__gte=window.start, created_at__lte=window.end)
     scope = [p["key"] for p in points] if point else None
-    if scope is not None:
-        records = records.filter(point__in=scope)
-    totals, daily = _traffic(records)
-    held, decided = _rule_hits(records)
-    needs, needs_daily = _needs_candidate(window, scope)
-    anomalies = _anomalies(window, scope)
+    by_day, rolled_up = _counts_by_day(window, scope)
     open_requests = list(ChangeRequest.objects.filter(state__in=OPEN_STATES).order_by("pk"))
     records_by_key = {p.key: p for p in DecisionPoint.objects.filter(key__in=[p["key"] for p in points])}
     dates = window.dates()
@@ -331,33 +307,26 @@ def decision_map(*, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime 
         key = p["key"]
         governance = point_governance(p, document, now=window.end)
         parts = _configured_parts(p, document, window.end)
-        traffic = totals.get(key) or _empty_traffic()
-        traffic["override_rate"] = _rate(traffic["overridden"], traffic["with_candidate"])
-        traffic["needs_candidate"] = needs.get(key, 0)
-        codes = anomalies.get(key, Counter())
-        traffic["anomalies"] = sum(codes.values())
-        traffic["anomalies_by_code"] = dict(sorted(codes.items()))
-        traffic["tokens"]["total"] = traffic["tokens"]["prompt"] + traffic["tokens"]["completion"]
-        days_of = daily.get(key, {})
+        days_of = by_day.get(key, {})
+        total = DayCounts()
         series = []
         for day in dates:
-            counts = days_of.get(day) or {
-                "decisions": 0,
-                **dict.fromkeys(RULED_BY, 0),
-                "with_candidate": 0,
-                "overridden": 0,
-            }
+            counts = days_of.get(day) or DayCounts()
+            total.add(counts)
             series.append(
                 {
                     "day": day.isoformat(),
-                    **counts,
-                    "override_rate": _rate(counts["overridden"], counts["with_candidate"]),
-                    "needs_candidate": needs_daily.get(key, Counter()).get(day, 0),
+                    "decisions": counts.decisions,
+                    **{kind: getattr(counts, kind) for kind in RULED_BY},
+                    "with_candidate": counts.with_candidate,
+                    "overridden": counts.overridden,
+                    "override_rate": _rate(counts.overridden, counts.with_candidate),
+                    "needs_candidate": counts.needs_candidate,
                 }
             )
+        traffic = _traffic(total)
         live_rules = [r for r in parts["rules"] if r["mode"] != "off"]
-        hits = held.get(key, Counter())
-        wins = decided.get(key, Counter())
+        hits, wins = total.rule_hits, total.rule_decided
         ranked = sorted(hits.items(), key=lambda item: (-item[1], item[0]))[:TOP_RULES]
         top = [{"key": k, "hits": n, "decided": wins.get(k, 0)} for k, n in ranked]
         lists = {kl["key"] for kl in parts["keyword_lists"]}
@@ -384,10 +353,13 @@ def decision_map(*, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime 
         )
     summary = Counter(p["governance"] for p in out)
     revision = revision_latest()
-    return {
+    report = {
         "generated_at": _iso(window.end),
-        "window": window.as_dict(),
+        "window": {**window.as_dict(), "rolled_up_days": rolled_up},
         "revision": revision.number if revision is not None else None,
         "governance": {kind: summary.get(kind, 0) for kind in GOVERNANCE_KINDS},
         "points": out,
     }
+    if with_changes:
+        report["since_snapshot"] = since_snapshot(report, before=window.end, point=point)
+    return report

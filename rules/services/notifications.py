@@ -50,3 +50,51 @@ def change_request_notify_approvers(*, request_id: int) -> int:
         recipient_list=recipients,
     )
     return len(recipients)
+
+
+def staff_to_notify() -> list[str]:
+    """E-mail addresses of active staff users."""
+    User = get_user_model()
+    return sorted(
+        set(User.objects.filter(is_active=True, is_staff=True).exclude(email="").values_list("email", flat=True))
+    )
+
+
+def decision_map_snapshot_mail(*, snapshot_id: int) -> int:
+    """E-mail a snapshot of the decision-point map to staff, with what changed since the snapshot before
+    it; returns how many were written to. A snapshot already mailed is not mailed again."""
+    from django.utils import timezone
+
+    from rules.models import DecisionMapSnapshot
+    from rules.reports.snapshots import snapshot_text
+
+    snapshot = DecisionMapSnapshot.objects.filter(pk=snapshot_id, mailed_at__isnull=True).first()
+    if snapshot is None:
+        return 0
+    previous = (
+        DecisionMapSnapshot.objects.filter(taken_at__lte=snapshot.taken_at)
+        .exclude(pk=snapshot.pk)
+        .order_by("-taken_at", "-pk")
+        .first()
+    )
+    recipients = staff_to_notify()
+    if recipients:
+        report = snapshot.report
+        summary = report["governance"]
+        base = settings.ARBITER_BASE_URL.rstrip("/")
+        send_mail(
+            subject=(
+                f"[Arbiter] Decision-point map of {snapshot.taken_at:%Y-%m-%d}: {summary['controlled']} controlled, "
+                f"{summary['partial']} partial, {summary['naked']} naked"
+            ),
+            message=snapshot_text(
+                report,
+                previous=previous.report if previous is not None else None,
+                previous_taken_at=previous.report["generated_at"] if previous is not None else "",
+                link=f"{base}/admin/rules/decisionrecord/map/",
+            ),
+            from_email=None,
+            recipient_list=recipients,
+        )
+    DecisionMapSnapshot.objects.filter(pk=snapshot.pk).update(mailed_at=timezone.now(), mailed_to=len(recipients))
+    return len(recipients)

@@ -17,6 +17,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from rules.models import CandidateRequestCount, DecisionRecord
+from rules.services.rollups import decision_rollups_forget_before
 from rules.signals import decision_log_purging
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ def decision_log_purge(
     decisions = delete_in_batches(
         DecisionRecord.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
     )
+    # Before the rows go: a report reading a rollup of a day being purged would count rows that are gone.
+    decision_rollups_forget_before(cutoff)
     counters = delete_in_batches(
         CandidateRequestCount.objects.filter(day__lt=cutoff.date()), order_by="day", batch_size=batch_size
     )

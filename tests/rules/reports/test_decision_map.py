@@ -158,7 +158,13 @@ def by_key(report):
 
 def test_every_count_is_exact_including_the_window_edges(traffic):
     report = decision_map(days=7, now=NOW)
-    assert report["window"] == {"days": 7, "start": "2026-06-08T12:00:00Z", "end": "2026-06-15T12:00:00Z"}
+    assert report["window"] == {
+        "days": 7,
+        "start": "2026-06-08T12:00:00Z",
+        "end": "2026-06-15T12:00:00Z",
+        "time_zone": "UTC",
+        "rolled_up_days": 0,
+    }
     guarded = by_key(report)["guarded"]
     assert guarded["decisions"] == 5
     assert guarded["by_ruled_by"] == {"hard_rule": 2, "llm_candidate": 1, "default": 2}
@@ -186,7 +192,7 @@ def test_every_count_is_exact_including_the_window_edges(traffic):
     assert report["governance"] == {"controlled": 1, "partial": 1, "naked": 1}
 
 
-def test_the_daily_series_covers_every_utc_day_the_window_touches(traffic):
+def test_the_daily_series_covers_every_local_day_the_window_touches(traffic):
     guarded = by_key(decision_map(days=7, now=NOW))["guarded"]
     days = guarded["daily"]
     assert [d["day"] for d in days] == [f"2026-06-{n:02d}" for n in range(8, 16)]
