@@ -97,7 +97,7 @@ MEASURE = """
   const problems = [];
   for (const name of columns) {
     const cells = document.querySelectorAll(
-      `${table} thead th.column-${name}, ${table} tbody .field-${name}`);
+      `${table} thead th.column-${name}, ${table} tbody .field-${name}, ${table} [data-column="${name}"]`);
     if (cells.length < 2) problems.push(`${name}: ${cells.length} cells`);
     for (const cell of cells) {
       const r = cell.getBoundingClientRect();
