@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from agents.models import Anomaly, Session
 from rules.configio.apply import config_import
-from rules.models import CandidateRequestCount, ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase
+from rules.models import CandidateRequestCount, ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase, Rule
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import DEMO_TEXT, agent_api
 
@@ -331,6 +331,7 @@ def test_every_list_fits_a_laptop_and_dates_are_written_one_way(
         f"rules/changerequest/{ChangeRequest.objects.get().pk}/change/": "pre, td",
         f"rules/configrevision/{ConfigRevision.objects.order_by('-pk').first().pk}/change/": "pre, .readonly",
         "rules/decisionrecord/map/": "td, p",
+        f"rules/rule/{Rule.objects.order_by('-pk').first().pk}/history/": "td",
     }
     for number, (url, boxes) in enumerate(details.items()):
         page.goto(f"{base}/admin/{url}")
