@@ -5,21 +5,22 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy as _
 
 from agents.models import Anomaly
 from agents.selectors import (
     session_pk,
 )
-from rules.admin.decisions import SessionLogAdmin, session_changelist_url
+from decision_service.admin.display import key_cell, summary_cell, when_cell
+from rules.admin.decisions import AGENT_CHARS, SESSION_CHARS, SessionLogAdmin, session_changelist_url
 
 
 @admin.register(Anomaly)
 class AnomalyAdmin(SessionLogAdmin):
     """What models did wrong: read-only, written only by the decide and transition services."""
 
-    list_display = ("created_at", "code", "agent_label", "session", "point", "short_detail", "decision_link")
-    list_display_links = ("created_at",)
+    list_display = ("when", "code", "agent_label", "session", "point", "short_detail", "decision_link")
+    list_display_links = ("when",)
     list_filter = ("code", "agent", "point")
     list_select_related = ("agent",)
     ordering = ("-created_at",)
@@ -42,17 +43,21 @@ class AnomalyAdmin(SessionLogAdmin):
     class Media:
         css = {"all": ("arbiter/admin/arbiter.css",)}
 
+    @admin.display(description=_("created at"), ordering="created_at")
+    def when(self, obj: Anomaly) -> str:
+        return when_cell(obj.created_at)
+
     @admin.display(description="agent", ordering="agent__name")
     def agent_label(self, obj: Anomaly) -> str:
-        return obj.agent.name if obj.agent is not None else "—"
+        return key_cell(obj.agent.name if obj.agent is not None else "", chars=AGENT_CHARS)
 
     @admin.display(description="session", ordering="session_id")
     def session(self, obj: Anomaly) -> str:
-        return obj.session_id or "—"
+        return key_cell(obj.session_id, chars=SESSION_CHARS)
 
     @admin.display(description="detail")
     def short_detail(self, obj: Anomaly) -> str:
-        return Truncator(obj.detail).chars(120)
+        return summary_cell(obj.detail, chars=120)
 
     @admin.display(description="decision")
     def decision_link(self, obj: Anomaly) -> str:

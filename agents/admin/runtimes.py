@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin_forms import AgentRuntimeForm
 from agents.models import AgentRuntime
@@ -17,6 +18,7 @@ from agents.services import (
     agent_save,
     agent_set_points,
 )
+from decision_service.admin.display import when_cell
 from decision_service.admin.kit import REFUSALS, actor_of, reason_from, refusal_text, refused_on_form
 from rules.admin.base import ConfigAdmin
 from rules.services.revisions import Actor, config_change
@@ -42,7 +44,7 @@ class AgentRuntimeAdmin(ConfigAdmin):
     form = AgentRuntimeForm
     readonly_after_create = ("name", "token_prefix", "created_at")
     filter_horizontal = ("points",)
-    list_display = ("name", "token_start", "is_active", "point_list", "rate_limit", "created_at")
+    list_display = ("name", "token_start", "is_active", "point_list", "rate_limit", "created")
     list_filter = ("is_active", "points")
     search_fields = ("name", "description", "token_prefix", "points__key")
     actions = ["rotate_token", "deactivate"]
@@ -80,6 +82,10 @@ class AgentRuntimeAdmin(ConfigAdmin):
     @admin.display(description="decision points")
     def point_list(self, obj: AgentRuntime) -> str:
         return ", ".join(p.key for p in obj.points.all()) or "—"
+
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created(self, obj: AgentRuntime) -> str:
+        return when_cell(obj.created_at)
 
     def save_record(self, obj: AgentRuntime, *, actor: Actor, reason: str) -> None:
         agent_save(agent=obj, actor=actor, reason=reason)

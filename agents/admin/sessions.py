@@ -42,8 +42,9 @@ from agents.selectors import (
 )
 from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return, queue_work_allowed
 from agents.services.sessions import session_allowed_actions, session_allowed_targets
+from decision_service.admin.display import key_cell, when_cell
 from decision_service.errors import DomainError
-from rules.admin.decisions import RULED_BY_LABELS, ReadOnlyAdmin, session_changelist_url
+from rules.admin.decisions import RULED_BY_LABELS, SESSION_CHARS, ReadOnlyAdmin, session_changelist_url
 from rules.models import StateMachine
 
 TIMELINE_LIMIT = 500  # events on one session page, the latest ones
@@ -324,7 +325,7 @@ class SessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="session id")
     def session_id(self, obj: Session) -> str:
-        return obj.key
+        return key_cell(obj.key, chars=SESSION_CHARS)
 
     @admin.display(description="anomalies", ordering="anomaly_count")
     def anomalies(self, obj: Session) -> int:
@@ -350,7 +351,7 @@ class SessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="updated", ordering="updated_at")
     def updated(self, obj: Session) -> str:
-        return timezone.localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M:%S")
+        return when_cell(obj.updated_at)
 
     @admin.display(description="handoff reason", ordering="handoff_reason")
     def handoff_reason_label(self, obj: Session) -> str:

@@ -1,7 +1,7 @@
 """Sessions under explicit state machines. Nothing else changes a session's state.
 
 Every move takes the session's lock (``SELECT … FOR UPDATE`` on PostgreSQL, the database write lock on
-SQLite: see ``locked_sessions``) and then writes with a compare-and-set on ``seq``, so concurrent
+SQLite: see ``sessions_lock``) and then writes with a compare-and-set on ``seq``, so concurrent
 callers from one ``expected_state`` get exactly one success: the others see the new state and are told
 ``state_mismatch``. ``seq`` is assigned here, one per move,
 and each move is a ``Transition`` row unique on (session, seq): strictly increasing and gap-free.

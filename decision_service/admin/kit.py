@@ -169,7 +169,7 @@ class AuditedAdmin(SimpleHistoryAdmin):
     reason_fieldset_title = "Why"
 
     class Media:
-        css = {"all": ("arbiter/admin/arbiter.css",)}
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
 
     # --- the two hooks each admin implements -------------------------------------------------------
 
@@ -327,6 +327,9 @@ class AuditedAdmin(SimpleHistoryAdmin):
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """A log, not a record anyone edits: viewing only, for staff with the view (or change) permission."""
+
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -55,6 +55,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # The one date-time format (``|when``) in every template, the admin's and the reports'.
+            "builtins": ["decision_service.templatetags.arbiter_display"],
         },
     },
 ]
@@ -75,6 +77,9 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_I18N = True
 USE_TZ = True
 TIME_ZONE = env.TIME_ZONE
+# Django ≥ 4 always localises, and a language's own formats win over DATETIME_FORMAT here: each
+# language gets its module there, all with one format (2026-12-01 03:10:32 UTC, docs/operators.md).
+FORMAT_MODULE_PATH = ["decision_service.formats"]
 
 # One-time agent tokens travel in a message across a redirect: keep messages server-side, not in a
 # signed (readable) cookie.

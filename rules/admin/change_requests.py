@@ -15,8 +15,10 @@ from django.urls import URLPattern, path, reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.charts import bar_chart_svg
+from decision_service.admin.display import summary_cell, when_cell
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of, refusal_text
 from decision_service.errors import DomainError
 from rules.configio.diff import show
@@ -64,7 +66,16 @@ class StateFilter(admin.SimpleListFilter):
 @admin.register(ChangeRequest)
 class ChangeRequestAdmin(ReadOnlyAdmin):
     change_form_template = "admin/rules/changerequest/change_form.html"
-    list_display = ("number", "state", "risk", "author_name", "reason", "records", "approvals_given", "created_at")
+    list_display = (
+        "number",
+        "state",
+        "risk",
+        "author_name",
+        "reason_short",
+        "records",
+        "approvals_given",
+        "created",
+    )
     list_display_links = ("number",)
     list_filter = (StateFilter, "risk")
     search_fields = ("reason", "author_name")
@@ -85,12 +96,21 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
     def number(self, obj: ChangeRequest) -> str:
         return f"#{obj.pk}"
 
+    @admin.display(description=_("reason"), ordering="reason")
+    def reason_short(self, obj: ChangeRequest) -> str:
+        return summary_cell(obj.reason, chars=80)
+
     @admin.display(description="records")
     def records(self, obj: ChangeRequest) -> str:
         labels = sorted(
             {f"{c['kind']} {c.get('point') + '.' if c.get('point') else ''}{c['key']}" for c in obj.changes}
         )
-        return ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        return format_html('<span title="{}">{}</span>', "\n".join(labels), shown)
+
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created(self, obj: ChangeRequest) -> str:
+        return when_cell(obj.created_at)
 
     @admin.display(description="approvals")
     def approvals_given(self, obj: ChangeRequest) -> str:

@@ -25,8 +25,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
+from decision_service.admin.display import key_cell, summary_cell, when_cell
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of
 from rules.admin.simulator import simulator_view
 from rules.engine import Decision
@@ -44,6 +45,9 @@ from rules.services.regressions import regression_case_pin
 from rules.services.replay import decision_replay
 from rules.signals import decision_shown
 
+# Past these lengths a list shows the start, with the whole in a title (and on the record's page).
+SESSION_CHARS = 24
+AGENT_CHARS = 40
 SESSION_SEARCH_HELP = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
 RULED_BY_LABELS = dict(RuledBy.choices)
 
@@ -229,7 +233,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
     }
     # What the apps built on the log know about the decision (the anomalies it raised, in agents).
     answers: list[tuple[Any, Any]] = decision_shown.send(sender=DecisionRecord, record=record)
-    for _, extra in answers:
+    for _sender, extra in answers:
         context.update(extra or {})
     return context
 
@@ -332,7 +336,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
 
     @admin.display(description="time", ordering="created_at")
     def time(self, obj: DecisionRecord) -> str:
-        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
+        return when_cell(obj.created_at)
 
     @admin.display(description="winning rule", ordering="rule_key")
     def winning_rule(self, obj: DecisionRecord) -> str:
@@ -350,11 +354,11 @@ class DecisionRecordAdmin(SessionLogAdmin):
 
     @admin.display(description="agent", ordering="agent_name")
     def agent_label(self, obj: DecisionRecord) -> str:
-        return obj.agent_name
+        return key_cell(obj.agent_name, chars=AGENT_CHARS)
 
     @admin.display(description="session", ordering="session_id")
     def session(self, obj: DecisionRecord) -> str:
-        return obj.session_id or "—"
+        return key_cell(obj.session_id, chars=SESSION_CHARS)
 
     # --- the detail page --------------------------------------------------------------------------------
 
@@ -478,7 +482,7 @@ class CandidateRequestCountAdmin(ReadOnlyAdmin):
 class RegressionCaseAdmin(admin.ModelAdmin):
     """Pinned cases: made from the decision log, checked by every change request and check_regressions."""
 
-    list_display = ("pk", "point", "expected", "input_short", "note", "created_by", "created_at")
+    list_display = ("pk", "point", "expected", "input_short", "note_short", "created_by", "created")
     list_filter = ("point", "expected")
     search_fields = ("note", "input")
     readonly_fields = (
@@ -502,9 +506,20 @@ class RegressionCaseAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # pinned from a logged decision (its page), never typed in
 
+    class Media:
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
+
     @admin.display(description="input")
     def input_short(self, obj: RegressionCase) -> str:
-        return obj.input[:60]
+        return summary_cell(obj.input, chars=60)
+
+    @admin.display(description=_("note"), ordering="note")
+    def note_short(self, obj: RegressionCase) -> str:
+        return summary_cell(obj.note, chars=60)
+
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created(self, obj: RegressionCase) -> str:
+        return when_cell(obj.created_at)
 
 
 __all__ = [

@@ -9,8 +9,8 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.text import Truncator
 
+from decision_service.admin.display import summary_cell
 from rules.admin.base import AuditedInline, ConfigAdmin
 from rules.admin.forms import ConditionForm, DecisionPointForm, RuleForm
 from rules.models import Condition, DecisionPoint, Rule
@@ -188,8 +188,7 @@ class RuleAdmin(ConfigAdmin):
     @admin.display(description="conditions")
     def condition_summary(self, obj: Rule) -> str:
         joiner = " and " if obj.combinator == "all" else " or "
-        text = joiner.join(describe_condition(c) for c in obj.conditions.all()) or "—"
-        return format_html('<span title="{}">{}</span>', text, Truncator(text).chars(70))
+        return summary_cell(joiner.join(describe_condition(c) for c in obj.conditions.all()), chars=160)
 
     def save_record(self, obj: Rule, *, actor: Actor, reason: str) -> None:
         rule_save(rule=obj, actor=actor, reason=reason)

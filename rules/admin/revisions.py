@@ -9,7 +9,9 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
+from decision_service.admin.display import summary_cell, when_cell
 from rules.models import ConfigRevision
 
 
@@ -19,7 +21,7 @@ def _pretty(snapshot: Any) -> str:
 
 @admin.register(ConfigRevision)
 class ConfigRevisionAdmin(admin.ModelAdmin):
-    list_display = ("number", "created_at", "created_by", "reason", "short_digest")
+    list_display = ("number", "created", "created_by", "reason_short", "short_digest")
     list_display_links = ("number",)
     list_filter = ("created_by", "created_at")
     search_fields = ("reason", "created_by__username", "digest")
@@ -28,7 +30,7 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
     readonly_fields = fields
 
     class Media:
-        css = {"all": ("arbiter/admin/arbiter.css",)}
+        css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -38,6 +40,14 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created(self, obj: ConfigRevision) -> str:
+        return when_cell(obj.created_at)
+
+    @admin.display(description=_("reason"), ordering="reason")
+    def reason_short(self, obj: ConfigRevision) -> str:
+        return summary_cell(obj.reason, chars=100)
 
     @admin.display(description="digest")
     def short_digest(self, obj: ConfigRevision) -> str:

@@ -188,7 +188,7 @@ def test_the_report_shows_what_changed_since_the_latest_snapshot(config, actor):
     client = Client()
     client.force_login(actor)
     page = client.get("/admin/rules/decisionrecord/map/").content.decode()
-    assert "Compared with the snapshot of 2026-06-01T09:00:00Z" in page
+    assert "Compared with the snapshot of 2026-06-01 09:00:00 UTC" in page
     assert "Governance of guarded: controlled → naked" in page
     assert "New points: fresh" in page
 

@@ -1,0 +1,22 @@
+"""Template filters for the one date-time format; a builtin library (``TEMPLATES`` in the settings),
+so every template has them without ``{% load %}``."""
+
+from __future__ import annotations
+
+from django import template
+
+from decision_service.admin import display
+
+register = template.Library()
+
+
+@register.filter(name="when")
+def when(value: object) -> str:
+    """``{{ record.created_at|when }}`` → ``2026-12-01 03:10:32 UTC`` (also for ISO-8601 text)."""
+    return display.when(value)  # type: ignore[arg-type]
+
+
+@register.filter(name="when_cell")
+def when_cell(value: object) -> str:
+    """``when`` as a ``<time>`` whose date may wrap onto its own line in a narrow column."""
+    return display.when_cell(value)  # type: ignore[arg-type]
