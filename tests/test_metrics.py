@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from rest_framework.test import APIClient
 
 from agents.models import AgentRuntime
+from agents.services import agent_create
 from agents.services.sessions import session_create, session_transition
 from rules.configio.validate import config_from_yaml
 from rules.services.change_requests import change_request_propose
@@ -102,18 +104,16 @@ def test_rolled_back_decisions_are_not_counted(client, demo, django_capture_on_c
 
 
 def test_rate_limited_requests_are_counted(client, demo):
-    api = agent_api("limited_bot")
-    AgentRuntime.objects.filter(name="limited_bot").update(rate_per_minute=1, rate_burst=1)
-    from agents.principal_cache import clear
-
-    clear()
-    from agents.ratelimit import buckets
-
-    buckets.cache_clear()
+    _, token = agent_create(
+        name="limited_bot", point_keys=["intent_routing"], rate_per_minute=1, rate_burst=1, actor=None, reason="test"
+    )
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     before = value(scrape(client), "arbiter_rate_limited_requests_total", agent="limited_bot")
-    statuses = [api.get("/api/v1/points").status_code for _ in range(3)]
-    assert statuses == [200, 429, 429]
-    assert value(scrape(client), "arbiter_rate_limited_requests_total", agent="limited_bot") == before + 2
+    # A bucket may outlive a test (Redis) and agent ids are reused after a rollback: count the refusals.
+    limited = [api.get("/api/v1/points").status_code for _ in range(3)].count(429)
+    assert limited >= 2
+    assert value(scrape(client), "arbiter_rate_limited_requests_total", agent="limited_bot") == before + limited
 
 
 @pytest.mark.governed
