@@ -20,7 +20,6 @@ import contextvars
 import datetime as dt
 import json
 import logging
-import os
 import re
 import time
 import uuid
@@ -114,7 +113,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
-            "pid": os.getpid(),
+            "pid": record.process,
         }
         fields = getattr(record, "request", None)
         if isinstance(fields, dict):
