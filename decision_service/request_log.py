@@ -93,13 +93,15 @@ class RequestLogMiddleware:
             "point": fields["point"],
             "decision_id": fields["decision_id"],
         }
+        # logging's extra (the formatters read record.request), not a problem's extension members.
+        fields_for_formatter = {"request": line}
         logger.info(
             "%s %s %s %.1f ms",
             request.method,
             request.path,
             response.status_code,
             seconds * 1000,
-            extra={"request": line},
+            extra=fields_for_formatter,
         )
         return response
 
