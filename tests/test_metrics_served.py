@@ -97,7 +97,8 @@ def _log_lines(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def served(tmp_path, transactional_db):
-    """bin/serve with two workers on a free port; yields (port, tokens, log file). Stopped afterwards."""
+    """bin/serve with two workers on a free port; yields (port, tokens, log file, the gunicorn master's pid).
+    Stopped afterwards."""
     port = _free_port()
     env = _production_env(
         tmp_path,
@@ -132,7 +133,7 @@ def served(tmp_path, transactional_db):
                 assert server.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, "bin/serve did not start listening"
                 time.sleep(0.3)
-        yield port, tokens, log
+        yield port, tokens, log, server.pid  # bin/serve replaced itself with gunicorn's master
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -193,7 +194,7 @@ def _requests(tokens: dict[str, str], round_: int) -> list[tuple[str, str, str, 
 
 
 def test_two_workers_count_every_request_once(served):
-    port, tokens, log = served
+    port, tokens, log, master = served
     answers: dict[str, tuple[int, dict[str, Any]]] = {}
     sent: list[str] = []
 
@@ -274,14 +275,28 @@ def test_two_workers_count_every_request_once(served):
     assert _value(samples, "arbiter_config_revision") == 1
     assert _value(samples, "arbiter_change_requests_open", state="pending") == 0
 
-    # A worker that goes keeps its counts in the totals (gunicorn starts another in its place).
+    # A worker that goes keeps its counts in the totals (gunicorn starts another in its place), and its
+    # files of live gauges are removed by the child_exit hook.
+    environ = Path(f"/proc/{master}/environ").read_bytes().split(b"\0")
+    [directory] = [Path(v.split(b"=", 1)[1].decode()) for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
     gone = min(pids)
+    assert {f"counter_{gone}.db", f"gauge_livesum_{gone}.db"} <= {p.name for p in directory.iterdir()}
     os.kill(gone, signal.SIGTERM)
     deadline = time.monotonic() + 30
     while Path(f"/proc/{gone}").exists():
         assert time.monotonic() < deadline, "the worker did not exit"
         time.sleep(0.1)
-    time.sleep(0.5)  # the master reaps it and runs child_exit
+
+    def live_gauges_of_gone() -> list[str]:
+        return [
+            p.name for p in directory.iterdir() if p.name.startswith("gauge_live") and p.name.endswith(f"_{gone}.db")
+        ]
+
+    while live_gauges_of_gone() and time.monotonic() < deadline:  # the master reaps it, then runs child_exit
+        time.sleep(0.1)
+    assert live_gauges_of_gone() == []
+    left = {p.name for p in directory.iterdir()}
+    assert f"counter_{gone}.db" in left and f"histogram_{gone}.db" in left
     status, _, raw = _http(port, "GET", "/metrics", headers=headers)
     after = _samples(raw)
     for (point, ruled_by, decision), n in decisions.items():
@@ -290,7 +305,7 @@ def test_two_workers_count_every_request_once(served):
 
 
 def test_who_may_read_the_metrics_over_http(served):
-    port, _, _ = served
+    port, _, _, _ = served
     token = {"Authorization": f"Bearer {METRICS_TOKEN}"}
     # From another loopback address than the one allowed (127.0.0.1/32): refused even with the token.
     status, headers, raw = _http(port, "GET", "/metrics", headers=token, source="127.0.0.2")
@@ -305,7 +320,7 @@ def test_who_may_read_the_metrics_over_http(served):
 
 
 def test_one_json_line_per_request_without_personal_data(served):
-    port, tokens, log = served
+    port, tokens, log, _ = served
     agent = {"Authorization": f"Bearer {tokens['token']}", "X-Forwarded-Proto": "https"}
     body = {
         "point": "refund_approval",
