@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 
+from decision_service.env import BASE_DIR
 from decision_service.request_log import JsonFormatter, PlainFormatter
 from tests.support import agent_api
 
@@ -89,8 +93,22 @@ def test_other_log_lines_carry_the_request_id_while_it_is_served():
     assert "request_id" not in json.loads(JsonFormatter().format(record))
 
 
-def test_production_logs_json_and_development_plain(monkeypatch):
-    from decision_service.settings.base import logging_config
-
-    assert logging_config("json")["handlers"]["console"]["formatter"] == "json"
-    assert logging_config("plain")["handlers"]["console"]["formatter"] == "plain"
+@pytest.mark.parametrize(
+    ("module", "switch", "expected"),
+    [
+        ("local", None, "plain"),
+        ("local", "json", "json"),
+        ("production", None, "json"),
+        ("production", "plain", "plain"),
+    ],
+)
+def test_production_logs_json_and_development_plain_unless_told(module, switch, expected):
+    env = {k: v for k, v in os.environ.items() if k not in {"ARBITER_LOG_FORMAT", "DJANGO_SETTINGS_MODULE"}}
+    env.update({"SECRET_KEY": "k" * 50, "ALLOWED_HOSTS": "127.0.0.1"})
+    if switch:
+        env["ARBITER_LOG_FORMAT"] = switch
+    code = f"import decision_service.settings.{module} as s; print(s.LOGGING['handlers']['console']['formatter'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=BASE_DIR, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == expected
