@@ -30,6 +30,7 @@ from agents.services.sessions import (
     session_resume,
     session_transition,
 )
+from decision_service import request_log
 from decision_service.api.base import AgentApi, idempotency_key, request_agent
 from decision_service.api.fields import (
     StrictBooleanField,
@@ -126,6 +127,7 @@ class DecisionCreateApi(AgentApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        request_log.note(point=data["point"])
         key = idempotency_key(request)
         tokens = data.get("tokens") or {}
         agent = request_agent(request)
@@ -145,6 +147,8 @@ class DecisionCreateApi(AgentApi):
             apply=data["apply"],
         )
         code = status.HTTP_200_OK if result.record is None else status.HTTP_201_CREATED
+        if result.record is not None:
+            request_log.note(decision_id=str(result.record.pk))
         body: dict[str, Any] = dict(decision_body(result))
         if data["session_id"]:
             if result.feedback is not None:

@@ -28,6 +28,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from agents.errors import RateLimited
+from decision_service import metrics
 from decision_service.principals import AgentPrincipal
 
 KEY_PREFIX = "arbiter:rate:agent:"
@@ -115,6 +116,7 @@ def agent_rate_check(principal: AgentPrincipal) -> None:
     wait = buckets().take(f"{KEY_PREFIX}{principal.pk}", rate_per_minute=rate, burst=burst)
     if wait > 0:
         seconds = max(1, math.ceil(wait))
+        metrics.request_rate_limited(agent=principal.name)
         raise RateLimited(
             f"Agent {principal.name} may send {rate} requests a minute (burst {burst}); retry in {seconds} s.",
             retry_after=seconds,

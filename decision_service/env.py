@@ -113,6 +113,19 @@ ARBITER_ENGINE = _str("ARBITER_ENGINE", "native")
 ARBITER_REVISION_CHECK_SECONDS = float(_str("ARBITER_REVISION_CHECK_SECONDS", "0.5"))
 ARBITER_DECISION_RETENTION_DAYS = _int("ARBITER_DECISION_RETENTION_DAYS", 180)
 LOG_LEVEL = _str("LOG_LEVEL", "INFO")
+# "json" (one JSON object a line) or "plain"; unset: JSON in the production settings, plain elsewhere.
+ARBITER_LOG_FORMAT = _str("ARBITER_LOG_FORMAT").lower()
+
+# Who may read GET /metrics: client addresses (CIDRs, comma-separated), and a bearer token when one is set.
+ARBITER_METRICS_ALLOWED_CIDRS = [
+    c.strip() for c in _str("ARBITER_METRICS_ALLOWED_CIDRS", "127.0.0.0/8,::1/128").split(",") if c.strip()
+]
+ARBITER_METRICS_TOKEN = _str("ARBITER_METRICS_TOKEN")
+# Set by bin/serve for gunicorn (prometheus-client reads it too): where the worker processes keep their
+# metrics so that a scrape adds them up. Unset: one process, the in-process registry.
+PROMETHEUS_MULTIPROC_DIR = _str("PROMETHEUS_MULTIPROC_DIR")
+# Set by bin/serve when it made PROMETHEUS_MULTIPROC_DIR itself: gunicorn removes it when it exits.
+ARBITER_METRICS_DIR_TEMPORARY = _bool("ARBITER_METRICS_DIR_TEMPORARY")
 
 # Change governance: approvals a high-risk change needs (from people other than its author), and how
 # much recent traffic its impact preview replays.

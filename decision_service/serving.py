@@ -34,3 +34,22 @@ max_requests_jitter = 5_000
 # gunicorn's runtime control socket (one fixed path per user) would clash between instances, and
 # nothing here uses it; signals still work.
 control_socket_disable = True
+
+
+# Metrics of several workers (decision_service/metrics.py): bin/serve sets PROMETHEUS_MULTIPROC_DIR and
+# empties it before gunicorn starts. prometheus-client is imported here only inside the hooks, so that the
+# master never holds a registry that forked workers would inherit.
+def child_exit(server: object, worker: object) -> None:
+    """A worker exited (recycled, killed): its live gauges go; its counts stay in the totals."""
+    if env.PROMETHEUS_MULTIPROC_DIR:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+
+
+def on_exit(server: object) -> None:
+    """The server stops: a metrics directory bin/serve made for this run goes with it."""
+    if env.PROMETHEUS_MULTIPROC_DIR and env.ARBITER_METRICS_DIR_TEMPORARY:
+        import shutil
+
+        shutil.rmtree(env.PROMETHEUS_MULTIPROC_DIR, ignore_errors=True)

@@ -5,6 +5,7 @@ from django.urls import include, path, re_path
 from decision_service.api.errors import unknown_api_endpoint
 from decision_service.api.schema import OpenApiDocumentApi
 from decision_service.health import readyz
+from decision_service.metrics import metrics_view
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -20,6 +21,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("api/v1/", include("rules.urls")),
     path("api/v1/", include("agents.urls")),

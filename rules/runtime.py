@@ -24,6 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Expression
 
+from decision_service import metrics
 from rules.engine import CompiledConfig, compile_config
 from rules.models import ConfigRevision
 
@@ -80,6 +81,8 @@ class EngineCache:
         revised = current != self._current
         self._current = current
         self._checked_at = now
+        if revised:
+            metrics.engine_revision_seen(backend=settings.ARBITER_ENGINE, revision=current[0])
         for i, (_, watch) in enumerate(watches):
             # Before the first revision nothing is read: watchers are told every time, and keep nothing.
             # A new revision tells them too: what they keep may name configuration (a point's key).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -26,6 +27,7 @@ from agents.services.sessions import (
     session_move,
     sessions_lock,
 )
+from decision_service import metrics
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
 from rules.engine import CompiledPoint
@@ -73,7 +75,9 @@ def decision_make(
     now = now or timezone.now()
     try:
         if not request.session_id and not apply:
-            return _decide_without_session(principal, request, point, revision, prepared, now, idempotency_key, digest)
+            return _counted(
+                _decide_without_session(principal, request, point, revision, prepared, now, idempotency_key, digest)
+            )
         with transaction.atomic():
             session = _session_for(principal, request.session_id, point, apply)
             evaluated = decision_evaluate(
@@ -90,13 +94,15 @@ def decision_make(
             )
             record = evaluated.record
             if record is None:
-                return DecideResult(
-                    decision=evaluated.decision,
-                    revision=revision,
-                    evaluated_us=evaluated.evaluated_us,
-                    record=None,
-                    session_move=_stay(session) if apply and session else None,
-                    feedback=session_feedback(session) if session else [],
+                return _counted(
+                    DecideResult(
+                        decision=evaluated.decision,
+                        revision=revision,
+                        evaluated_us=evaluated.evaluated_us,
+                        record=None,
+                        session_move=_stay(session) if apply and session else None,
+                        feedback=session_feedback(session) if session else [],
+                    )
                 )
             start = _stay(session) if session is not None else None
             _record_anomalies(evaluated, session, principal, request, point, record)
@@ -114,7 +120,25 @@ def decision_make(
                 return result_from_record(existing)
         raise
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
-    return replace(result_from_record(record, replayed=False), feedback=feedback)
+    return _counted(replace(result_from_record(record, replayed=False), feedback=feedback))
+
+
+def _counted(result: DecideResult) -> DecideResult:
+    """Count a new decision (not a replay) in the metrics once its transaction commits: at once in
+    autocommit, never for a decision rolled back."""
+    decision = result.decision
+    if decision.needs_candidate:
+        count = partial(metrics.candidate_needed, point=decision.point, evaluated_us=result.evaluated_us)
+    else:
+        count = partial(
+            metrics.decision_made,
+            point=decision.point,
+            ruled_by=decision.ruled_by or "",
+            decision=decision.decision or "",
+            evaluated_us=result.evaluated_us,
+        )
+    transaction.on_commit(count)
+    return result
 
 
 def _decide_without_session(

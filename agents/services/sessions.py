@@ -19,6 +19,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -37,6 +38,7 @@ from agents.errors import (
     UnknownSession,
 )
 from agents.models import Anomaly, Session, Transition, TransitionKind
+from decision_service import metrics
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
 from rules.models import DecisionRecord, StateMachine
 
@@ -186,6 +188,7 @@ def session_move(
         idempotency_key=idempotency_key,
         request_digest=request_digest,
     )
+    transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
     for name, value in fields.items():
         setattr(session, name, value)
     return Move(from_state=from_state, state=to, seq=seq, kind=kind)
@@ -212,6 +215,7 @@ def anomaly_record(
         raw=raw,
         decision_id=decision_id,
     )
+    transaction.on_commit(partial(metrics.anomaly_recorded, code=code))
     if session is None:
         return None
     Session.objects.filter(pk=session.pk).update(anomaly_count=F("anomaly_count") + 1)

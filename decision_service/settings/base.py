@@ -26,6 +26,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id, the time and the log line cover everything below, refusals included.
+    "decision_service.request_log.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -158,10 +160,26 @@ CELERY_BEAT_SCHEDULE = {
     "decision-map-snapshot": {"task": "rules.tasks.decision_map_snapshot_if_due", "schedule": 3600.0},
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.LOG_LEVEL},
-}
+# Who may read GET /metrics (decision_service/metrics.py).
+ARBITER_METRICS_ALLOWED_CIDRS = env.ARBITER_METRICS_ALLOWED_CIDRS
+ARBITER_METRICS_TOKEN = env.ARBITER_METRICS_TOKEN
+
+
+def logging_config(log_format: str) -> dict[str, object]:
+    """Everything to the console (stderr), one line a record: "json" for log collectors, or "plain"."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "plain": {
+                "()": "decision_service.request_log.PlainFormatter",
+                "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            },
+            "json": {"()": "decision_service.request_log.JsonFormatter"},
+        },
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": log_format}},
+        "root": {"handlers": ["console"], "level": env.LOG_LEVEL},
+    }
+
+
+LOGGING = logging_config("json" if env.ARBITER_LOG_FORMAT == "json" else "plain")

@@ -8,7 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from decision_service import env
 from decision_service.settings.base import *  # noqa: F403
-from decision_service.settings.base import MIDDLEWARE
+from decision_service.settings.base import MIDDLEWARE, logging_config
 
 if not env.SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must be set in the environment for production settings")
@@ -23,6 +23,9 @@ SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_SSL_REDIRECT = env.SECURE_SSL_REDIRECT
+# Prometheus scrapes the server itself, over plain HTTP, not through the TLS proxy: /metrics is answered
+# there rather than redirected (who may read it: ARBITER_METRICS_ALLOWED_CIDRS, ARBITER_METRICS_TOKEN).
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
 # Sent only over HTTPS. includeSubDomains covers the names under the host Arbiter is served on, and
 # preload only matters once the domain is submitted to the browsers' list; both can be turned off.
 SECURE_HSTS_SECONDS = env.SECURE_HSTS_SECONDS
@@ -40,3 +43,6 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+
+# One JSON object a line for the log collector, unless ARBITER_LOG_FORMAT=plain.
+LOGGING = logging_config("plain" if env.ARBITER_LOG_FORMAT == "plain" else "json")
