@@ -430,6 +430,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
         problem = ""
         sides: list[dict[str, Any]] = []
         identical = None
+        masked_facts: tuple[str, ...] = ()
         current_revision = None
         try:
             replay = decision_replay(record=record)
@@ -437,6 +438,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
             problem = exc.detail
         else:
             identical = replay.identical
+            masked_facts = replay.masked_facts
             current_revision = replay.current_revision
             recorded = _side(replay.recorded, replay.revision, "recorded")
             assert recorded is not None
@@ -456,6 +458,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
             "problem": problem,
             "sides": sides,
             "identical": identical,
+            "masked_facts": masked_facts,
             "current_revision": current_revision,
             "current_missing": not problem and len(sides) < 3,
             "current_same": len(sides) == 3 and not sides[2]["differs"],

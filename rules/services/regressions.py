@@ -31,6 +31,7 @@ class _CaseRequest:
 
     input: str
     masked: dict[str, Any]
+    masked_facts: dict[str, Any]
     keyword_hits: dict[str, Any]
     facts: dict[str, Any]
     session_state: str
@@ -46,6 +47,7 @@ def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetim
     request = _CaseRequest(
         input=case.input,
         masked=case.masked,
+        masked_facts=case.masked_facts,
         keyword_hits=case.keyword_hits,
         facts=case.facts,
         session_state=case.session_state,
@@ -74,6 +76,7 @@ def regression_case_pin(
             point=record.point,
             input=record.input,
             facts=record.facts,
+            masked_facts=record.masked_facts,
             session_state=record.session_state,
             candidate_decision=record.candidate_decision,
             candidate_confidence=record.candidate_confidence,

@@ -224,7 +224,7 @@ def test_validation_needs_no_database():
             "    default_outcome: approve\n    colour: red",
             "points[0].colour: unknown key 'colour' (expected one of: key, name, description, facts, outcomes, "
             "candidate_whitelist, default_outcome, when_no_candidate, machine, state_map, fallback_state, mask_skip, "
-            "mask_patterns, rules) (line 15)",
+            "mask_patterns, mask_fact_paths, mask_facts, rules) (line 15)",
         ),
         ("    value: 500\n", "", "thresholds[0]: missing required key 'value' (line 3)"),
         ("machines: []", "", "document: missing required key 'machines' (line 1)"),
