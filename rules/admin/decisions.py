@@ -167,6 +167,14 @@ def session_changelist_url(session_id: str) -> str:
     return reverse("admin:rules_decisionrecord_changelist") + "?" + urlencode({"q": session_id})
 
 
+def masked_facts_rows(masked_facts: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """What was masked in the facts as (location, what): a fact path's value whole, or the kinds found."""
+    masked_facts = masked_facts or {}
+    rows = [(location, "the whole value (a fact path of the point)") for location in masked_facts.get("paths", [])]
+    rows += [(location, ", ".join(kinds)) for location, kinds in masked_facts.get("patterns", {}).items()]
+    return sorted(rows)
+
+
 def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any]:
     """What the decision's detail page shows, as plain values (the template escapes all of it).
 
@@ -206,6 +214,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
             "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
             "masked": sorted((record.masked or {}).items()),
             "facts_json": _pretty_json(record.facts) if record.facts else "",
+            "masked_facts": masked_facts_rows(record.masked_facts),
             "revision_url": _revision_url(record.revision),
         }
     context: dict[str, Any] = {
@@ -218,6 +227,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
         "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
         "masked": sorted((record.masked or {}).items()),
         "facts_json": _pretty_json(record.facts) if record.facts else "",
+        "masked_facts": masked_facts_rows(record.masked_facts),
         "revision_url": _revision_url(record.revision),
         "tokens_total": tokens_total,
         "anomalies": [],
@@ -494,6 +504,7 @@ class RegressionCaseAdmin(admin.ModelAdmin):
         "candidate_invalid",
         "keyword_hits",
         "masked",
+        "masked_facts",
         "decided_at",
         "expected",
         "decision_id",

@@ -361,7 +361,10 @@ class _Checker(Reader):
         mask_fact_paths = _get(record, "mask_fact_paths", [])
         mask_facts = self.boolean(record, path, "mask_facts", True)
         for field, problem in fact_masking_problems(
-            mask_fact_paths, mask_facts, facts if isinstance(facts, dict) else None
+            # A mask_facts that is not a boolean is reported by ``boolean`` above.
+            mask_fact_paths,
+            mask_facts if isinstance(mask_facts, bool) else True,
+            facts if isinstance(facts, dict) else None,
         ).items():
             self.problem((*path, field), clause(problem))
         rules: list[dict[str, Any]] = []

@@ -30,6 +30,7 @@ from rules.runtime import engines
 from rules.selectors import config_document
 from rules.services.change_requests import document_with_changes
 from rules.services.decide import DecideRequest, _record, decision_prepare, invalid_output_decision
+from rules.services.regressions import masked_facts_problem
 from rules.services.revisions import Actor
 
 
@@ -167,6 +168,8 @@ def regression_case_from_simulation(
     )
     masked = point.masker.mask(request.input)
     masked_facts = point.masker.mask_facts(prepared.facts)
+    if problem := masked_facts_problem(point, masked_facts.record):
+        raise ConfigError([problem])
     candidate = prepared.candidate
     with transaction.atomic():
         return RegressionCase.objects.create(
