@@ -81,6 +81,7 @@ class ReplayBody(TypedDict):
     recorded: ReplaySide
     replayed: ReplaySide
     identical: bool
+    masked_facts: list[str]
     revision: int
     current: ReplaySide | None
 
@@ -153,6 +154,7 @@ def record_body(record: DecisionRecord) -> dict[str, Any]:
         "input": record.input,
         "masked": record.masked,
         "facts": record.facts,
+        "masked_facts": record.masked_facts,
         "candidate": None
         if not record.candidate_decision
         else {
@@ -195,6 +197,7 @@ def replay_body(replay: Replay) -> ReplayBody:
         "recorded": replay_side(replay.recorded, replay.revision),
         "replayed": replay_side(replay.replayed, replay.revision),
         "identical": replay.identical,
+        "masked_facts": list(replay.masked_facts),
         "revision": replay.revision,
         "current": None if replay.current is None else replay_side(replay.current, replay.current_revision),
     }
@@ -249,6 +252,7 @@ def change_request_body(request: ChangeRequest) -> dict[str, Any]:
             "status": impact.get("status"),
             "evaluated": impact.get("evaluated"),
             "changed": impact.get("changed"),
+            "masked_facts": impact.get("masked_facts"),
             "matrix": impact.get("matrix"),
             "examples": impact.get("examples"),
             "broken_cases": impact.get("broken_cases"),

@@ -18,7 +18,7 @@ A change is high-risk when it
   or deletes it;
 - changes a decision point's outcomes, candidate whitelist, default outcome, machine, state map or
   fallback state, masks less personal data in its log (a built-in mask skipped, an own pattern
-  removed or changed), or deletes the point;
+  removed or changed, a fact path removed, or its facts no longer masked), or deletes the point;
 - changes a state machine's transitions, timeouts, handoff state or model-failure policy
   (``max_anomalies``), or deletes the machine.
 Everything else (new points, thresholds, lists and machines, descriptions and names, facts, a new
@@ -122,7 +122,9 @@ def _unmasks(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     skipped = set(after.get("mask_skip", [])) - set(before.get("mask_skip", []))
     old_patterns, new_patterns = before.get("mask_patterns", {}), after.get("mask_patterns", {})
     weakened = [name for name, pattern in old_patterns.items() if new_patterns.get(name) != pattern]
-    return bool(skipped or weakened)
+    paths_dropped = set(before.get("mask_fact_paths", [])) - set(after.get("mask_fact_paths", []))
+    facts_unmasked = before.get("mask_facts", True) and not after.get("mask_facts", True)
+    return bool(skipped or weakened or paths_dropped or facts_unmasked)
 
 
 def change_risks(

@@ -127,6 +127,9 @@ def config_document() -> dict[str, Any]:
                     "fallback_state": p.fallback_state,
                     "mask_skip": list(p.mask_skip),
                     "mask_patterns": dict(p.mask_patterns),
+                    "mask_fact_paths": list(p.mask_fact_paths),
+                    # Written only when a point opts out, so documents from before rules 0014 read the same.
+                    **({} if p.mask_facts else {"mask_facts": False}),
                     "rules": rules,
                 },
                 "name",
@@ -137,6 +140,7 @@ def config_document() -> dict[str, Any]:
                 "fallback_state",
                 "mask_skip",
                 "mask_patterns",
+                "mask_fact_paths",
             )
         )
     machines = [

@@ -268,6 +268,29 @@ def masking_problems(skip: Any, patterns: Any) -> dict[str, str]:
     return problems
 
 
+def fact_masking_problems(paths: Any, mask_facts: Any, facts: Mapping[str, str] | None) -> dict[str, str]:
+    """A point's fact paths: dotted keys, each starting with a fact the point declares (``facts``; None when
+    the facts are unreadable), and none given when the point does not mask its facts."""
+    if not isinstance(mask_facts, bool):
+        return {"mask_facts": "Give true or false."}
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        return {"mask_fact_paths": "Give a list of fact paths, like customer_phone."}
+    for fact_path in paths:
+        segments = fact_path.split(".")
+        if not all(is_key(s) for s in segments):
+            return {"mask_fact_paths": f"'{fact_path}' is not a fact path (keys joined by dots)."}
+        if facts is not None and segments[0] not in facts:
+            return {"mask_fact_paths": f"'{segments[0]}' is not a fact of this point."}
+        if len(segments) > 1 and facts is not None:
+            # Declared facts are flat (strings, numbers, booleans, lists of strings): nothing lies below one.
+            return {"mask_fact_paths": f"'{fact_path}': a {facts[segments[0]]} fact has no parts; name the fact."}
+    if len(set(paths)) != len(paths):
+        return {"mask_fact_paths": "Name each fact path once."}
+    if paths and not mask_facts:
+        return {"mask_fact_paths": "This point does not mask its facts: remove the paths or mask the facts."}
+    return {}
+
+
 def session_mapping_problems(
     *, machine: str, state_map: Any, fallback_state: str, outcomes: list[str], machine_states: list[str] | None
 ) -> dict[str, str]:
@@ -303,6 +326,8 @@ def point_problems(
     mask_skip: Any,
     mask_patterns: Any,
     machine: str,
+    mask_fact_paths: Any,
+    mask_facts: Any,
     state_map: Any,
     fallback_state: str,
     machine_states: list[str] | None,
@@ -326,6 +351,7 @@ def point_problems(
     if default_outcome and (problem := outcome_problem(default_outcome, outcomes, "this point")):
         problems["default_outcome"] = problem
     problems.update(masking_problems(mask_skip, mask_patterns))
+    problems.update(fact_masking_problems(mask_fact_paths, mask_facts, facts if isinstance(facts, dict) else None))
     problems.update(
         session_mapping_problems(
             machine=machine,

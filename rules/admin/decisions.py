@@ -171,6 +171,14 @@ def session_changelist_url(session_id: str) -> str:
     return reverse("admin:rules_decisionrecord_changelist") + "?" + urlencode({"q": session_id})
 
 
+def masked_facts_rows(masked_facts: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """What was masked in the facts as (location, what): a fact path's value whole, or the kinds found."""
+    masked_facts = masked_facts or {}
+    rows = [(location, "the whole value (a fact path of the point)") for location in masked_facts.get("paths", [])]
+    rows += [(location, ", ".join(kinds)) for location, kinds in masked_facts.get("patterns", {}).items()]
+    return sorted(rows)
+
+
 def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any]:
     """What the decision's detail page shows, as plain values (the template escapes all of it).
 
@@ -210,6 +218,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
             "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
             "masked": sorted((record.masked or {}).items()),
             "facts_json": _pretty_json(record.facts) if record.facts else "",
+            "masked_facts": masked_facts_rows(record.masked_facts),
             "revision_url": _revision_url(record.revision),
         }
     context: dict[str, Any] = {
@@ -222,6 +231,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
         "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
         "masked": sorted((record.masked or {}).items()),
         "facts_json": _pretty_json(record.facts) if record.facts else "",
+        "masked_facts": masked_facts_rows(record.masked_facts),
         "revision_url": _revision_url(record.revision),
         "tokens_total": tokens_total,
         "anomalies": [],
@@ -434,6 +444,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
         problem = ""
         sides: list[dict[str, Any]] = []
         identical = None
+        masked_facts: tuple[str, ...] = ()
         current_revision = None
         try:
             replay = decision_replay(record=record)
@@ -441,6 +452,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
             problem = exc.detail
         else:
             identical = replay.identical
+            masked_facts = replay.masked_facts
             current_revision = replay.current_revision
             recorded = _side(replay.recorded, replay.revision, "recorded")
             assert recorded is not None
@@ -460,6 +472,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
             "problem": problem,
             "sides": sides,
             "identical": identical,
+            "masked_facts": masked_facts,
             "current_revision": current_revision,
             "current_missing": not problem and len(sides) < 3,
             "current_same": len(sides) == 3 and not sides[2]["differs"],
@@ -495,6 +508,7 @@ class RegressionCaseAdmin(admin.ModelAdmin):
         "candidate_invalid",
         "keyword_hits",
         "masked",
+        "masked_facts",
         "decided_at",
         "expected",
         "decision_id",

@@ -109,6 +109,16 @@ class DecisionPointForm(AuditedModelForm):
         label="Also mask",
         help_text="More personal data to mask in the log, one per line as “name: regular expression”.",
     )
+    mask_facts = forms.BooleanField(
+        label="Mask facts",
+        required=False,
+        help_text="Facts are masked in the log like the input (the kinds above, in every text value); "
+        "untick only if this point needs its facts kept as sent.",
+    )
+    mask_fact_paths = ListField(
+        label="Always mask these facts",
+        help_text="Facts whose values are replaced whole in the log, one per line, e.g. customer_address.",
+    )
 
     class Meta:
         model = DecisionPoint
@@ -126,6 +136,8 @@ class DecisionPointForm(AuditedModelForm):
             "fallback_state",
             "mask_skip",
             "mask_patterns",
+            "mask_facts",
+            "mask_fact_paths",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {"default_outcome": "What happens when nothing else decides. Must be one of the outcomes."}

@@ -40,7 +40,10 @@ class DecisionPointAdmin(ConfigAdmin):
             {"fields": ["facts", "outcomes", "candidate_whitelist", "default_outcome", "no_candidate"]},
         ),
         ("Sessions", {"fields": ["machine", "state_map", "fallback_state"]}),
-        ("Personal data in the decision log", {"fields": ["mask_skip", "mask_patterns"]}),
+        (
+            "Personal data in the decision log",
+            {"fields": ["mask_skip", "mask_patterns", "mask_facts", "mask_fact_paths"]},
+        ),
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DecisionPoint]:

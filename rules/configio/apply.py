@@ -310,6 +310,8 @@ class _Applier:
         point.fallback_state = doc.get("fallback_state", "")
         point.mask_skip = list(doc.get("mask_skip", []))
         point.mask_patterns = dict(doc.get("mask_patterns", {}))
+        point.mask_fact_paths = list(doc.get("mask_fact_paths", []))
+        point.mask_facts = bool(doc.get("mask_facts", True))
 
     def rule(self, point: DecisionPoint, change: RecordChange) -> None:
         doc = change.new

@@ -58,6 +58,8 @@ POINT_FIELDS: dict[str, Any] = {
     "fallback_state": "",
     "mask_skip": [],
     "mask_patterns": {},
+    "mask_fact_paths": [],
+    "mask_facts": True,
 }
 RULE_FIELDS: dict[str, Any] = {
     "description": "",

@@ -37,6 +37,7 @@ from rules.validators import (
     MAX_TERM_LENGTH,
     NO_OUTCOMES,
     TermSet,
+    fact_masking_problems,
     fact_name_problem,
     fact_type_problem,
     masking_problems,
@@ -69,6 +70,8 @@ POINT_KEYS = (
     "fallback_state",
     "mask_skip",
     "mask_patterns",
+    "mask_fact_paths",
+    "mask_facts",
     "rules",
 )
 POINT_REQUIRED = ("key", "outcomes", "default_outcome")
@@ -355,6 +358,15 @@ class _Checker(Reader):
         mask_patterns = _get(record, "mask_patterns", {})
         for field, problem in masking_problems(mask_skip, mask_patterns).items():
             self.problem((*path, field), clause(problem))
+        mask_fact_paths = _get(record, "mask_fact_paths", [])
+        mask_facts = self.boolean(record, path, "mask_facts", True)
+        for field, problem in fact_masking_problems(
+            # A mask_facts that is not a boolean is reported by ``boolean`` above.
+            mask_fact_paths,
+            mask_facts if isinstance(mask_facts, bool) else True,
+            facts if isinstance(facts, dict) else None,
+        ).items():
+            self.problem((*path, field), clause(problem))
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(_get(record, "rules", []), (*path, "rules"))
@@ -384,6 +396,8 @@ class _Checker(Reader):
                 "fallback_state": fallback_state,
                 "mask_skip": list(mask_skip),
                 "mask_patterns": dict(mask_patterns),
+                "mask_fact_paths": list(mask_fact_paths),
+                **({} if mask_facts else {"mask_facts": False}),
                 "rules": rules,
             },
             "name",
@@ -394,6 +408,7 @@ class _Checker(Reader):
             "fallback_state",
             "mask_skip",
             "mask_patterns",
+            "mask_fact_paths",
         )
 
     def facts(self, value: Any, path: Path) -> dict[str, str] | None:

@@ -33,8 +33,11 @@ class CompiledPoint:
     backend: str
     views: tuple[MatchedRule, ...] = ()  # what each rule looks like in a decision, built once
     explainers: tuple[tuple[Explainer, ...], ...] = ()  # per rule, per condition: its words in a reason
-    # How this point's log rows are masked (the revision's mask_skip and mask_patterns), compiled once.
+    # How this point's log rows are masked (the revision's mask_skip, mask_patterns, mask_facts and
+    # mask_fact_paths), compiled once.
     masker: Masker = field(default_factory=Masker)
+    # The facts the point's rules (shadow rules too) read: what a masked fact can change in a replay.
+    facts_read: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,13 @@ def compile_snapshot(
             backend=backend,
             views=views,
             explainers=tuple(tuple(explainer(c) for c in r.conditions) for r in spec.rules),
-            masker=Masker(skip=raw.get("mask_skip", ()), extra=raw.get("mask_patterns") or {}),
+            masker=Masker(
+                skip=raw.get("mask_skip", ()),
+                extra=raw.get("mask_patterns") or {},
+                fact_paths=raw.get("mask_fact_paths", ()),
+                # A revision from before fact masking (rules 0014) masks facts as every point now does.
+                facts=bool(raw.get("mask_facts", True)),
+            ),
+            facts_read=frozenset(fact for r in spec.rules for c in r.conditions if (fact := c.fact_read()) is not None),
         )
     return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)

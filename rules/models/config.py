@@ -258,6 +258,15 @@ class DecisionPoint(models.Model):
         blank=True,
         help_text="More personal data to mask in this point's log: name → regular expression.",
     )
+    mask_fact_paths = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Facts whose values are always masked whole in this point's log (e.g. customer_phone).",
+    )
+    mask_facts = models.BooleanField(
+        default=True,
+        help_text="Mask personal data in this point's facts in the log; off: facts are logged as sent.",
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -304,6 +313,8 @@ class DecisionPoint(models.Model):
                 default_outcome=self.default_outcome,
                 mask_skip=self.mask_skip,
                 mask_patterns=self.mask_patterns,
+                mask_fact_paths=self.mask_fact_paths,
+                mask_facts=self.mask_facts,
                 machine=self.machine,
                 state_map=self.state_map,
                 fallback_state=self.fallback_state,

@@ -28,7 +28,12 @@ class DecisionRecord(models.Model):
     session_id = models.CharField(max_length=128, blank=True)
     input = models.TextField(blank=True, help_text="The user's input, with personal data masked.")
     masked = models.JSONField(default=dict, blank=True, help_text="What was masked: kind → count.")
-    facts = models.JSONField(default=dict, blank=True)
+    facts = models.JSONField(default=dict, blank=True, help_text="The request's facts, with personal data masked.")
+    masked_facts = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='What was masked in the facts, by location: {"paths": [...], "patterns": {location: [kinds]}}.',
+    )
     session_state = models.CharField(max_length=64, blank=True)
     candidate_decision = models.CharField(max_length=128, blank=True)
     candidate_confidence = models.FloatField(null=True, blank=True)

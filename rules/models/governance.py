@@ -147,6 +147,7 @@ class RegressionCase(models.Model):
     candidate_invalid = models.BooleanField(default=False)
     keyword_hits = models.JSONField(default=dict, blank=True, help_text="Hits recorded when it was decided.")
     masked = models.JSONField(default=dict, blank=True)
+    masked_facts = models.JSONField(default=dict, blank=True, help_text="What was masked in the facts (as logged).")
     decided_at = models.DateTimeField(
         null=True, blank=True, help_text="The clock the case is decided at (the logged time); empty: now."
     )

@@ -279,6 +279,7 @@ def _record(
     masker = point.masker
     masked_input = masker.mask(request.input)
     counts = dict(masked_input.counts)
+    masked_facts = masker.mask_facts(request.facts)
     candidate = decision.candidate
 
     def masked(text: str) -> str:
@@ -295,7 +296,8 @@ def _record(
         agent_name=agent_name,
         session_id=request.session_id,
         input=masked_input.text,
-        facts=dict(request.facts),
+        facts=masked_facts.facts,
+        masked_facts=masked_facts.record,
         candidate_decision=candidate.decision if candidate else "",
         candidate_confidence=candidate.confidence if candidate else None,
         candidate_reason=masked(candidate.reason) if candidate else "",
@@ -309,7 +311,7 @@ def _record(
         matched_rules=[matched_rule_document(m) for m in decision.matched_rules],
         keyword_hits={k: list(v) for k, v in decision.keyword_hits.items()},
         overridden=decision.overridden,
-        reason=masked(decision.reason),
+        reason=masked(masker.mask_fact_values(decision.reason, request.facts, masked_facts)),
         revision=revision,
         engine=point.backend,
         evaluated_us=evaluated_us,

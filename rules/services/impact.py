@@ -3,8 +3,9 @@
 The most recent logged decisions of every point the proposal affects (``ARBITER_IMPACT_DECISIONS``
 per point, within ``ARBITER_IMPACT_DAYS``) are decided again under the proposed configuration and
 compared with what was decided then. Pinned regression cases of those points are checked too. The
-result — how many were evaluated and changed, a from → to matrix of outcomes, up to 20 masked
-examples, the regression cases it would break — is stored on the request for its page and the API.
+result — how many were evaluated and changed, how many of those read a fact that was masked in the log
+(their replay left it out, so their new outcome is an estimate), a from → to matrix of outcomes, up to
+20 masked examples, the regression cases it would break — is stored on the request for its page and the API.
 Runs in a Celery task (``rules.tasks.change_request_impact``); progress is saved as it goes.
 """
 
@@ -24,7 +25,7 @@ from rules.models import ChangeRequest, DecisionRecord, ImpactStatus, Regression
 from rules.selectors import config_document
 from rules.services.change_requests import config_document_apply
 from rules.services.regressions import case_evaluate
-from rules.services.replay import reevaluate
+from rules.services.replay import masked_facts_read, reevaluate
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ _FIELDS = (
     "decision",
     "input",
     "masked",
+    "masked_facts",
     "keyword_hits",
     "facts",
     "session_state",
@@ -55,6 +57,7 @@ class _Row:
     decision: str
     input: str
     masked: dict[str, Any]
+    masked_facts: dict[str, Any]
     keyword_hits: dict[str, Any]
     facts: dict[str, Any]
     session_state: str
@@ -124,7 +127,7 @@ def impact_compute(
     proposed = compile_config(proposed_document, revision=0, backend=backend)
     points = affected_points(live_document, proposed_document)
     since = now - dt.timedelta(days=settings.ARBITER_IMPACT_DAYS)
-    evaluated = changed = 0
+    evaluated = changed = approximate = 0
     matrix: dict[str, dict[str, int]] = {}
     examples: list[dict[str, Any]] = []
     for key in points:
@@ -135,6 +138,8 @@ def impact_compute(
                 new_decision, new_rule, new_by = "(point removed)", None, None
             else:
                 decision = reevaluate(point, row, exact=False)
+                if masked_facts_read(point, row):
+                    approximate += 1
                 new_decision = decision.decision or "(asks the LLM)"
                 new_rule, new_by = (decision.rule.key if decision.rule else None), decision.ruled_by
             if new_decision != row.decision:
@@ -167,6 +172,7 @@ def impact_compute(
         "points": points,
         "evaluated": evaluated,
         "changed": changed,
+        "masked_facts": approximate,
         "matrix": matrix,
         "examples": examples,
         "broken_cases": broken,

@@ -1,5 +1,9 @@
 """Regression cases: logged decisions pinned with the outcome the configuration must keep giving.
 
+A decision whose rules read a fact masked in the log cannot be pinned: the case would be checked without
+the fact's value. (A rule added later that reads a masked fact of a pinned case makes that case's check
+an estimate, as it makes a replay one.)
+
 A case is pinned from the decision log (its expected outcome the logged one, or a corrected one for a
 decision that was wrong). Every change request is checked against the cases of the points it affects
 (a request that breaks one needs an explicit override reason to be approved), and
@@ -17,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from rules.engine import CompiledPoint
+from rules.engine.masking import masked_fact_names
 from rules.errors import ConfigError
 from rules.models import DecisionRecord, RegressionCase
 from rules.runtime import engines
@@ -31,6 +36,7 @@ class _CaseRequest:
 
     input: str
     masked: dict[str, Any]
+    masked_facts: dict[str, Any]
     keyword_hits: dict[str, Any]
     facts: dict[str, Any]
     session_state: str
@@ -46,6 +52,7 @@ def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetim
     request = _CaseRequest(
         input=case.input,
         masked=case.masked,
+        masked_facts=case.masked_facts,
         keyword_hits=case.keyword_hits,
         facts=case.facts,
         session_state=case.session_state,
@@ -61,6 +68,18 @@ def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetim
     return decision.decision or "(asks the LLM)"
 
 
+def masked_facts_problem(point: CompiledPoint, masked_facts: dict[str, Any]) -> str | None:
+    """Why a request cannot be pinned: rules of ``point`` read facts that were masked in it, so the case
+    would be checked without them (and fail, or pass, by chance)."""
+    read = sorted(masked_fact_names(masked_facts) & point.facts_read)
+    if not read:
+        return None
+    return (
+        f"rules of {point.spec.key} read {', '.join(read)}, masked in the log: "
+        "a case without their values cannot be checked"
+    )
+
+
 def regression_case_pin(
     *, record: DecisionRecord, actor: Actor, expected: str | None = None, note: str = ""
 ) -> RegressionCase:
@@ -69,11 +88,14 @@ def regression_case_pin(
     point = engines.current().point(record.point)
     if point is not None and outcome not in point.spec.outcomes:
         raise ConfigError([f"expected: '{outcome}' is not an outcome of {record.point}"])
+    if point is not None and (problem := masked_facts_problem(point, record.masked_facts)):
+        raise ConfigError([problem])
     with transaction.atomic():
         return RegressionCase.objects.create(
             point=record.point,
             input=record.input,
             facts=record.facts,
+            masked_facts=record.masked_facts,
             session_state=record.session_state,
             candidate_decision=record.candidate_decision,
             candidate_confidence=record.candidate_confidence,

@@ -1,4 +1,11 @@
-"""Replaying logged decisions: under the revision each was made under, and under today's."""
+"""Replaying logged decisions: under the revision each was made under, and under today's.
+
+A replay decides again from what the log holds. The input's masked personal data is made up for by the
+keyword hits recorded with it; a masked fact is not: its value is gone, so the fact is left out of the
+replay (as if the request had not sent it). When a rule of the point reads a masked fact, the replay
+cannot be exact, and says so (``Replay.masked_facts``; ``identical`` is then false) rather than claim an
+agreement that may be chance.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from typing import Any, Protocol
 
 from rules.engine import CompiledPoint, Decision, evaluate
 from rules.engine.compiler import CompileError
+from rules.engine.masking import masked_fact_names
 from rules.errors import EngineUnavailable, NotFound
 from rules.models import ConfigRevision, DecisionRecord
 from rules.runtime import engines
@@ -35,10 +43,12 @@ class Replay:
     revision: int
     current: Decision | None
     current_revision: int
+    # Masked facts that rules of the point (in the recorded revision) read: the replay is not exact.
+    masked_facts: tuple[str, ...] = ()
 
     @property
     def identical(self) -> bool:
-        return same_outcome(self.recorded, self.replayed)
+        return not self.masked_facts and same_outcome(self.recorded, self.replayed)
 
 
 def decision_replay(*, record: DecisionRecord) -> Replay:
@@ -62,6 +72,7 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
         revision=record.revision,
         current=current,
         current_revision=current_config.revision,
+        masked_facts=masked_facts_read(point, record),
     )
 
 
@@ -79,6 +90,8 @@ class LoggedRequest(Protocol):
     @property
     def keyword_hits(self) -> dict[str, Any]: ...
     @property
+    def masked_facts(self) -> dict[str, Any]: ...
+    @property
     def facts(self) -> dict[str, Any]: ...
     @property
     def session_state(self) -> str: ...
@@ -94,12 +107,19 @@ class LoggedRequest(Protocol):
     def created_at(self) -> dt.datetime: ...
 
 
+def masked_facts_read(point: CompiledPoint, record: LoggedRequest) -> tuple[str, ...]:
+    """The facts masked in the logged request that ``point``'s rules read: where its replay may differ."""
+    if not record.masked_facts:
+        return ()
+    return tuple(sorted(masked_fact_names(record.masked_facts) & point.facts_read))
+
+
 def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
     """Decide a logged request again. The logged input is masked when personal data was found in it:
     under the revision it was decided under (``exact``), the lists that hit then are known and are used
     instead of a scan, so the replay is identical; under another revision the masked text is scanned with
     the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the recorded hits
-    that the lists still hold."""
+    that the lists still hold. Masked facts are left out (see the module docstring)."""
     candidate = record_candidate(record)
     text = record.input
     known_lists = None
@@ -108,11 +128,15 @@ def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> D
             known_lists = list(record.keyword_hits)
         else:
             text = _PLACEHOLDER.sub("\ufffc", text)
+    facts = record.facts
+    if record.masked_facts:
+        hidden = masked_fact_names(record.masked_facts)
+        facts = {name: value for name, value in facts.items() if name not in hidden}
     decision = evaluate(
         point,
         text=text,
         candidate=candidate,
-        facts=record.facts,
+        facts=facts,
         now=record.created_at,
         session_state=record.session_state or None,
         known_hits=record.keyword_hits if record.masked else None,

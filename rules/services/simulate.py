@@ -6,8 +6,8 @@ is checked against the chosen point exactly as a real one (its facts, raw model 
 way, the default answering for raw output without a valid candidate), but no decision is logged, no
 "ask your LLM" counter is raised and no anomaly is recorded: the simulator only reads the configuration.
 
-A simulated case can be kept as a regression case (``regression_case_from_simulation``): its input is
-masked as a logged decision's would be, so a case pinned from the simulator is stored like one pinned
+A simulated case can be kept as a regression case (``regression_case_from_simulation``): its input and
+facts are masked as a logged decision's would be, so a case pinned from the simulator is stored like one pinned
 from the log.
 """
 
@@ -30,6 +30,7 @@ from rules.runtime import engines
 from rules.selectors import config_document
 from rules.services.change_requests import config_document_apply
 from rules.services.decide import DecideRequest, _record, decision_prepare, invalid_output_decision
+from rules.services.regressions import masked_facts_problem
 from rules.services.revisions import Actor
 
 
@@ -148,7 +149,7 @@ def regression_case_from_simulation(
     note: str = "",
 ) -> RegressionCase:
     """Keep a simulated request as a regression case expecting ``expected`` (an outcome of the point in the
-    current revision). The input is masked as the decision log masks it; the case is decided at "now"
+    current revision). The input and facts are masked as the decision log masks them; the case is decided at "now"
     whenever it is checked (it has no logged time)."""
     point = engines.current().point(request.point)
     if point is None:
@@ -166,12 +167,16 @@ def regression_case_from_simulation(
         session_state=session_state or None,
     )
     masked = point.masker.mask(request.input)
+    masked_facts = point.masker.mask_facts(prepared.facts)
+    if problem := masked_facts_problem(point, masked_facts.record):
+        raise ConfigError([problem])
     candidate = prepared.candidate
     with transaction.atomic():
         return RegressionCase.objects.create(
             point=point.spec.key,
             input=masked.text,
-            facts=dict(prepared.facts),
+            facts=masked_facts.facts,
+            masked_facts=masked_facts.record,
             session_state=session_state,
             candidate_decision=candidate.decision if candidate else "",
             candidate_confidence=candidate.confidence if candidate else None,

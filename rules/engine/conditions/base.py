@@ -184,6 +184,10 @@ class ConditionSpec(abc.ABC):
         """A bitmask of the keyword list without whose hit the condition cannot hold (0: none)."""
         return 0
 
+    def fact_read(self) -> str | None:
+        """The fact the condition reads, if any (a replay cannot be exact when that fact was masked)."""
+        return None
+
     def confidence_floor(self) -> tuple[str, float] | None:
         """(threshold key, value) when the condition judges a candidate's confidence by a threshold."""
         return None

@@ -50,6 +50,9 @@ class FactComparison(ConditionSpec):
             value = tuple(value or ())
         return FactComparison(fact, op, value, fact_type=fact_type)
 
+    def fact_read(self) -> str | None:
+        return self.fact
+
     def holds(self, point: PointSpec, request: Request) -> bool:
         value = request.facts.get(self.fact)
         if value is None:

@@ -49,6 +49,9 @@ class FactMatches(ConditionSpec):
             raise CompileError(f"fact_matches on {spec['fact']}: {pattern!r} does not compile ({exc})") from exc
         return FactMatches(fact=spec["fact"], pattern=pattern, regex=regex)
 
+    def fact_read(self) -> str | None:
+        return self.fact
+
     def holds(self, point: PointSpec, request: Request) -> bool:
         value = request.facts.get(self.fact)
         return isinstance(value, str) and self.regex.search(value) is not None

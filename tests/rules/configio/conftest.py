@@ -77,6 +77,7 @@ points:
     candidate_whitelist: [answer, refund]
     default_outcome: clarify
     when_no_candidate: default
+    mask_fact_paths: [order_no]
     rules:
       - key: abusive
         description: Abuse goes to a person.
@@ -141,6 +142,7 @@ points:
   - key: second
     outcomes: [only]
     default_outcome: only
+    mask_facts: false
 machines:
   - key: flow
     name: Flow

@@ -116,6 +116,28 @@ def test_validation_needs_no_database():
             "points[0].rules[0].conditions[0].candidate_confidence_below: there is no threshold 'confidence' "
             "in thresholds (line 21)",
         ),
+        # facts masked in the log
+        (
+            "    default_outcome: approve",
+            "    default_outcome: approve\n    mask_fact_paths: [phone]",
+            "points[0].mask_fact_paths: 'phone' is not a fact of this point (line 15)",
+        ),
+        (
+            "    default_outcome: approve",
+            "    default_outcome: approve\n    mask_fact_paths: [channel.code]",
+            "points[0].mask_fact_paths: 'channel.code': a string fact has no parts; name the fact (line 15)",
+        ),
+        (
+            "    default_outcome: approve",
+            "    default_outcome: approve\n    mask_fact_paths: [channel]\n    mask_facts: false",
+            "points[0].mask_fact_paths: this point does not mask its facts: remove the paths or mask the facts "
+            "(line 15)",
+        ),
+        (
+            "    default_outcome: approve",
+            "    default_outcome: approve\n    mask_facts: 'no'",
+            "points[0].mask_facts: expected true or false, got the text 'no' (line 15)",
+        ),
         # facts
         (
             "          - fact: amount",
@@ -224,7 +246,7 @@ def test_validation_needs_no_database():
             "    default_outcome: approve\n    colour: red",
             "points[0].colour: unknown key 'colour' (expected one of: key, name, description, facts, outcomes, "
             "candidate_whitelist, default_outcome, when_no_candidate, machine, state_map, fallback_state, mask_skip, "
-            "mask_patterns, rules) (line 15)",
+            "mask_patterns, mask_fact_paths, mask_facts, rules) (line 15)",
         ),
         ("    value: 500\n", "", "thresholds[0]: missing required key 'value' (line 3)"),
         ("machines: []", "", "document: missing required key 'machines' (line 1)"),
@@ -390,6 +412,7 @@ def test_the_canonical_form_fills_defaults_and_orders_like_the_selector():
         "candidate_whitelist": [],
         "default_outcome": "only",
         "when_no_candidate": "ask",
+        "mask_facts": False,
         "rules": [],
     }
     # A state with no way out is left out of transitions, as the selector leaves it out.

@@ -2,7 +2,7 @@
 
 One row per way people write a number or an address in a support chat. Each row says the masked text
 expected, so a pattern that loses its separators, its country codes or its boundaries fails here.
-(Facts and session context are not masked yet; see docs/threat-model.md.)
+Facts are masked with the same patterns: tests/rules/engine/test_fact_masking.py.
 """
 
 from __future__ import annotations

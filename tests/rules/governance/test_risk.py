@@ -204,6 +204,27 @@ def test_masking_less_personal_data_is_high_risk_and_masking_more_is_not():
     assert _risks(lambda d: point(d, "intent_routing").__setitem__("mask_patterns", {"order": "E[0-9]{10}"})) == []
 
 
+def _with_fact_path(doc):
+    point(doc, "refund_approval")["mask_fact_paths"] = ["refund_amount"]
+
+
+def test_not_masking_a_point_s_facts_any_more_is_high_risk():
+    assert _risks(lambda d: point(d, "refund_approval").__setitem__("mask_facts", False)) == [
+        ("point refund_approval", "masks less personal data in the decision log")
+    ]
+
+
+def test_dropping_a_fact_path_is_high_risk_and_adding_one_is_not():
+    assert _risks(_with_fact_path) == []
+    before = copy.deepcopy(DEMO)
+    _with_fact_path(before)
+    after = copy.deepcopy(before)
+    point(after, "refund_approval")["mask_fact_paths"] = []
+    assert [(r.record, r.why) for r in change_risks(before, after, config_diff(before, after))] == [
+        ("point refund_approval", "masks less personal data in the decision log")
+    ]
+
+
 def test_describing_a_point_or_declaring_a_fact_is_not():
     assert _risks(lambda d: point(d, "intent_routing").__setitem__("description", "Routes messages")) == []
     assert _risks(lambda d: point(d, "intent_routing").__setitem__("facts", {"vip": "boolean"})) == []
