@@ -137,6 +137,10 @@ def test_bin_serve_answers_a_decision_over_http(tmp_path):
         status, headers, _ = _request(base + "/api/v1/decisions", {"point": "intent_routing"})
         assert status == 301
         assert headers["Location"].startswith("https://127.0.0.1")
+        # Probes and the metrics scraper talk to the server itself, not through the proxy: not redirected.
+        for probe in ("/healthz", "/readyz"):
+            status, _, raw = _request(base + probe)
+            assert status == 200, (probe, raw)
 
         # The admin's static files, collected by bin/serve and served by WhiteNoise with a hashed name.
         status, headers, raw = _request(base + "/admin/login/", headers={"X-Forwarded-Proto": "https"})

@@ -23,9 +23,10 @@ SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_SSL_REDIRECT = env.SECURE_SSL_REDIRECT
-# Prometheus scrapes the server itself, over plain HTTP, not through the TLS proxy: /metrics is answered
-# there rather than redirected (who may read it: ARBITER_METRICS_ALLOWED_CIDRS, ARBITER_METRICS_TOKEN).
-SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
+# Prometheus and the orchestrator's probes talk to the server itself, over plain HTTP, not through the TLS
+# proxy: /metrics, /healthz and /readyz are answered there rather than redirected (who may read the
+# metrics: ARBITER_METRICS_ALLOWED_CIDRS, ARBITER_METRICS_TOKEN; the probes tell nothing private).
+SECURE_REDIRECT_EXEMPT = [r"^metrics$", r"^healthz$", r"^readyz$"]
 # Sent only over HTTPS. includeSubDomains covers the names under the host Arbiter is served on, and
 # preload only matters once the domain is submitted to the browsers' list; both can be turned off.
 SECURE_HSTS_SECONDS = env.SECURE_HSTS_SECONDS
