@@ -171,6 +171,24 @@ def django_shell(env: dict[str, str], code: str) -> Any:
     return json.loads(manage(env, "shell", "-c", code).strip().splitlines()[-1])
 
 
+PREPARE = """
+import io, json
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+out = io.StringIO()
+call_command("demo_setup", stdout=out)
+token = next(w for w in out.getvalue().split() if w.startswith("arb_"))
+"""
+
+
+def prepare(env: dict[str, str], code: str = "result = None") -> tuple[str, Any]:
+    """Migrate, load the demo (its admin and agent), then run ``code``, which sets ``result`` to a JSON
+    value: all in one process, since each start of one costs seconds. Returns the demo agent's token and
+    ``result``."""
+    token, result = django_shell(env, PREPARE + code + "\nprint(json.dumps([token, result]))")
+    return token, result
+
+
 @contextlib.contextmanager
 def serving(env: dict[str, str], *, workers: int = 2) -> Iterator[int]:
     """bin/serve (gunicorn, production settings) with ``workers`` workers; yields its port."""

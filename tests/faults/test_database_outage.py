@@ -21,6 +21,7 @@ from tests.faults.services import (
     django_shell,
     manage,
     postgres,
+    prepare,
     production_env,
     serving,
 )
@@ -40,7 +41,7 @@ browser[SESSION_KEY] = str(user.pk)
 browser[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
 browser[HASH_SESSION_KEY] = user.get_session_auth_hash()
 browser.create()
-print(json.dumps(browser.session_key))
+result = browser.session_key
 """
 
 LOGGED = """
@@ -115,10 +116,8 @@ class Load:
 def test_a_postgresql_restart_under_load_is_503_meanwhile_and_no_answered_decision_is_unlogged():
     with postgres() as pg:
         env = production_env(DATABASE_URL=pg.url, DATABASE_CONNECT_TIMEOUT="2")
-        manage(env, "migrate", "--noinput", "-v", "0")
-        token = next(w for w in manage(env, "demo_setup").split() if w.startswith("arb_"))
+        token, browser_session = prepare(env, SETUP)
         staff_token = manage(env, "create_user_token", "admin").strip().splitlines()[-1]
-        browser_session = django_shell(env, SETUP)
 
         with serving(env, workers=2) as port:
             client = Client(port)

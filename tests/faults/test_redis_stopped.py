@@ -11,7 +11,7 @@ import time
 import pytest
 import redis
 
-from tests.faults.services import PG_BIN, Client, django_shell, manage, postgres, production_env, redis_server, serving
+from tests.faults.services import PG_BIN, Client, postgres, prepare, production_env, redis_server, serving
 
 pytestmark = pytest.mark.skipif(not (PG_BIN / "initdb").exists(), reason="needs PostgreSQL's server binaries")
 
@@ -28,7 +28,7 @@ for name, rate, burst in (("limited", 1, 3), ("watched", 600, 600)):
         rate_per_minute=rate, rate_burst=burst,
     )
     made[name] = [agent.pk, token]
-print(json.dumps(made))
+result = made
 """
 
 
@@ -44,9 +44,7 @@ def decide(client: Client, token: str, n: int) -> int:
 def test_with_redis_stopped_decisions_are_served_and_rate_limits_hold_per_process():
     with postgres() as pg, redis_server() as broker:
         env = production_env(DATABASE_URL=pg.url, CELERY_BROKER_URL=broker.url)
-        manage(env, "migrate", "--noinput", "-v", "0")
-        token = next(w for w in manage(env, "demo_setup").split() if w.startswith("arb_"))
-        agents = django_shell(env, AGENTS)
+        token, agents = prepare(env, AGENTS)
         (limited_pk, limited), (watched_pk, watched) = agents["limited"], agents["watched"]
         buckets = redis.Redis.from_url(broker.url)
 
