@@ -193,9 +193,11 @@ def prepare(env: dict[str, str], code: str = "result = None") -> tuple[str, Any]
 def serving(env: dict[str, str], *, workers: int = 2) -> Iterator[int]:
     """bin/serve (gunicorn, production settings) with ``workers`` workers; yields its port."""
     port = free_port()
+    static = tempfile.mkdtemp(prefix="arbiter-faults-static-")
     server = subprocess.Popen(
         [str(ROOT / "bin" / "serve")],
-        env={**env, "ARBITER_ADDR": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers), "STATIC_ROOT": ""},
+        env={**env, "ARBITER_ADDR": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers), "STATIC_ROOT": static}
+        | {"ARBITER_MIGRATE": "0"},  # prepare() migrated
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -211,6 +213,7 @@ def serving(env: dict[str, str], *, workers: int = 2) -> Iterator[int]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+        shutil.rmtree(static, ignore_errors=True)
 
 
 @dataclass
