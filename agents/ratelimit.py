@@ -9,6 +9,10 @@ tokens a second; each API request takes one, and a request that finds less than 
   Redis, timed by Redis's own clock (``TIME``), so clocks of the API processes do not matter.
 - Without one (a development checkout, tests on SQLite), each process keeps its buckets in memory under
   a lock: the limit then holds per process.
+- When that Redis cannot be reached, the limit falls back to the in-process buckets rather than failing
+  the request or dropping the limit (docs/threat-model.md says why): decisions are still served, and each
+  process holds an agent to the rate on its own. The process asks Redis again ``REDIS_RETRY_SECONDS``
+  after a failure, so an outage costs one failed round trip per process that often, not one per request.
 
 Only a request an agent token authenticated is counted; staff requests are not limited. The rate is read
 with the agent on authentication, so the limit adds no database query (Redis: one round trip).
@@ -16,6 +20,7 @@ with the agent on authentication, so the limit adds no database query (Redis: on
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -32,6 +37,8 @@ from decision_service import metrics
 from decision_service.principals import AgentPrincipal
 
 KEY_PREFIX = "arbiter:rate:agent:"
+
+logger = logging.getLogger(__name__)
 
 
 class Buckets(Protocol):
@@ -83,17 +90,36 @@ return string.format('%.17g', wait)
 """
 
 
-class RedisBuckets:
-    """Buckets shared by every API process, in the broker's Redis."""
+REDIS_RETRY_SECONDS = 5.0
 
-    def __init__(self, url: str) -> None:
+
+class RedisBuckets:
+    """Buckets shared by every API process, in the broker's Redis; in-process ones while it is away."""
+
+    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic) -> None:
         import redis
 
         self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._script: Any = self._client.register_script(_TAKE)
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._clock = clock
+        self._fallback = LocalBuckets(clock)
+        self._down_until = float("-inf")
 
     def take(self, key: str, *, rate_per_minute: int, burst: int) -> float:
-        return float(self._script(keys=[key], args=[rate_per_minute / 60.0, burst]))
+        if self._clock() >= self._down_until:
+            try:
+                wait = float(self._script(keys=[key], args=[rate_per_minute / 60.0, burst]))
+            except self._errors as exc:
+                if self._down_until == float("-inf"):
+                    logger.warning("rate limit: Redis unreachable, limiting per process for now: %s", exc)
+                self._down_until = self._clock() + REDIS_RETRY_SECONDS
+            else:
+                if self._down_until != float("-inf"):
+                    logger.warning("rate limit: Redis reachable again, limits are shared again")
+                self._down_until = float("-inf")
+                return wait
+        return self._fallback.take(key, rate_per_minute=rate_per_minute, burst=burst)
 
 
 @cache

@@ -52,6 +52,9 @@ def parse_database_url(url: str) -> dict[str, Any]:
             # it) that makes a restarted server invisible; DATABASE_CONN_HEALTH_CHECKS=false saves that
             # round trip (bench/RESULTS.md) at the price of one failed request per worker after a restart.
             "CONN_HEALTH_CHECKS": _bool("DATABASE_CONN_HEALTH_CHECKS", True),
+            # A server that does not answer (a host gone, a dropped packet) costs a request this many
+            # seconds, then a 503 database_unavailable, instead of the operating system's minutes.
+            "OPTIONS": {"connect_timeout": _int("DATABASE_CONNECT_TIMEOUT", 3)},
         }
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute/path.db, as in the common URL convention.
@@ -90,6 +93,10 @@ CSRF_TRUSTED_ORIGINS = [h.strip() for h in _str("CSRF_TRUSTED_ORIGINS", "").spli
 
 CELERY_BROKER_URL = _str("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND = _str("CELERY_RESULT_BACKEND")
+# Redis broker: a task taken by a worker that died without acknowledging it (late acknowledgement) is
+# handed out again this many seconds after it was taken. Longer than the longest task, or a task still
+# running is handed to a second worker too (harmless, the tasks are idempotent, but wasted work).
+CELERY_VISIBILITY_TIMEOUT = _int("CELERY_VISIBILITY_TIMEOUT", 3600)
 REDIS_URL = _str("REDIS_URL")
 
 TIME_ZONE = _str("TIME_ZONE", "UTC")

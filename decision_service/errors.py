@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     MALFORMED_JSON = "malformed_json"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     DEFERRED = "deferred"
+    DATABASE_UNAVAILABLE = "database_unavailable"
 
 
 class DomainError(Exception):
@@ -80,3 +81,22 @@ class Deferred(DomainError):
     code: str = ErrorCode.DEFERRED.value
     status = 202
     title = "Deferred"
+
+
+# Long enough for a restarting PostgreSQL or a failover to finish, short enough that an agent's turn
+# is not given up on: a hint, not a promise.
+DATABASE_RETRY_AFTER_SECONDS = 5
+
+
+class DatabaseUnavailable(DomainError):
+    """The database cannot be reached (down, restarting, refusing connections): nothing was done that
+    needed it. An answered decision is always logged, so none was answered; retry after ``Retry-After``
+    seconds, with the same ``Idempotency-Key`` when the request had one."""
+
+    code: str = ErrorCode.DATABASE_UNAVAILABLE.value
+    status = 503
+    title = "Database unavailable"
+
+    def __init__(self, detail: str = "The database cannot be reached; nothing was done. Retry shortly.") -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)}

@@ -26,7 +26,10 @@ def change_request_impact(request_id: int) -> dict[str, Any]:
 
 @shared_task(name="rules.tasks.change_request_notify")
 def change_request_notify(request_id: int) -> int:
-    """E-mail the approvers that a change request waits for them; returns how many were written to."""
+    """E-mail the approvers that a change request waits for them; returns how many were written to.
+
+    The one task whose effect leaves the system: a worker that dies after sending and before the task is
+    acknowledged sends the reminder again when the task is redelivered (at least once, not exactly)."""
     from rules.services.notifications import change_request_notify_approvers
 
     return change_request_notify_approvers(request_id=request_id)

@@ -222,7 +222,14 @@ def paced(port: int, p: Path_, token: str, *, rate: float, seconds: float, offse
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=0, help="gunicorn workers (0: bin/serve's default)")
+    parser.add_argument("--workers", type=int, default=0, help="server workers (0: bin/serve's default)")
+    parser.add_argument(
+        "--server",
+        choices=["gunicorn", "granian"],
+        default="gunicorn",
+        help="gunicorn: bin/serve; granian: the same app, settings and worker count under granian's WSGI "
+        "interface (pip install granian; a comparison only, not a dependency)",
+    )
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of wrk per path")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--rate", type=float, default=0.0, help="fixed rate (0: half the slowest path's)")
@@ -256,7 +263,12 @@ def main() -> None:
     from decision_service import serving
 
     log = tempfile.NamedTemporaryFile(prefix="arbiter-bench-serve-", suffix=".log", delete=False)  # noqa: SIM115
-    server = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    command = [str(ROOT / "bin" / "serve")]
+    if args.server == "granian":
+        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, check=True)
+        command = [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1"]
+        command += ["--port", str(port), "--workers", str(serving.workers), "decision_service.wsgi:application"]
+    server = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(600):
             try:
@@ -319,7 +331,12 @@ def main() -> None:
         pg = cursor.fetchone()[0]
     bare = closed["bare"].rps
     lines = [
-        f"gunicorn {serving.workers} sync workers (bin/serve's configuration), PostgreSQL {pg} on loopback, "
+        (
+            f"gunicorn {serving.workers} sync workers (bin/serve's configuration)"
+            if args.server == "gunicorn"
+            else f"granian {serving.workers} workers, WSGI interface, its default threads"
+        )
+        + f", PostgreSQL {pg} on loopback, "
         f"{os.cpu_count()} cores shared by server, database and load generator; wrk -t1 -c{args.connections}, "
         f"{args.duration:g} s per path after a 3 s warm-up; fixed rate {rate:g} req/s for {args.paced_seconds:g} s.",
         "",

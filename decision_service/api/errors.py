@@ -5,15 +5,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError as DjangoInterfaceError
 from django.http import Http404
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from decision_service.api.parsers import PayloadTooLarge
-from decision_service.errors import DomainError
+from decision_service.errors import DatabaseUnavailable, DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,41 @@ _DRF_CODES: dict[type[exceptions.APIException], tuple[str, str]] = {
 }
 
 
+# SQLSTATE classes that say the server cannot be used right now, not that the query is wrong: 08
+# connection exception, 53 insufficient resources (too many connections, disk full), 57 operator
+# intervention (shutdown, crash recovery, "the database system is starting up", statement cancelled).
+_UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database cannot be reached, rather than a fault of the query or our code.
+
+    Django wraps the driver's errors (``django.db.OperationalError`` and ``InterfaceError``, the driver's
+    own as ``__cause__``); an error raised past Django's wrapper arrives unwrapped. An ``InterfaceError``
+    is a connection that is already closed. An ``OperationalError`` counts when psycopg reports no SQLSTATE
+    (a connection that could not be made or was lost) or one of the classes above; others (a deadlock, a
+    serialization failure, SQLite's own errors such as a missing table) stay what they were.
+    """
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if _driver_unavailable(error):
+            return True
+        error = error.__cause__
+    return False
+
+
+def _driver_unavailable(error: BaseException) -> bool:
+    if isinstance(error, psycopg.InterfaceError):
+        return True
+    if isinstance(error, psycopg.OperationalError):
+        sqlstate = getattr(error, "sqlstate", None)
+        return sqlstate is None or sqlstate[:2] in _UNAVAILABLE_SQLSTATE_CLASSES
+    # Django's own InterfaceError without a driver cause: it raises one for a connection it closed.
+    return isinstance(error, DjangoInterfaceError) and error.__cause__ is None
+
+
 def problem_response(*, status_code: int, code: str, title: str, detail: str, errors: Any = None) -> Response:
     body: dict[str, Any] = {
         "type": f"https://arbiter.invalid/problems/{code}",
@@ -48,6 +85,10 @@ def problem_response(*, status_code: int, code: str, title: str, detail: str, er
 
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if not isinstance(exc, DomainError | exceptions.APIException) and database_unavailable(exc):
+        # Logged without a traceback: one line per refused request is enough to see an outage.
+        logger.warning("database unavailable: %s", exc)
+        exc = DatabaseUnavailable()
     if isinstance(exc, DomainError):
         response = problem_response(
             status_code=exc.status, code=str(exc.code), title=exc.title, detail=exc.detail, errors=exc.errors
@@ -110,8 +151,28 @@ def unknown_api_endpoint(request: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def api_server_error(request: Any) -> Any:
+    """Django's 500 handler (outside DRF: middleware, the admin, pages): called while the exception is
+    being handled, so ``sys.exc_info()`` names it. A database that cannot be reached is a 503 with
+    ``Retry-After`` there too: problem+json under /api/, a short plain page elsewhere."""
+    import sys
+
     from django.views.defaults import server_error
 
+    exc = sys.exc_info()[1]
+    if exc is not None and database_unavailable(exc):
+        if request.path.startswith("/api/"):
+            unavailable = DatabaseUnavailable()
+            response = plain_problem(unavailable.status, unavailable.code, unavailable.title, unavailable.detail)
+        else:
+            from django.http import HttpResponse
+
+            response = HttpResponse(
+                "Service unavailable: the database cannot be reached. Try again shortly.\n",
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        response["Retry-After"] = DatabaseUnavailable().headers["Retry-After"]
+        return response
     if request.path.startswith("/api/"):
         return plain_problem(500, "server_error", "Server error", "The server failed; the error was logged.")
     return server_error(request)
@@ -139,6 +200,7 @@ def plain_problem(status_code: int, code: str, title: str, detail: str) -> Any:
 __all__ = [
     "api_not_found",
     "api_server_error",
+    "database_unavailable",
     "plain_problem",
     "problem_exception_handler",
     "problem_response",

@@ -111,7 +111,14 @@ CELERY_RESULT_BACKEND = env.CELERY_RESULT_BACKEND or None
 CELERY_TASK_ALWAYS_EAGER = not env.CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = "UTC"
+# A task is acknowledged when it has run, not when a worker takes it, so one whose worker dies half-way
+# (killed, out of memory, the machine lost) is run again: every task is idempotent (rules/tasks.py,
+# agents/tasks.py). A pool process that dies mid-task gets its task handed back at once; a whole worker
+# that dies leaves it to the broker, which hands it out again after CELERY_VISIBILITY_TIMEOUT.
+# tests/faults/test_worker_killed.py kills a worker with SIGKILL mid-task.
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.CELERY_VISIBILITY_TIMEOUT}
 
 # Engine backend: "native" (generated Python, the default) or "durable" (durable-rules, a second opinion).
 ARBITER_ENGINE = env.ARBITER_ENGINE

@@ -21,6 +21,7 @@ from agents import staff_apis as queue_apis
 from agents import urls as agents_urls
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
+from decision_service.errors import DatabaseUnavailable
 from rules import staff_apis
 from rules import urls as rules_urls
 from rules.errors import (
@@ -183,6 +184,7 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
     # rules/errors.py also holds errors only the configuration tools raise: the API's are listed here.
     # agents/errors.py holds the session API's refusals only: every one of them can be sent.
     domain = {UnknownPoint, PointNotAllowed, IdempotencyConflict, InvalidRequest, NotFound, EngineUnavailable}
+    domain.add(DatabaseUnavailable)  # any operation that needs the database, while it cannot be reached
     # The staff API's refusals (change requests).
     domain |= {
         ConfigError,
