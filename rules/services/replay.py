@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rules.engine import CompiledPoint, Decision, evaluate
+from rules.engine import Candidate, CompiledPoint, Decision, evaluate, keyword_prepass
 from rules.engine.compiler import CompileError
 from rules.errors import EngineUnavailable, NotFound
 from rules.models import ConfigRevision, DecisionRecord
@@ -95,29 +96,71 @@ class LoggedRequest(Protocol):
 
 
 def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
-    """Decide a logged request again. The logged input is masked when personal data was found in it:
-    under the revision it was decided under (``exact``), the lists that hit then are known and are used
-    instead of a scan, so the replay is identical; under another revision the masked text is scanned with
-    the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the recorded hits
-    that the lists still hold."""
-    candidate = record_candidate(record)
-    text = record.input
+    """Decide a logged request again (see ``replay_decision``)."""
+    return replay_decision(
+        point,
+        text=record.input,
+        masked=bool(record.masked),
+        keyword_hits=record.keyword_hits,
+        facts=record.facts,
+        session_state=record.session_state,
+        candidate=record_candidate(record),
+        candidate_invalid=record.candidate_invalid,
+        now=record.created_at,
+        exact=exact,
+    )
+
+
+Prepass = tuple[int, dict[int, list[str]]]
+
+
+def replay_decision(
+    point: CompiledPoint,
+    *,
+    text: str,
+    masked: bool,
+    keyword_hits: Mapping[str, Any] | None,
+    facts: Mapping[str, Any],
+    session_state: str,
+    candidate: Candidate | None,
+    candidate_invalid: bool,
+    now: dt.datetime,
+    exact: bool,
+    prepasses: dict[str, Prepass] | None = None,
+) -> Decision:
+    """Decide a logged request again, from its logged fields. The logged input is masked when personal data
+    was found in it: under the revision it was decided under (``exact``), the lists that hit then are known
+    and are used instead of a scan, so the replay is identical; under another revision the masked text is
+    scanned with the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the
+    recorded hits that the lists still hold.
+
+    ``prepasses``, a dict kept by the caller for one compiled point, holds the text pre-pass of every distinct
+    input seen so far: a replay of many logged requests scans each text once (``keyword_prepass``).
+    ``keyword_hits`` is read only when ``masked``."""
     known_lists = None
-    if record.masked:
+    known_hits = None
+    if masked:
+        known_hits = keyword_hits or {}
         if exact:
-            known_lists = list(record.keyword_hits)
+            known_lists = list(known_hits)
         else:
             text = _PLACEHOLDER.sub("\ufffc", text)
+    prepass = None
+    if prepasses is not None and known_lists is None:
+        prepass = prepasses.get(text)
+        if prepass is None:
+            prepass = prepasses[text] = keyword_prepass(point, text)
     decision = evaluate(
         point,
         text=text,
         candidate=candidate,
-        facts=record.facts,
-        now=record.created_at,
-        session_state=record.session_state or None,
-        known_hits=record.keyword_hits if record.masked else None,
+        facts=facts,
+        now=now,
+        session_state=session_state or None,
+        known_hits=known_hits,
         known_lists=known_lists,
+        prepass=prepass,
     )
-    if record.candidate_invalid:
+    if candidate_invalid:
         decision = invalid_output_decision(point, decision, "recorded as invalid")
     return decision

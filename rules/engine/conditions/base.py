@@ -184,6 +184,10 @@ class ConditionSpec(abc.ABC):
         """A bitmask of the keyword list without whose hit the condition cannot hold (0: none)."""
         return 0
 
+    def reads_clock(self) -> bool:
+        """Whether the condition depends on the request's ``now`` (see ``PointSpec.reads_clock``)."""
+        return False
+
     def confidence_floor(self) -> tuple[str, float] | None:
         """(threshold key, value) when the condition judges a candidate's confidence by a threshold."""
         return None
