@@ -9,7 +9,12 @@ raised, so some decisions move), and times, in alternating rounds:
 
 - **replay only** — ``reevaluate`` over rows already read (what the engine costs per logged decision);
 - **preview end to end** — ``impact_compute`` as the Celery task runs it: the rows read from the database
-  in chunks, decided again, compared and counted.
+  in chunks, decided again, compared and counted;
+- **before, end to end** — the preview as it was before its fast path (commit 7b312d5): rows read with
+  ``values_list`` through the ORM's converters (JSON, timestamp, UUID per row), each decided with
+  ``reevaluate``. Same compile, same counting; ``--no-before`` leaves it out.
+
+Both end-to-end variants must give the same result (the script asserts it).
 
 The target (issue #9) is 20,000 decisions per second per worker end to end. Pinned to one CPU (``--cpu``).
 """
@@ -75,6 +80,85 @@ def _log(rows: int, snapshot: dict[str, Any], now: dt.datetime) -> int:
     return len(records)
 
 
+def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+    """The preview's loop as it was at commit 7b312d5, kept here to be timed beside today's."""
+    from dataclasses import dataclass
+
+    from django.conf import settings
+
+    from rules.engine import compile_config
+    from rules.models import DecisionRecord
+    from rules.services.impact import MAX_EXAMPLES, affected_points
+    from rules.services.replay import reevaluate
+
+    fields = (
+        "id",
+        "created_at",
+        "decision",
+        "input",
+        "masked",
+        "keyword_hits",
+        "facts",
+        "session_state",
+        "candidate_decision",
+        "candidate_confidence",
+        "candidate_reason",
+        "candidate_invalid",
+    )
+
+    @dataclass(slots=True)
+    class Row:
+        id: Any
+        created_at: dt.datetime
+        decision: str
+        input: str
+        masked: dict[str, Any]
+        keyword_hits: dict[str, Any]
+        facts: dict[str, Any]
+        session_state: str
+        candidate_decision: str
+        candidate_confidence: float | None
+        candidate_reason: str
+        candidate_invalid: bool
+
+    compiled = compile_config(proposed, revision=0, backend=settings.ARBITER_ENGINE)
+    since = now - dt.timedelta(days=settings.ARBITER_IMPACT_DAYS)
+    evaluated = changed = 0
+    matrix: dict[str, dict[str, int]] = {}
+    examples: list[dict[str, Any]] = []
+    for key in affected_points(live, proposed):
+        point = compiled.point(key)
+        assert point is not None
+        rows = (
+            DecisionRecord.objects.filter(point=key, created_at__gte=since)
+            .order_by("-created_at")
+            .values_list(*fields)[: settings.ARBITER_IMPACT_DECISIONS]
+        )
+        for values in rows.iterator(chunk_size=2000):
+            row = Row(*values)
+            evaluated += 1
+            decision = reevaluate(point, row, exact=False)
+            new = decision.decision or "(asks the LLM)"
+            if new != row.decision:
+                changed += 1
+                cell = matrix.setdefault(row.decision, {})
+                cell[new] = cell.get(new, 0) + 1
+                if len(examples) < MAX_EXAMPLES:
+                    examples.append(
+                        {
+                            "decision_id": str(row.id),
+                            "point": key,
+                            "input": row.input,
+                            "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
+                            "old": row.decision,
+                            "new": new,
+                            "rule": decision.rule.key if decision.rule else None,
+                            "ruled_by": decision.ruled_by,
+                        }
+                    )
+    return {"evaluated": evaluated, "changed": changed, "matrix": matrix, "examples": examples}
+
+
 def _proposed(snapshot: dict[str, Any]) -> dict[str, Any]:
     proposed = copy.deepcopy(snapshot)
     for threshold in proposed["thresholds"]:
@@ -88,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cpu", type=int, default=0, help="pin to this CPU (-1: do not pin)")
+    parser.add_argument("--no-before", action="store_true", help="do not time the preview as it was before")
     args = parser.parse_args(argv)
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
@@ -99,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.engine.workload import generated_point
     from rules.engine import compile_config
-    from rules.services.impact import impact_compute, recent_decisions
+    from rules.models import DecisionRecord
+    from rules.services.impact import impact_compute
     from rules.services.replay import reevaluate
 
     snapshot = generated_point().snapshot
@@ -110,23 +196,28 @@ def main(argv: list[str] | None = None) -> int:
     point = compile_config(proposed, revision=0, backend="native").point("generated_200")
     assert point is not None
     since = now - dt.timedelta(days=30)
-    rows = list(recent_decisions("generated_200", limit=logged, since=since))
+    rows = list(DecisionRecord.objects.filter(point="generated_200", created_at__gte=since).order_by("-created_at"))
 
-    replay: list[float] = []
-    preview: list[float] = []
+    timings: dict[str, list[float]] = {"replay": [], "preview": [], "before": []}
+    variants = ["replay", "preview"] if args.no_before else ["replay", "preview", "before"]
     result: dict[str, Any] = {}
+    before: dict[str, Any] = {}
     for index in range(args.rounds):
-        order = ("replay", "preview") if index % 2 == 0 else ("preview", "replay")
-        for which in order:
+        shift = index % len(variants)
+        for which in variants[shift:] + variants[:shift]:  # each variant goes first in turn
             started = time.perf_counter()
             if which == "replay":
                 for row in rows:
                     reevaluate(point, row, exact=False)
-                replay.append(logged / (time.perf_counter() - started))
-            else:
+            elif which == "preview":
                 result = impact_compute(live_document=snapshot, proposed_document=proposed, now=now)
-                preview.append(logged / (time.perf_counter() - started))
+            else:
+                before = _impact_before(snapshot, proposed, now)
+            timings[which].append(logged / (time.perf_counter() - started))
     assert result["evaluated"] == logged, result["evaluated"]
+    if before:
+        same = {k: result[k] for k in before}
+        assert same == before, "the preview and the preview as it was before disagree"
 
     print(f"# Impact preview replay speed ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)\n")
     print(f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
@@ -135,8 +226,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- rounds: {args.rounds}, alternating; pinned to CPU {args.cpu}\n")
     print("| what | median decisions/s | min | max |")
     print("| --- | ---: | ---: | ---: |")
-    for name, values in (("replay only (rows in memory)", replay), ("preview end to end (impact_compute)", preview)):
-        print(f"| {name} | {statistics.median(values):,.0f} | {min(values):,.0f} | {max(values):,.0f} |")
+    names = {
+        "replay": "replay only (rows in memory)",
+        "preview": "preview end to end (impact_compute)",
+        "before": "before: end to end as at 7b312d5",
+    }
+    for which, values in timings.items():
+        if values:
+            print(f"| {names[which]} | {statistics.median(values):,.0f} | {min(values):,.0f} | {max(values):,.0f} |")
+    if timings["before"]:
+        ratios = [a / b for a, b in zip(timings["preview"], timings["before"], strict=True)]
+        print(f"\nEnd to end, today / before, round by round: {', '.join(f'{r:.2f}x' for r in ratios)}.")
+        print("Both gave the same evaluated, changed, matrix and examples.")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if load:
+        print(f"Load average at the end (1/5/15 min): {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}.")
+    preview = timings["preview"]
     target = 20_000
     verdict = "meets" if statistics.median(preview) >= target else "misses"
     print(f"\nEnd to end {verdict} the target of {target:,} decisions/s per worker.")
