@@ -14,7 +14,10 @@ raised, so some decisions move), and times, in alternating rounds:
   ``values_list`` through the ORM's converters (JSON, timestamp, UUID per row), each decided with
   ``reevaluate``. Same compile, same counting; ``--no-before`` leaves it out.
 
-Both end-to-end variants must give the same result (the script asserts it).
+Both end-to-end variants must give the same result (the script asserts it). Two parts of the preview are
+also timed alone: reading the rows (the selector and the JSON decoding) and compiling the proposal.
+``--distinct N`` logs only N distinct requests, repeated: real traffic repeats short messages, and the
+preview scans each distinct text once.
 
 The target (issue #9) is 20,000 decisions per second per worker end to end. Pinned to one CPU (``--cpu``).
 """
@@ -47,17 +50,18 @@ def _django(database_url: str | None) -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-def _log(rows: int, snapshot: dict[str, Any], now: dt.datetime) -> int:
+def _log(rows: int, snapshot: dict[str, Any], now: dt.datetime, distinct: int) -> int:
     from bench.engine.workload import generated_workload
     from rules.engine import compile_config, evaluate
     from rules.models import DecisionRecord
 
     DecisionRecord.objects.filter(point="generated_200").delete()
-    workload = generated_workload(rows)
+    workload = generated_workload(min(rows, distinct))
     point = compile_config(snapshot, revision=1, backend="native").point("generated_200")
     assert point is not None
     records = []
-    for index, request in enumerate(workload.requests):
+    for index in range(rows):
+        request = workload.requests[index % len(workload.requests)]
         created = now - dt.timedelta(seconds=index)
         decision = evaluate(point, text=request.text, candidate=request.candidate, facts=request.facts, now=created)
         candidate = request.candidate
@@ -172,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cpu", type=int, default=0, help="pin to this CPU (-1: do not pin)")
+    parser.add_argument(
+        "--distinct", type=int, default=0, help="log only this many distinct requests, repeated (0: all distinct)"
+    )
     parser.add_argument("--no-before", action="store_true", help="do not time the preview as it was before")
     args = parser.parse_args(argv)
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):
@@ -191,22 +198,34 @@ def main(argv: list[str] | None = None) -> int:
     snapshot = generated_point().snapshot
     proposed = _proposed(snapshot)
     now = timezone.now()
-    logged = _log(args.rows, snapshot, now)
+    logged = _log(args.rows, snapshot, now, args.distinct or args.rows)
     settings.ARBITER_IMPACT_DECISIONS = logged
     point = compile_config(proposed, revision=0, backend="native").point("generated_200")
     assert point is not None
     since = now - dt.timedelta(days=30)
     rows = list(DecisionRecord.objects.filter(point="generated_200", created_at__gte=since).order_by("-created_at"))
 
-    timings: dict[str, list[float]] = {"replay": [], "preview": [], "before": []}
-    variants = ["replay", "preview"] if args.no_before else ["replay", "preview", "before"]
+    from rules.selectors import decision_log_rows
+    from rules.services.impact import _COLUMNS, row_json
+
+    def read_only() -> None:  # the preview's read of the rows, without deciding them
+        for row in decision_log_rows(point="generated_200", since=since, limit=logged, columns=_COLUMNS):
+            row_json(row[3]), row_json(row[5])  # masked, facts (keyword_hits only for masked rows)
+
+    timings: dict[str, list[float]] = {"replay": [], "preview": [], "before": [], "read": [], "compile": []}
+    cpu: dict[str, list[float]] = {k: [] for k in timings}
+    variants = ["replay", "preview", "read", "compile"] + ([] if args.no_before else ["before"])
     result: dict[str, Any] = {}
     before: dict[str, Any] = {}
     for index in range(args.rounds):
         shift = index % len(variants)
         for which in variants[shift:] + variants[:shift]:  # each variant goes first in turn
-            started = time.perf_counter()
-            if which == "replay":
+            started, started_cpu = time.perf_counter(), time.process_time()
+            if which == "read":
+                read_only()
+            elif which == "compile":
+                compile_config(proposed, revision=0, backend=settings.ARBITER_ENGINE)
+            elif which == "replay":
                 for row in rows:
                     reevaluate(point, row, exact=False)
             elif which == "preview":
@@ -214,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 before = _impact_before(snapshot, proposed, now)
             timings[which].append(logged / (time.perf_counter() - started))
+            cpu[which].append(logged / max(time.process_time() - started_cpu, 1e-9))
     assert result["evaluated"] == logged, result["evaluated"]
     if before:
         same = {k: result[k] for k in before}
@@ -221,22 +241,34 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"# Impact preview replay speed ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)\n")
     print(f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"- database: {connection.vendor}; {logged:,} logged decisions of the 200-rule point")
+    distinct = args.distinct or args.rows
+    print(f"- database: {connection.vendor}; {logged:,} logged decisions of the 200-rule point ({distinct:,} distinct)")
     print(f"- proposal: min_confidence +0.1 → {result['changed']:,} of {logged:,} decisions change")
     print(f"- rounds: {args.rounds}, alternating; pinned to CPU {args.cpu}\n")
-    print("| what | median decisions/s | min | max |")
-    print("| --- | ---: | ---: | ---: |")
+    print("Wall clock, and this process's CPU time (PostgreSQL's own work runs in its own process: not in the")
+    print("CPU column). µs per decision: the median wall figure as time per logged decision.\n")
+    print("| what | median decisions/s | min | max | median per CPU-second | µs per decision |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     names = {
-        "replay": "replay only (rows in memory)",
         "preview": "preview end to end (impact_compute)",
         "before": "before: end to end as at 7b312d5",
+        "replay": "replay only (model instances in memory, `reevaluate`)",
+        "read": "part: reading the rows (selector + JSON)",
+        "compile": "part: compiling the proposal (once per preview)",
     }
-    for which, values in timings.items():
+    for which in names:
+        values = timings[which]
         if values:
-            print(f"| {names[which]} | {statistics.median(values):,.0f} | {min(values):,.0f} | {max(values):,.0f} |")
+            median = statistics.median(values)
+            print(
+                f"| {names[which]} | {median:,.0f} | {min(values):,.0f} | {max(values):,.0f} "
+                f"| {statistics.median(cpu[which]):,.0f} | {1e6 / median:.1f} |"
+            )
     if timings["before"]:
         ratios = [a / b for a, b in zip(timings["preview"], timings["before"], strict=True)]
-        print(f"\nEnd to end, today / before, round by round: {', '.join(f'{r:.2f}x' for r in ratios)}.")
+        cpu_ratios = [a / b for a, b in zip(cpu["preview"], cpu["before"], strict=True)]
+        print(f"\nEnd to end, today / before, round by round: {', '.join(f'{r:.2f}x' for r in ratios)}")
+        print(f"(CPU time: {', '.join(f'{r:.2f}x' for r in cpu_ratios)}).")
         print("Both gave the same evaluated, changed, matrix and examples.")
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     if load:
