@@ -45,3 +45,14 @@ def test_only_a_time_window_or_an_effective_period_reads_the_clock():
     refunds["rules"][0]["effective_from"] = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).isoformat()
     compiled = compile_config(snapshot, revision=2)
     assert [compiled.points[k].spec.reads_clock() for k in ("intent_routing", "refund_approval")] == [True, True]
+
+
+def test_revisions_with_the_same_lists_share_one_scanner_and_a_changed_list_gets_its_own():
+    snapshot = copy.deepcopy(SEED_SNAPSHOT)
+    first = compile_config(snapshot, revision=1).points["intent_routing"]
+    snapshot["thresholds"][0]["value"] = 900
+    assert compile_config(snapshot, revision=2).points["intent_routing"].scanner is first.scanner
+    snapshot["keyword_lists"][0]["terms"].append("退货")
+    changed = compile_config(snapshot, revision=3).points["intent_routing"]
+    assert changed.scanner is not first.scanner
+    assert keyword_prepass(changed, "我要退货")[0] and not keyword_prepass(first, "我要退货")[0]
