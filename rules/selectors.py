@@ -293,11 +293,11 @@ def decision_log_rows(
             yield tuple(row)
 
 
-def decision_log_row_ids(raw_ids: Iterable[Any]) -> dict[Any, tuple[str, dt.datetime]]:
-    """Raw ids read by ``decision_log_rows`` → (the decision's id as text, when it was logged), for the rows
-    still in the log."""
+def decision_log_row_ids(raw_ids: Iterable[Any]) -> dict[Any, tuple[str, dt.datetime | None]]:
+    """Raw ids read by ``decision_log_rows`` → (the decision's id as text, when it was logged); the time is
+    None for a row no longer in the log (deleted since it was read)."""
     field = DecisionRecord._meta.pk
     assert field is not None
     by_id = {field.to_python(raw): raw for raw in raw_ids}
-    rows = DecisionRecord.objects.filter(pk__in=list(by_id)).values_list("pk", "created_at")
-    return {by_id[pk]: (str(pk), created_at) for pk, created_at in rows}
+    logged = dict(DecisionRecord.objects.filter(pk__in=list(by_id)).values_list("pk", "created_at"))
+    return {raw: (str(pk), logged.get(pk)) for pk, raw in by_id.items()}

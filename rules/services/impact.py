@@ -169,7 +169,7 @@ def _replay_point(
         logged = decision_log_row_ids(e["decision_id"] for e in pending)
         for e in pending:
             # A row gone since it was read (the retention job) keeps its example without a timestamp.
-            e["decision_id"], created_at = logged.get(e["decision_id"], (str(e["decision_id"]), None))
+            e["decision_id"], created_at = logged[e["decision_id"]]
             e["created_at"] = created_at.isoformat().replace("+00:00", "Z") if created_at else None
         tally.examples.extend(pending)
     tally.waiting = 0

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rules.engine import Candidate, compile_config, evaluate
 from rules.models import DecisionRecord
-from rules.selectors import config_document
+from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.decide import invalid_output_decision
 from rules.services.impact import MAX_EXAMPLES, affected_points, impact_compute, row_json
 from rules.services.replay import _PLACEHOLDER
@@ -273,3 +273,18 @@ def test_a_text_read_once_serves_every_row_holding_it(documents):
     fast = _fast(live, proposals["plain"])
     assert fast == _reference(live, proposals["plain"], NOW)
     assert [e["rule"] for e in fast["examples"]] == ["high_risk_keyword", "refund_trigger"]
+
+
+def test_examples_take_their_ids_and_times_from_the_log_and_a_row_deleted_since_has_no_time(demo):
+    _log([_row(point="refund_approval"), _row(point="refund_approval", hours_ago=2)])
+    kept, gone = DecisionRecord.objects.order_by("-created_at")
+    raw = {
+        row[0]
+        for row in decision_log_rows(
+            point="refund_approval", since=NOW - dt.timedelta(days=1), limit=9, columns=("id",)
+        )
+    }
+    gone_id = str(gone.pk)
+    gone.delete()
+    found = decision_log_row_ids(raw)
+    assert sorted(found.values(), key=str) == sorted([(str(kept.pk), kept.created_at), (gone_id, None)], key=str)
