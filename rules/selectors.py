@@ -263,8 +263,11 @@ def decision_log_rows(
     ``columns`` — for reading many rows fast (the impact preview). Rows are streamed in chunks (a server-side
     cursor on PostgreSQL) and come as the database driver gives them: no model instances and none of the ORM's
     per-row converters, except for the columns in ``converted``. So JSON columns come as their JSON text
-    (decode them yourself, once, with what you like), booleans may be 0/1 and ids and timestamps are raw;
-    ``decision_log_row_ids`` turns raw ids into the ORM's, for the few rows that need them."""
+    (Django has psycopg hand jsonb over as text; SQLite stores text: decode it yourself, once, with what you
+    like), booleans may be 0/1, ids and timestamps are raw; ``decision_log_row_ids`` turns raw ids into the
+    ORM's, for the few rows that need them."""
+    # The SQL is the ORM's (table, quoting, whatever the model's storage becomes); only the execution is done
+    # by hand, with the compiler calls QuerySet.iterator() itself makes, less its converters.
     queryset = (
         DecisionRecord.objects.filter(point=point, created_at__gte=since)
         .order_by("-created_at")
@@ -273,7 +276,7 @@ def decision_log_rows(
     compiler = queryset.query.get_compiler(using=queryset.db)
     chunked = not connections[queryset.db].settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")  # as iterator() does
     chunks = compiler.execute_sql(MULTI, chunked_fetch=chunked, chunk_size=chunk_size)
-    if chunks is None:  # no rows at all
+    if chunks is None:  # only for other result types than MULTI; for the type checker
         return
     positions = [columns.index(c) for c in converted]
     converters = compiler.get_converters([compiler.select[p][0] for p in positions])

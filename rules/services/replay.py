@@ -70,8 +70,8 @@ _PLACEHOLDER = re.compile(r"\[[a-z][a-z0-9_]*\]")
 
 
 class LoggedRequest(Protocol):
-    """What a replay needs of a logged request: a ``DecisionRecord``, or a lighter row with the same fields
-    (the impact preview reads them with ``values()``; a regression case carries them too)."""
+    """What ``reevaluate`` needs of a logged request: a ``DecisionRecord``, or anything with the same fields
+    (a regression case carries them too). The impact preview reads raw rows and calls ``replay_decision``."""
 
     @property
     def input(self) -> str: ...
