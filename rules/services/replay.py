@@ -112,6 +112,10 @@ def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> D
 
 
 Prepass = tuple[int, dict[int, list[str]]]
+# At most this many pre-passes are kept (the dict is emptied when full): kept for all of a point's 10,000
+# rows they cost more (memory, the collector walking them) than a scan saves when few texts repeat —
+# measured on the 200-rule benchmark point, bench/RESULTS.md. The commonest texts come back soon after.
+PREPASS_CACHE = 1024
 
 
 def replay_decision(
@@ -134,8 +138,8 @@ def replay_decision(
     scanned with the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the
     recorded hits that the lists still hold.
 
-    ``prepasses``, a dict kept by the caller for one compiled point, holds the text pre-pass of every distinct
-    input seen so far: a replay of many logged requests scans each text once (``keyword_prepass``).
+    ``prepasses``, a dict kept by the caller for one compiled point, holds the text pre-passes of recent
+    distinct inputs (up to ``PREPASS_CACHE``): a replay of many logged requests scans a repeated text once.
     ``keyword_hits`` is read only when ``masked``."""
     known_lists = None
     known_hits = None
@@ -149,6 +153,8 @@ def replay_decision(
     if prepasses is not None and known_lists is None:
         prepass = prepasses.get(text)
         if prepass is None:
+            if len(prepasses) >= PREPASS_CACHE:
+                prepasses.clear()
             prepass = prepasses[text] = keyword_prepass(point, text)
     decision = evaluate(
         point,

@@ -288,3 +288,10 @@ def test_examples_take_their_ids_and_times_from_the_log_and_a_row_deleted_since_
     gone.delete()
     found = decision_log_row_ids(raw)
     assert sorted(found.values(), key=str) == sorted([(str(kept.pk), kept.created_at), (gone_id, None)], key=str)
+
+
+def test_a_full_prepass_cache_is_emptied_and_the_counts_stay_exact(documents, monkeypatch):
+    monkeypatch.setattr("rules.services.replay.PREPASS_CACHE", 2)
+    live, proposals = documents
+    _log([_row(**r) for r in _FIXED])
+    assert _fast(live, proposals["plain"]) == _reference(live, proposals["plain"], NOW)
