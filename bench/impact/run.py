@@ -17,7 +17,7 @@ raised, so some decisions move), and times, in alternating rounds:
 Both end-to-end variants must give the same result (the script asserts it). Two parts of the preview are
 also timed alone: reading the rows (the selector and the JSON decoding) and compiling the proposal.
 ``--distinct N`` logs only N distinct requests, repeated: real traffic repeats short messages, and the
-preview scans each distinct text once.
+preview keeps the text pre-pass of up to 1,024 recent texts per point.
 
 The target (issue #9) is 20,000 decisions per second per worker end to end. Pinned to one CPU (``--cpu``).
 """
