@@ -11,7 +11,7 @@ from typing import Any
 
 from rules.engine.candidate import CandidateParseError, parse_candidate
 from rules.engine.compiler import CompiledConfig, CompiledPoint, CompileError, MatcherFactory, compile_snapshot
-from rules.engine.evaluate import evaluate
+from rules.engine.evaluate import evaluate, keyword_prepass
 from rules.engine.interpreter import interpreted_matcher
 from rules.engine.model import Candidate, Decision, MatchedRule
 from rules.engine.native import native_matcher
@@ -41,5 +41,6 @@ __all__ = [
     "MatchedRule",
     "compile_config",
     "evaluate",
+    "keyword_prepass",
     "parse_candidate",
 ]

@@ -43,6 +43,15 @@ def _rule_reason(
     return f"{rule.key}: {'; '.join(held)}" if held else rule.key
 
 
+def keyword_prepass(point: CompiledPoint, text: str) -> tuple[int, dict[int, list[str]]]:
+    """The text pre-pass of ``evaluate``: which of the point's keyword lists ``text`` hits (bitmask) and with
+    which terms. Depends only on the point's lists and the text, so a replay can compute it once per distinct
+    input and hand it to ``evaluate`` as ``prepass``."""
+    if point.spec.keyword_lists and text:
+        return point.scanner.scan(normalize_text(text))
+    return 0, {}
+
+
 def evaluate(
     point: CompiledPoint,
     *,
@@ -53,20 +62,27 @@ def evaluate(
     now: dt.datetime,
     known_hits: Mapping[str, Sequence[str]] | None = None,
     known_lists: Sequence[str] | None = None,
+    prepass: tuple[int, Mapping[int, list[str]]] | None = None,
 ) -> Decision:
     """Decide one request. ``now`` is explicit so that tests and replays can fix the clock;
     ``known_hits`` adds keyword hits recorded when the (since masked) input was first decided;
-    ``known_lists`` replaces the scan with the lists known to have hit (exact replays of masked input)."""
+    ``known_lists`` replaces the scan with the lists known to have hit (exact replays of masked input);
+    ``prepass`` is ``keyword_prepass(point, text)`` computed before (``text`` is then not read again). It is
+    never changed here, so one pre-pass may serve many requests."""
     spec = point.spec
     facts = facts or {}
+    found: Mapping[int, list[str]]
     if known_lists is not None:
         # An exact replay under the revision a decision was made under: which lists hit is known.
-        mask, found = 0, {}
+        mask, known = 0, {}
         for bit, key in enumerate(spec.keyword_lists):
             if key in known_lists:
                 mask |= 1 << bit
-                found[bit] = list((known_hits or {}).get(key, ()))
+                known[bit] = list((known_hits or {}).get(key, ()))
+        found = known
         known_hits = None
+    elif prepass is not None:
+        mask, found = prepass
     elif spec.keyword_lists and text:
         mask, found = point.scanner.scan(normalize_text(text))
     else:
@@ -74,9 +90,11 @@ def evaluate(
     if known_hits and spec.keyword_lists:
         extra_mask, extra = point.scanner.known_hits(known_hits)
         mask |= extra_mask
+        merged = {bit: list(terms) for bit, terms in found.items()}  # a shared pre-pass stays as it was
         for bit, terms in extra.items():
-            listed = found.setdefault(bit, [])
+            listed = merged.setdefault(bit, [])
             listed.extend(t for t in terms if t not in listed)
+        found = merged
     cand = candidate.decision if candidate is not None else None
     conf = candidate.confidence if candidate is not None else None
     indexes = point.matcher(mask, cand, conf, facts, session_state, now)

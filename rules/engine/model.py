@@ -72,6 +72,14 @@ class PointSpec:
     state_map: Mapping[str, str] = field(default_factory=dict)
     fallback_state: str = ""
 
+    def reads_clock(self) -> bool:
+        """Whether a decision here can depend on ``now``: a rule with an effective period or a condition on
+        the time of day. A replay of a point that does not need no timestamp per logged request."""
+        return any(
+            r.effective_from is not None or r.effective_until is not None or any(c.reads_clock() for c in r.conditions)
+            for r in self.rules
+        )
+
     def confidence_floor(self) -> tuple[str, float] | None:
         """The threshold a candidate's confidence is first judged by (key, value), if any rule does."""
         for rule in self.rules:

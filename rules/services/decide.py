@@ -323,11 +323,16 @@ def _record(
     )
 
 
+def logged_candidate(decision: str, confidence: float | None, reason: str) -> Candidate | None:
+    """The candidate of a logged request from its three columns (none unless an outcome and a confidence)."""
+    if not decision or confidence is None:
+        return None
+    return Candidate(decision, confidence, reason)
+
+
 def record_candidate(record: Any) -> Candidate | None:
     """The candidate a logged request carried (a ``DecisionRecord`` or a row with its candidate fields)."""
-    if not record.candidate_decision or record.candidate_confidence is None:
-        return None
-    return Candidate(record.candidate_decision, record.candidate_confidence, record.candidate_reason)
+    return logged_candidate(record.candidate_decision, record.candidate_confidence, record.candidate_reason)
 
 
 def record_decision(record: DecisionRecord) -> Decision:

@@ -12,28 +12,35 @@ Runs in a Celery task (``rules.tasks.change_request_impact``); progress is saved
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from django.conf import settings
 from django.utils import timezone
 
-from rules.engine import compile_config
-from rules.models import ChangeRequest, DecisionRecord, ImpactStatus, RegressionCase
-from rules.selectors import config_document
+from rules.engine import CompiledPoint, compile_config
+from rules.engine.masking import masked_fact_names
+from rules.models import ChangeRequest, ImpactStatus, RegressionCase
+from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.change_requests import config_document_apply
+from rules.services.decide import logged_candidate
 from rules.services.regressions import case_evaluate
-from rules.services.replay import masked_facts_read, reevaluate
+from rules.services.replay import Prepass, replay_decision
 
 logger = logging.getLogger(__name__)
 
 MAX_EXAMPLES = 20
 PROGRESS_EVERY = 2000
-_FIELDS = (
+# What the replay reads of a logged decision, in this order (``_replay_point`` unpacks it). Not the
+# candidate's reason: the engine never decides by it, and it can be long. The timestamp is read only for
+# points that can decide by the clock (``PointSpec.reads_clock``); the others are decided at the preview's
+# ``now``, which they do not read, and the few examples get their timestamps afterwards.
+_COLUMNS = (
     "id",
-    "created_at",
     "decision",
     "input",
     "masked",
@@ -43,28 +50,8 @@ _FIELDS = (
     "session_state",
     "candidate_decision",
     "candidate_confidence",
-    "candidate_reason",
     "candidate_invalid",
 )
-
-
-@dataclass(slots=True)
-class _Row:
-    """A logged decision as the replay reads it, without building a model instance per row."""
-
-    id: Any
-    created_at: dt.datetime
-    decision: str
-    input: str
-    masked: dict[str, Any]
-    masked_facts: dict[str, Any]
-    keyword_hits: dict[str, Any]
-    facts: dict[str, Any]
-    session_state: str
-    candidate_decision: str
-    candidate_confidence: float | None
-    candidate_reason: str
-    candidate_invalid: bool
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -104,14 +91,127 @@ def affected_points(live: Mapping[str, Any], proposed: Mapping[str, Any]) -> lis
     return [k for k in keys if _deciding_view(live, k) != _deciding_view(proposed, k)]
 
 
-def recent_decisions(point: str, *, limit: int, since: dt.datetime) -> Iterator[_Row]:
-    rows = (
-        DecisionRecord.objects.filter(point=point, created_at__gte=since)
-        .order_by("-created_at")
-        .values_list(*_FIELDS)[:limit]
+_decode = msgspec.json.Decoder().decode
+
+
+def row_json(text: str | None) -> Any:
+    """A JSON column of a row read by ``decision_log_rows``, as the ORM would have decoded it (``json.loads``),
+    several times faster. msgspec refuses what the standard library reads beyond JSON (NaN, infinities, lone
+    surrogates — the log's SQLite text may hold them); those few go to ``json.loads``."""
+    if text is None:
+        return None
+    try:
+        return _decode(text)
+    except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # as the ORM's JSONField does
+
+
+def _replay_point(
+    key: str,
+    point: CompiledPoint | None,
+    *,
+    since: dt.datetime,
+    now: dt.datetime,
+    tally: _Tally,
+) -> None:
+    """Replay one point's recent traffic under its proposed compiled form ``point`` into ``tally``."""
+    clock = point is not None and point.spec.reads_clock()
+    columns = (*_COLUMNS, "created_at") if clock else _COLUMNS
+    rows = decision_log_rows(
+        point=key,
+        since=since,
+        limit=settings.ARBITER_IMPACT_DECISIONS,
+        columns=columns,
+        converted=("created_at",) if clock else (),
     )
-    for row in rows.iterator(chunk_size=2000):
-        yield _Row(*row)
+    prepasses: dict[str, Prepass] = {}
+    pending: list[dict[str, Any]] = []  # this point's examples, waiting for their ids and timestamps
+    at = now
+    for row in rows:
+        raw_id, old, text, masked_json, masked_facts_json, hits_json, facts_json, state, cand, conf, invalid = row[:11]
+        if point is None:
+            new_decision, new_rule, new_by = "(point removed)", None, None
+        else:
+            masked = bool(row_json(masked_json))
+            if clock:
+                at = row[11]
+            facts = row_json(facts_json) or {}
+            masked_facts = row_json(masked_facts_json)
+            if masked_facts:
+                # Masked facts are left out of the replay (their values are placeholders); a row whose
+                # rules read one is counted as an estimate.
+                hidden = masked_fact_names(masked_facts)
+                facts = {name: value for name, value in facts.items() if name not in hidden}
+                if hidden & point.facts_read:
+                    tally.approximate += 1
+            decision = replay_decision(
+                point,
+                text=text,
+                masked=masked,
+                keyword_hits=row_json(hits_json) if masked else None,
+                facts=facts,
+                session_state=state,
+                candidate=logged_candidate(cand, conf, ""),
+                candidate_invalid=bool(invalid),
+                now=at,
+                exact=False,
+                prepasses=prepasses,
+            )
+            new_decision = decision.decision or "(asks the LLM)"
+            new_rule, new_by = (decision.rule.key if decision.rule else None), decision.ruled_by
+        example = tally.count(old, new_decision)
+        if example:
+            pending.append(
+                {
+                    "decision_id": raw_id,
+                    "point": key,
+                    "input": text,
+                    "created_at": None,
+                    "old": old,
+                    "new": new_decision,
+                    "rule": new_rule,
+                    "ruled_by": new_by,
+                }
+            )
+    if pending:
+        logged = decision_log_row_ids(e["decision_id"] for e in pending)
+        for e in pending:
+            # A row gone since it was read (the retention job) keeps its example without a timestamp.
+            e["decision_id"], created_at = logged[e["decision_id"]]
+            e["created_at"] = created_at.isoformat().replace("+00:00", "Z") if created_at else None
+        tally.examples.extend(pending)
+    tally.waiting = 0
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What a replay counts; ``count`` says whether a changed decision is to become an example."""
+
+    progress: Any = None
+    evaluated: int = 0
+    changed: int = 0
+    approximate: int = 0  # replayed without a masked fact one of the point's rules reads
+    matrix: dict[str, dict[str, int]] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    waiting: int = 0  # examples chosen but not yet in ``examples``
+
+    def count(self, old: str, new: str) -> bool:
+        self.evaluated += 1
+        example = False
+        if new != old:
+            self.changed += 1
+            cell = self.matrix.setdefault(old, {})
+            cell[new] = cell.get(new, 0) + 1
+            if len(self.examples) + self.waiting < MAX_EXAMPLES:
+                self.waiting += 1
+                example = True
+        if self.progress is not None and self.evaluated % PROGRESS_EVERY == 0:
+            self.progress(self.evaluated)
+        return example
 
 
 def impact_compute(
@@ -127,40 +227,9 @@ def impact_compute(
     proposed = compile_config(proposed_document, revision=0, backend=backend)
     points = affected_points(live_document, proposed_document)
     since = now - dt.timedelta(days=settings.ARBITER_IMPACT_DAYS)
-    evaluated = changed = approximate = 0
-    matrix: dict[str, dict[str, int]] = {}
-    examples: list[dict[str, Any]] = []
+    tally = _Tally(progress=progress)
     for key in points:
-        point = proposed.point(key)
-        for row in recent_decisions(key, limit=settings.ARBITER_IMPACT_DECISIONS, since=since):
-            evaluated += 1
-            if point is None:
-                new_decision, new_rule, new_by = "(point removed)", None, None
-            else:
-                decision = reevaluate(point, row, exact=False)
-                if masked_facts_read(point, row):
-                    approximate += 1
-                new_decision = decision.decision or "(asks the LLM)"
-                new_rule, new_by = (decision.rule.key if decision.rule else None), decision.ruled_by
-            if new_decision != row.decision:
-                changed += 1
-                cell = matrix.setdefault(row.decision, {})
-                cell[new_decision] = cell.get(new_decision, 0) + 1
-                if len(examples) < MAX_EXAMPLES:
-                    examples.append(
-                        {
-                            "decision_id": str(row.id),
-                            "point": key,
-                            "input": row.input,
-                            "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
-                            "old": row.decision,
-                            "new": new_decision,
-                            "rule": new_rule,
-                            "ruled_by": new_by,
-                        }
-                    )
-            if progress is not None and evaluated % PROGRESS_EVERY == 0:
-                progress(evaluated)
+        _replay_point(key, proposed.point(key), since=since, now=now, tally=tally)
     broken = []
     for case in RegressionCase.objects.filter(point__in=points).order_by("pk"):
         point = proposed.point(case.point)
@@ -170,11 +239,11 @@ def impact_compute(
     return {
         "status": ImpactStatus.DONE.value,
         "points": points,
-        "evaluated": evaluated,
-        "changed": changed,
-        "masked_facts": approximate,
-        "matrix": matrix,
-        "examples": examples,
+        "evaluated": tally.evaluated,
+        "changed": tally.changed,
+        "masked_facts": tally.approximate,
+        "matrix": tally.matrix,
+        "examples": tally.examples,
         "broken_cases": broken,
         "days": settings.ARBITER_IMPACT_DAYS,
         "per_point": settings.ARBITER_IMPACT_DECISIONS,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rules.engine import CompiledPoint, Decision, evaluate
+from rules.engine import Candidate, CompiledPoint, Decision, evaluate, keyword_prepass
 from rules.engine.compiler import CompileError
 from rules.engine.masking import masked_fact_names
 from rules.errors import EngineUnavailable, NotFound
@@ -80,8 +81,8 @@ _PLACEHOLDER = re.compile(r"\[[a-z][a-z0-9_]*\]")
 
 
 class LoggedRequest(Protocol):
-    """What a replay needs of a logged request: a ``DecisionRecord``, or a lighter row with the same fields
-    (the impact preview reads them with ``values()``; a regression case carries them too)."""
+    """What ``reevaluate`` needs of a logged request: a ``DecisionRecord``, or anything with the same fields
+    (a regression case carries them too). The impact preview reads raw rows and calls ``replay_decision``."""
 
     @property
     def input(self) -> str: ...
@@ -114,34 +115,87 @@ def masked_facts_read(point: CompiledPoint, record: LoggedRequest) -> tuple[str,
     return tuple(sorted(masked_fact_names(record.masked_facts) & point.facts_read))
 
 
+def _unmasked_facts(record: LoggedRequest) -> Mapping[str, Any]:
+    """The logged facts without those masked before they were stored (their values are placeholders)."""
+    if not record.masked_facts:
+        return record.facts
+    hidden = masked_fact_names(record.masked_facts)
+    return {name: value for name, value in record.facts.items() if name not in hidden}
+
+
 def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
-    """Decide a logged request again. The logged input is masked when personal data was found in it:
-    under the revision it was decided under (``exact``), the lists that hit then are known and are used
-    instead of a scan, so the replay is identical; under another revision the masked text is scanned with
-    the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the recorded hits
-    that the lists still hold. Masked facts are left out (see the module docstring)."""
-    candidate = record_candidate(record)
-    text = record.input
+    """Decide a logged request again (see ``replay_decision``)."""
+    return replay_decision(
+        point,
+        text=record.input,
+        masked=bool(record.masked),
+        keyword_hits=record.keyword_hits,
+        facts=_unmasked_facts(record),
+        session_state=record.session_state,
+        candidate=record_candidate(record),
+        candidate_invalid=record.candidate_invalid,
+        now=record.created_at,
+        exact=exact,
+    )
+
+
+Prepass = tuple[int, dict[int, list[str]]]
+# At most this many pre-passes are kept (the dict is emptied when full): kept for all of a point's 10,000
+# rows they cost more (memory, the collector walking them) than a scan saves when few texts repeat —
+# measured on the 200-rule benchmark point, bench/RESULTS.md. The commonest texts come back soon after.
+PREPASS_CACHE = 1024
+
+
+def replay_decision(
+    point: CompiledPoint,
+    *,
+    text: str,
+    masked: bool,
+    keyword_hits: Mapping[str, Any] | None,
+    facts: Mapping[str, Any],
+    session_state: str,
+    candidate: Candidate | None,
+    candidate_invalid: bool,
+    now: dt.datetime,
+    exact: bool,
+    prepasses: dict[str, Prepass] | None = None,
+) -> Decision:
+    """Decide a logged request again, from its logged fields. The logged input is masked when personal data
+    was found in it: under the revision it was decided under (``exact``), the lists that hit then are known
+    and are used instead of a scan, so the replay is identical; under another revision the masked text is
+    scanned with the placeholders blanked out (a term like "phone" must not match "[phone]"), plus the
+    recorded hits that the lists still hold.
+
+    ``prepasses``, a dict kept by the caller for one compiled point, holds the text pre-passes of recent
+    distinct inputs (up to ``PREPASS_CACHE``): a replay of many logged requests scans a repeated text once.
+    ``keyword_hits`` is read only when ``masked``; ``facts`` come without the masked ones (see the module
+    docstring)."""
     known_lists = None
-    if record.masked:
+    known_hits = None
+    if masked:
+        known_hits = keyword_hits or {}
         if exact:
-            known_lists = list(record.keyword_hits)
+            known_lists = list(known_hits)
         else:
             text = _PLACEHOLDER.sub("\ufffc", text)
-    facts = record.facts
-    if record.masked_facts:
-        hidden = masked_fact_names(record.masked_facts)
-        facts = {name: value for name, value in facts.items() if name not in hidden}
+    prepass = None
+    if prepasses is not None and known_lists is None:
+        prepass = prepasses.get(text)
+        if prepass is None:
+            if len(prepasses) >= PREPASS_CACHE:
+                prepasses.clear()
+            prepass = prepasses[text] = keyword_prepass(point, text)
     decision = evaluate(
         point,
         text=text,
         candidate=candidate,
         facts=facts,
-        now=record.created_at,
-        session_state=record.session_state or None,
-        known_hits=record.keyword_hits if record.masked else None,
+        now=now,
+        session_state=session_state or None,
+        known_hits=known_hits,
         known_lists=known_lists,
+        prepass=prepass,
     )
-    if record.candidate_invalid:
+    if candidate_invalid:
         decision = invalid_output_decision(point, decision, "recorded as invalid")
     return decision

@@ -188,6 +188,10 @@ class ConditionSpec(abc.ABC):
         """The fact the condition reads, if any (a replay cannot be exact when that fact was masked)."""
         return None
 
+    def reads_clock(self) -> bool:
+        """Whether the condition depends on the request's ``now`` (see ``PointSpec.reads_clock``)."""
+        return False
+
     def confidence_floor(self) -> tuple[str, float] | None:
         """(threshold key, value) when the condition judges a candidate's confidence by a threshold."""
         return None

@@ -71,5 +71,8 @@ class TimeWindow(ConditionSpec):
         # Across midnight: the two alternatives never hold together.
         return [(Test(field, ">=", start),), (Test(field, "<", end),)]
 
+    def reads_clock(self) -> bool:
+        return True
+
     def explainer(self) -> Explainer:
         return Fixed(f"time within {_hhmm(self.start)}–{_hhmm(self.end)} {self.tz}")
