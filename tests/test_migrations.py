@@ -18,7 +18,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from agents.models import AgentRuntime, Session
-from rules.models import CandidateRequestCount, DecisionRecord, StateMachine
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, StateMachine
 
 BEFORE = [("rules", "0005_decision_session_move"), ("agents", "0006_session_key_index")]
 
@@ -105,15 +105,9 @@ def test_state_machines_and_the_log_keep_their_rows_across_the_move():
     assert (count.agent_id, count.agent_name, count.count) == (agent.pk, "bot", 4)
     permission = Permission.objects.get(codename="change_statemachine")
     assert (permission.content_type.app_label, permission.content_type.model) == ("rules", "statemachine")
-    # Still one idempotency key per agent: the unique constraint came along with the column.
+    # Still one idempotency key per agent: the key came along, into its own table (rules 0015).
+    assert DecisionIdempotencyKey.objects.get(agent_id=agent.pk, key="k1").decision_id == record_id
     with pytest.raises(IntegrityError):
-        DecisionRecord.objects.create(
-            created_at=timezone.now(),
-            point="p",
-            agent_id=agent.pk,
-            agent_name="bot",
-            decision="no",
-            ruled_by="default",
-            revision=1,
-            idempotency_key="k1",
+        DecisionIdempotencyKey.objects.create(
+            agent_id=agent.pk, key="k1", decision_id=uuid.uuid4(), created_at=timezone.now()
         )

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
 from rules.errors import EngineUnavailable, InvalidRequest, UnknownPoint
-from rules.models import CandidateRequestCount, DecisionRecord
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from rules.runtime import engines
 
 # Anomalies a decision can reveal about the model; the agents app records them against the session.
@@ -223,7 +223,7 @@ def decision_evaluate(
     )
     record.session_state = session_state or ""
     if save:
-        record.save(force_insert=True)
+        decision_record_insert(record=record)
     anomalies = []
     if prepared.parse_problem is not None:
         anomalies.append(AnomalyNote(INVALID_CANDIDATE_OUTPUT, prepared.parse_problem, record.candidate_raw))
@@ -232,6 +232,25 @@ def decision_evaluate(
         detail = f"candidate '{candidate.decision}' is not an outcome of {point.spec.key}"
         anomalies.append(AnomalyNote(CANDIDATE_NOT_AN_OUTCOME, detail))
     return Evaluated(decision=decision, evaluated_us=evaluated_us, record=record, anomalies=tuple(anomalies))
+
+
+def decision_record_insert(*, record: DecisionRecord) -> None:
+    """Insert a log row; with an Idempotency-Key, its key row too, in one transaction.
+
+    The key row is one more INSERT, only for requests that carry a key: the log is partitioned on
+    PostgreSQL, so (agent, key) cannot be a unique index on it. The key row goes first: of two requests
+    racing with one key, the second waits on the key's unique index and fails (IntegrityError) before it
+    writes a log row, and the caller answers it with the first one's decision. Without a key the row is
+    the only write, one INSERT (in autocommit when the caller holds no transaction).
+    """
+    if not record.idempotency_key:
+        record.save(force_insert=True)
+        return
+    with transaction.atomic():
+        DecisionIdempotencyKey.objects.create(
+            agent_id=record.agent_id, key=record.idempotency_key, decision_id=record.pk, created_at=record.created_at
+        )
+        record.save(force_insert=True)
 
 
 def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -> None:
