@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models.sql import InsertQuery
 
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
@@ -235,22 +236,40 @@ def decision_evaluate(
 
 
 def decision_record_insert(*, record: DecisionRecord) -> None:
-    """Insert a log row; with an Idempotency-Key, its key row too, in one transaction.
+    """Insert a log row; with an Idempotency-Key, its key row too, both or neither.
 
-    The key row is one more INSERT, only for requests that carry a key: the log is partitioned on
-    PostgreSQL, so (agent, key) cannot be a unique index on it. The key row goes first: of two requests
-    racing with one key, the second waits on the key's unique index and fails (IntegrityError) before it
-    writes a log row, and the caller answers it with the first one's decision. Without a key the row is
-    the only write, one INSERT (in autocommit when the caller holds no transaction).
+    Requests without a key: one INSERT (in autocommit when the caller holds no transaction). A key costs
+    one more INSERT: the log is partitioned on PostgreSQL, so (agent, key) cannot be a unique index on it
+    and lives in ``DecisionIdempotencyKey``. On PostgreSQL both inserts are one statement (the key's in a
+    writable CTE), so a keyed decide without a session is still one round trip in autocommit; SQLite has
+    no writable CTEs and runs the two in a transaction. Of two requests racing with one key, the second
+    waits on the key's unique index until the first commits, then fails with IntegrityError having
+    written nothing, and the caller answers it with the first one's decision.
     """
     if not record.idempotency_key:
         record.save(force_insert=True)
         return
-    with transaction.atomic():
-        DecisionIdempotencyKey.objects.create(
-            agent_id=record.agent_id, key=record.idempotency_key, decision_id=record.pk, created_at=record.created_at
+    key = (record.agent_id, record.idempotency_key, record.pk, record.created_at)
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            agent_id, idempotency_key, decision_id, created_at = key
+            DecisionIdempotencyKey.objects.create(
+                agent_id=agent_id, key=idempotency_key, decision_id=decision_id, created_at=created_at
+            )
+            record.save(force_insert=True)
+        return
+    query = InsertQuery(DecisionRecord)
+    query.insert_values([f for f in DecisionRecord._meta.concrete_fields], [record])
+    [(insert, params)] = query.get_compiler(connection=connection).as_sql()
+    table = DecisionIdempotencyKey._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'WITH idempotency AS (INSERT INTO "{table}" (agent_id, key, decision_id, created_at) '
+            f"VALUES (%s, %s, %s, %s)) {insert}",
+            [*key, *params],
         )
-        record.save(force_insert=True)
+    record._state.adding = False
+    record._state.db = connection.alias
 
 
 def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -> None:
