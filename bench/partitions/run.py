@@ -7,8 +7,9 @@ PostgreSQL only. Two schemas of the benchmark database hold a copy of the log's 
 0015 leaves it (partitioned by month, primary key (id, created_at), every index of
 ``public.rules_decisionrecord``, a DEFAULT partition): ``bench_empty`` stays empty, ``bench_full`` is
 filled with ``--rows`` rows spread over 180 days (the default retention) ending with this month, so this
-month's partition — the one inserts go to — holds a full month's share, as on a month's last day. The load is one INSERT … SELECT per
-million rows, indexes built afterwards; ``--keep`` keeps the schemas for the next run.
+month's partition — the one inserts go to — holds a full month's share, as on a month's last day. The
+load is one INSERT … SELECT per million rows, indexes built afterwards; ``--keep`` keeps the schemas for
+the next run.
 
 Then, in alternating rounds (so that load from other work on the machine falls on both alike), the same
 ``--inserts`` decisions are written into each schema by ``decision_record_insert`` — the decide path's
@@ -77,8 +78,7 @@ def _create(cursor: Any, schema: str, now: dt.datetime) -> None:
 def _index(cursor: Any, schema: str) -> None:
     cursor.execute(f"ALTER TABLE {schema}.{TABLE} ADD PRIMARY KEY (id, created_at)")
     cursor.execute(
-        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = %s "
-        "AND indexname <> %s",
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = %s AND indexname <> %s",
         [TABLE, f"{TABLE}_pkey"],
     )
     for (definition,) in cursor.fetchall():

@@ -246,7 +246,7 @@ def decision_record_insert(*, record: DecisionRecord) -> None:
     waits on the key's unique index until the first commits, then fails with IntegrityError having
     written nothing, and the caller answers it with the first one's decision.
     """
-    if not record.idempotency_key:
+    if not record.idempotency_key or record.agent_id is None:  # a key is always an agent's
         record.save(force_insert=True)
         return
     key = (record.agent_id, record.idempotency_key, record.pk, record.created_at)
@@ -259,15 +259,14 @@ def decision_record_insert(*, record: DecisionRecord) -> None:
             record.save(force_insert=True)
         return
     query = InsertQuery(DecisionRecord)
-    query.insert_values([f for f in DecisionRecord._meta.concrete_fields], [record])
+    query.insert_values(list(DecisionRecord._meta.concrete_fields), [record])
     [(insert, params)] = query.get_compiler(connection=connection).as_sql()
     table = DecisionIdempotencyKey._meta.db_table
+    # Built from table names and Django's own INSERT: every value is a parameter.
+    statement = f'WITH idempotency AS (INSERT INTO "{table}" (agent_id, key, decision_id, created_at) VALUES '  # noqa: S608
+    statement += f"(%s, %s, %s, %s)) {insert}"
     with connection.cursor() as cursor:
-        cursor.execute(
-            f'WITH idempotency AS (INSERT INTO "{table}" (agent_id, key, decision_id, created_at) '
-            f"VALUES (%s, %s, %s, %s)) {insert}",
-            [*key, *params],
-        )
+        cursor.execute(statement, [*key, *params])
     record._state.adding = False
     record._state.db = connection.alias
 
