@@ -240,7 +240,7 @@ def main() -> None:
     for schema, (total, month) in counts.items():
         print(f"- {schema}: {total:,} rows before the rounds, {month:,} of them in this month's partition")
     print()
-    print("| commit | log | inserts/s per round | median | full / empty (median of per-round ratios) |")
+    print("| commit | log | inserts/s per round | median | full / empty: median (per round) |")
     print("|---|---|---|---|---|")
     for synchronous in (True, False):
         empty, full = rates[("bench_empty", synchronous)], rates[("bench_full", synchronous)]
@@ -248,7 +248,11 @@ def main() -> None:
         mode = "synchronous_commit on" if synchronous else "synchronous_commit off"
         for schema, values in (("empty", empty), (f"{args.rows:,} rows", full)):
             cells = ", ".join(f"{v:,.0f}" for v in values)
-            ratio = f"**{statistics.median(ratios):.3f}**" if schema != "empty" else ""
+            ratio = (
+                f"**{statistics.median(ratios):.3f}** ({', '.join(f'{r:.2f}' for r in ratios)})"
+                if schema != "empty"
+                else ""
+            )
             print(f"| {mode} | {schema} | {cells} | {statistics.median(values):,.0f} | {ratio} |")
     if not args.keep:
         with connection.cursor() as cursor:
