@@ -245,7 +245,8 @@ def test_session_search_uses_the_session_index(log):
 
 def _index_names(plan: str) -> set[str]:
     """The indexes a plan scans; on PostgreSQL's partitioned log, the log's index each partition's belongs to."""
-    used = set(re.findall(r"[Ss]can (?:Backward )?using (\S+)", plan)) | set(re.findall(r"USING INDEX (\S+)", plan))
+    used = set(re.findall(r"[Ss]can (?:Backward )?using (\S+)", plan))
+    used |= set(re.findall(r"Bitmap Index Scan on (\S+)", plan)) | set(re.findall(r"USING INDEX (\S+)", plan))
     if connection.vendor != "postgresql":
         return used
     with connection.cursor() as cursor:
