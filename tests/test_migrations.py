@@ -2,7 +2,8 @@
 
 The database is migrated back to where it was before the move, filled through the historical models
 the way a live installation would have been, and migrated forward again; the rows must all be there,
-read through today's models. Runs on SQLite and on PostgreSQL (CI runs both).
+read through today's models. The same for rules 0015, which partitions the log on PostgreSQL and moves
+the Idempotency-Keys to their own table. Runs on SQLite and on PostgreSQL (CI runs both).
 """
 
 from __future__ import annotations
