@@ -71,8 +71,15 @@ class Anomaly(models.Model):
     code = models.CharField(max_length=64)
     detail = models.TextField(blank=True)
     raw = models.TextField(blank=True)
+    # No database constraint: on PostgreSQL the log is partitioned and its ids alone are not a key there
+    # (see rules.models.decisions). The retention sweep empties these links before it drops a month.
     decision = models.ForeignKey(
-        "rules.DecisionRecord", null=True, blank=True, on_delete=models.SET_NULL, related_name="anomalies"
+        "rules.DecisionRecord",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="anomalies",
+        db_constraint=False,
     )
 
     class Meta:
@@ -145,8 +152,14 @@ class Transition(models.Model):
     kind = models.CharField(max_length=16, choices=TransitionKind.choices, default=TransitionKind.MOVE)
     actor = models.CharField(max_length=128, help_text="The agent, or system:<what> for sweeps and policies.")
     reason = models.TextField(blank=True)
+    # Unconstrained like Anomaly.decision: the log is partitioned on PostgreSQL.
     decision = models.ForeignKey(
-        "rules.DecisionRecord", null=True, blank=True, on_delete=models.SET_NULL, related_name="transitions"
+        "rules.DecisionRecord",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="transitions",
+        db_constraint=False,
     )
     idempotency_key = models.CharField(max_length=200, blank=True)
     request_digest = models.CharField(max_length=64, blank=True)
