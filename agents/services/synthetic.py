@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -101,6 +101,7 @@ def _row(
         "session_id": f"gen-{rng.randrange(1_000_000)}",
         "input": rng.choice(_INPUTS),
         "masked": {},
+        "masked_facts": {},
         "facts": {},
         "session_state": "",
         "candidate_decision": candidate or "",
@@ -159,7 +160,8 @@ def _copy(model: Any, columns: list[str], rows: list[list[Any]]) -> None:
             copy.write_row(row)
 
 
-_JSON = {"masked", "facts", "matched_rules", "keyword_hits", "session_move"}
+# COPY takes JSON as text; every JSON column of the log, so that a new one is not missed.
+_JSON = {f.attname for f in DecisionRecord._meta.concrete_fields if isinstance(f, models.JSONField)}
 
 
 def _write(batch: list[dict[str, Any]]) -> None:

@@ -83,7 +83,7 @@ def wait_until(what: str, predicate: object, seconds: float = 90) -> None:
 
 
 @pytest.mark.parametrize("killed", ["whole worker", "pool process"])
-def test_a_worker_killed_mid_task_leaves_the_task_to_the_next_worker_and_its_effect_happens_once(killed):
+def test_a_worker_killed_mid_task_leaves_the_task_to_the_next_worker_and_its_effect_happens_once(killed, monkeypatch):
     with postgres() as pg, redis_server() as broker:
         env = production_env(
             DATABASE_URL=pg.url, CELERY_BROKER_URL=broker.url, CELERY_VISIBILITY_TIMEOUT=str(VISIBILITY_SECONDS)
@@ -103,6 +103,8 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_the_next_worker_and_its_eff
                 row = db.execute(timeouts, [TransitionKind.TIMEOUT.value]).fetchone()
                 return int(row[0]) if row else 0
 
+            # Celery takes CELERY_BROKER_URL from the environment before its own argument (CI sets it).
+            monkeypatch.setenv("CELERY_BROKER_URL", broker.url)
             app = Celery(broker=broker.url)
             with worker(env) as first:
                 app.send_task("agents.tasks.session_timeouts_sweep")
