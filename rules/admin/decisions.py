@@ -26,6 +26,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of
 from rules.admin.simulator import simulator_view
@@ -44,7 +46,7 @@ from rules.services.regressions import regression_case_pin
 from rules.services.replay import decision_replay
 from rules.signals import decision_shown
 
-SESSION_SEARCH_HELP = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
+SESSION_SEARCH_HELP = _("Session id: the exact id, or the start of one followed by * (e.g. 7f3a*).")
 RULED_BY_LABELS = dict(RuledBy.choices)
 
 
@@ -79,7 +81,7 @@ class SessionLogAdmin(ReadOnlyAdmin):
 class PointFilter(admin.SimpleListFilter):
     """Decision points as configured today (a point deleted since still filters by URL)."""
 
-    title = "decision point"
+    title = _("decision point")
     parameter_name = "point"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -97,7 +99,7 @@ class PointFilter(admin.SimpleListFilter):
 class OutcomeFilter(admin.SimpleListFilter):
     """Outcomes of the selected point, or of every point, as configured today."""
 
-    title = "decision"
+    title = _("decision")
     parameter_name = "decision"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -120,7 +122,7 @@ class AgentFilter(admin.SimpleListFilter):
     """Agent runtimes by name, as the log keeps them: those among the latest decisions (a bounded read of
     the time index, not a DISTINCT over the whole log); another name still filters by URL."""
 
-    title = "agent"
+    title = _("agent")
     parameter_name = "agent"
     RECENT = 2000
 
@@ -229,7 +231,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
     }
     # What the apps built on the log know about the decision (the anomalies it raised, in agents).
     answers: list[tuple[Any, Any]] = decision_shown.send(sender=DecisionRecord, record=record)
-    for _, extra in answers:
+    for _sender, extra in answers:
         context.update(extra or {})
     return context
 
@@ -298,7 +300,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
     show_facets = admin.ShowFacets.NEVER
     fieldsets = [
         (
-            "Record",
+            _("Record"),
             {
                 "fields": [
                     "id",
@@ -330,29 +332,29 @@ class DecisionRecordAdmin(SessionLogAdmin):
 
     # --- columns ----------------------------------------------------------------------------------------
 
-    @admin.display(description="time", ordering="created_at")
+    @admin.display(description=_("time"), ordering="created_at")
     def time(self, obj: DecisionRecord) -> str:
         return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
 
-    @admin.display(description="winning rule", ordering="rule_key")
+    @admin.display(description=_("winning rule"), ordering="rule_key")
     def winning_rule(self, obj: DecisionRecord) -> str:
         return obj.rule_key or "—"
 
-    @admin.display(description="candidate")
+    @admin.display(description=_("candidate"))
     def candidate(self, obj: DecisionRecord) -> str:
         if obj.candidate_invalid:
-            return "invalid output"
+            return gettext("invalid output")
         if not obj.candidate_decision:
             return "—"
         if obj.candidate_confidence is None:
             return obj.candidate_decision
         return f"{obj.candidate_decision} ({obj.candidate_confidence:.2f})"
 
-    @admin.display(description="agent", ordering="agent_name")
+    @admin.display(description=_("agent"), ordering="agent_name")
     def agent_label(self, obj: DecisionRecord) -> str:
         return obj.agent_name
 
-    @admin.display(description="session", ordering="session_id")
+    @admin.display(description=_("session"), ordering="session_id")
     def session(self, obj: DecisionRecord) -> str:
         return obj.session_id or "—"
 
@@ -412,10 +414,13 @@ class DecisionRecordAdmin(SessionLogAdmin):
                 note=str(request.POST.get("note", "")).strip(),
             )
         except DomainError as exc:
-            self.message_user(request, f"Not pinned. {exc.detail}", messages.ERROR)
+            self.message_user(request, gettext("Not pinned. %(why)s") % {"why": exc.detail}, messages.ERROR)
             return HttpResponseRedirect(url)
         self.message_user(
-            request, f"Pinned as regression case {case.pk}: it must keep deciding {case.expected}.", messages.SUCCESS
+            request,
+            gettext("Pinned as regression case %(case)s: it must keep deciding %(outcome)s.")
+            % {"case": case.pk, "outcome": case.expected},
+            messages.SUCCESS,
         )
         return HttpResponseRedirect(url)
 
@@ -423,7 +428,9 @@ class DecisionRecordAdmin(SessionLogAdmin):
         """The decision evaluated again: under the revision it was made under, and under today's."""
         record = self.get_object(request, unquote(object_id))
         if record is None:
-            self.message_user(request, f"There is no decision with the id “{object_id}”.", messages.WARNING)
+            self.message_user(
+                request, gettext("There is no decision with the id “%(id)s”.") % {"id": object_id}, messages.WARNING
+            )
             return HttpResponseRedirect(reverse("admin:rules_decisionrecord_changelist"))
         if not self.has_view_permission(request, record):
             raise PermissionDenied
@@ -438,10 +445,10 @@ class DecisionRecordAdmin(SessionLogAdmin):
         else:
             identical = replay.identical
             current_revision = replay.current_revision
-            recorded = _side(replay.recorded, replay.revision, "recorded")
+            recorded = _side(replay.recorded, replay.revision, gettext("recorded"))
             assert recorded is not None
-            replayed = _side(replay.replayed, replay.revision, "replayed under the recorded revision")
-            current = _side(replay.current, replay.current_revision, "under the current revision")
+            replayed = _side(replay.replayed, replay.revision, gettext("replayed under the recorded revision"))
+            current = _side(replay.current, replay.current_revision, gettext("under the current revision"))
             for side in (recorded, replayed, current):
                 if side is not None:
                     side["differs"] = _differs(side, recorded)
@@ -449,7 +456,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": f"Replay of {record}",
+            "title": gettext("Replay of %(decision)s") % {"decision": record},
             "subtitle": None,
             "record": record,
             "change_url": reverse("admin:rules_decisionrecord_change", args=[record.pk]),
@@ -502,7 +509,7 @@ class RegressionCaseAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # pinned from a logged decision (its page), never typed in
 
-    @admin.display(description="input")
+    @admin.display(description=_("input"))
     def input_short(self, obj: RegressionCase) -> str:
         return obj.input[:60]
 
