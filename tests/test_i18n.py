@@ -82,13 +82,14 @@ def test_the_language_middleware_is_where_django_needs_it() -> None:
 
 
 @pytest.mark.django_db
-def test_the_admin_follows_accept_language(client, django_user_model) -> None:
+@pytest.mark.parametrize("accept", ["zh-hans", "zh-CN,zh;q=0.9,en;q=0.8", "zh"])
+def test_the_admin_follows_accept_language(accept: str, client, django_user_model) -> None:
     django_user_model.objects.create_user(username="ops", password="pw-ops-1", is_staff=True, is_superuser=True)
     client.login(username="ops", password="pw-ops-1")
     english = client.get("/admin/rules/rule/")
     assert english["Content-Language"] == "en"
     assert "High-risk (compliance, risk)" in english.text
-    chinese = client.get("/admin/rules/rule/", headers={"accept-language": "zh-hans"})
+    chinese = client.get("/admin/rules/rule/", headers={"accept-language": accept})
     assert chinese["Content-Language"] == "zh-hans"
     assert "高风险（合规、风险）" in chinese.text
     assert "High-risk (compliance, risk)" not in chinese.text
