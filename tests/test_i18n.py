@@ -125,3 +125,22 @@ def test_the_api_answers_in_english_whatever_the_language(how: str, demo) -> Non
     unauthenticated = anonymous.get("/api/v1/sessions/1")
     assert unauthenticated.status_code == 401
     assert not CJK.search(unauthenticated.json()["detail"]), unauthenticated.json()
+
+
+def test_the_machine_picture_legend_follows_the_language() -> None:
+    from rules.diagram import machine_svg
+
+    drawing = {
+        "states": ["start", "human", "done"],
+        "initial_state": "start",
+        "handoff_state": "human",
+        "terminal_states": ["done"],
+        "transitions": {"start": ["human", "done"], "human": ["start", "done"]},
+    }
+    with translation.override("en"):
+        english = machine_svg(**drawing, title="m")
+    with translation.override("zh-hans"):
+        chinese = machine_svg(**drawing, title="m")
+    assert "handoff (human)" in english and "a move back (closes a loop)" in english
+    assert "转人工" in chinese and "回退流转（形成回路）" in chinese
+    assert "handoff (human)" not in chinese
