@@ -84,9 +84,9 @@ class SessionStatusFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [
-            (OPEN, _("open (not in a terminal state)")),
-            (ENDED, _("ended (in a terminal state)")),
-            (ALL, _("all")),
+            (OPEN, gettext("open (not in a terminal state)")),
+            (ENDED, gettext("ended (in a terminal state)")),
+            (ALL, gettext("all")),
         ]
 
     def value(self) -> str:
@@ -112,7 +112,7 @@ class SessionStatusFilter(admin.SimpleListFilter):
 
 class YesNoFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", _("yes")), ("no", _("no"))]
+        return [("yes", gettext("yes")), ("no", gettext("no"))]
 
     def condition(self) -> Any:
         raise NotImplementedError
@@ -130,7 +130,7 @@ class HandoffFilter(YesNoFilter):
     parameter_name = "handoff"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", _("in its machine's handoff state")), ("no", _("elsewhere"))]
+        return [("yes", gettext("in its machine's handoff state")), ("no", gettext("elsewhere"))]
 
     def condition(self) -> Any:
         return sessions_in_handoff_q()
@@ -141,7 +141,7 @@ class StuckFilter(YesNoFilter):
     parameter_name = "stuck"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", _("stuck")), ("no", _("not stuck"))]
+        return [("yes", gettext("stuck")), ("no", gettext("not stuck"))]
 
     def condition(self) -> Any:
         return sessions_stuck_q(now=timezone.now())

@@ -54,7 +54,10 @@ class StateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("open", _("open (pending or approved)")), *ChangeRequestState.choices]
+        return [
+            ("open", gettext("open (pending or approved)")),
+            *((v, str(label)) for v, label in ChangeRequestState.choices),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()

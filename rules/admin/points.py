@@ -51,7 +51,7 @@ class DecisionPointAdmin(ConfigAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
         fieldsets = super().get_fieldsets(request, obj)
         if obj is not None:
-            fieldsets.insert(-1, (_("Rules"), {"fields": ["rules_overview"]}))
+            fieldsets.insert(-1, (gettext("Rules"), {"fields": ["rules_overview"]}))
         return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
@@ -143,7 +143,7 @@ class HighRiskFilter(admin.SimpleListFilter):
     parameter_name = "high_risk"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", _("High-risk (compliance, risk)")), ("no", _("Other (business, quality)"))]
+        return [("yes", gettext("High-risk (compliance, risk)")), ("no", gettext("Other (business, quality)"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Rule]) -> QuerySet[Rule]:
         if self.value() == "yes":

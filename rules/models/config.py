@@ -8,13 +8,12 @@ directly: the services record who and why, and cut a new configuration revision.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
-from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
@@ -34,10 +33,15 @@ from rules.validators import (
     threshold_problems,
 )
 
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
+
+    StrOrPromise = str | _StrPromise
+
 key_validator = RegexValidator(rf"^{KEY.pattern}$", KEY_MESSAGE)
 
 
-def _key_field(help_text: str | Promise = "") -> models.CharField:
+def _key_field(help_text: StrOrPromise = "") -> models.CharField:
     return models.CharField(max_length=64, validators=[key_validator], help_text=help_text, verbose_name=_("key"))
 
 
