@@ -40,6 +40,7 @@ from rules.models import (
     DecisionRecord,
     RegressionCase,
     Rule,
+    RuleCategory,
     RuledBy,
 )
 from rules.services.regressions import regression_case_pin
@@ -48,6 +49,7 @@ from rules.signals import decision_shown
 
 SESSION_SEARCH_HELP = _("Session id: the exact id, or the start of one followed by * (e.g. 7f3a*).")
 RULED_BY_LABELS = dict(RuledBy.choices)
+CATEGORY_LABELS = dict(RuleCategory.choices)
 
 
 def session_search(queryset: QuerySet, term: str) -> QuerySet:
@@ -186,7 +188,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
             {
                 "key": m["key"],
                 "priority": m.get("priority"),
-                "category": m.get("category", ""),
+                "category": CATEGORY_LABELS.get(m.get("category", ""), m.get("category", "")),
                 "outcome": m.get("outcome", ""),
                 "shadow": bool(m.get("shadow")),
                 "winner": winner,
@@ -204,6 +206,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
             "winner_missing": bool(winner_key) and not winner_marked,
             "rule_url": urls.get(record.rule_key) if record.rule_key else None,
             "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
+            "rule_category_label": CATEGORY_LABELS.get(record.rule_category, record.rule_category),
             "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
             "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
             "masked": sorted((record.masked or {}).items()),
@@ -216,6 +219,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
         "winner_missing": bool(winner_key) and not winner_marked,
         "rule_url": urls.get(record.rule_key) if record.rule_key else None,
         "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
+        "rule_category_label": CATEGORY_LABELS.get(record.rule_category, record.rule_category),
         "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
         "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
         "masked": sorted((record.masked or {}).items()),

@@ -86,6 +86,10 @@ def _fact_types_help() -> str:
     return ", ".join(f"{value} ({label})" if value != label else value for value, label in FactType.choices)
 
 
+# The built-in masks (rules.engine.masking), named for people.
+MASK_LABELS = {"id_card": _("ID card number"), "email": _("email address"), "phone": _("phone number")}
+
+
 class DecisionPointForm(AuditedModelForm):
     facts = FactsField(
         label=_("Facts"),
@@ -94,7 +98,9 @@ class DecisionPointForm(AuditedModelForm):
             types=lazy(_fact_types_help, str)(),
         ),
     )
-    outcomes = ListField(help_text=_("One outcome key per line, e.g. approve, deny, handoff. At least one."))
+    outcomes = ListField(
+        label=_("Outcomes"), help_text=_("One outcome key per line, e.g. approve, deny, handoff. At least one.")
+    )
     candidate_whitelist = ListField(
         label=_("Candidate whitelist"),
         help_text=_("Outcomes an LLM may propose and have accepted, one per line. Each must be listed in outcomes."),
@@ -102,11 +108,12 @@ class DecisionPointForm(AuditedModelForm):
     mask_skip = forms.MultipleChoiceField(
         label=_("Do not mask"),
         required=False,
-        choices=[(name, name.replace("_", " ")) for name in BUILTIN_PATTERNS],
+        choices=[(name, MASK_LABELS.get(name, name.replace("_", " "))) for name in BUILTIN_PATTERNS],
         widget=forms.CheckboxSelectMultiple,
         help_text=_("Personal data is masked in the decision log; tick a kind only if this point needs it kept."),
     )
     machine = forms.ChoiceField(
+        label=_("Machine"),
         required=False,
         help_text=_("The state machine whose sessions a decision at this point may move (decide with apply=true)."),
     )
@@ -148,7 +155,9 @@ class DecisionPointForm(AuditedModelForm):
 
 
 class RuleForm(AuditedModelForm):
-    outcome = forms.ChoiceField(help_text=_("What the rule decides: one of the decision point's outcomes."))
+    outcome = forms.ChoiceField(
+        label=_("Outcome"), help_text=_("What the rule decides: one of the decision point's outcomes.")
+    )
 
     class Meta:
         model = Rule
@@ -191,13 +200,14 @@ class RuleForm(AuditedModelForm):
 
 class ConditionForm(forms.ModelForm):
     value = LiteralField(
+        label=_("Value"),
         help_text=_(
             "Compare with this instead of a threshold: 500, 0.5, yes/no, some text, "
             "or for “in” a list such as: gold, platinum."
-        )
+        ),
     )
-    outcomes = ListField(one_per_line=False, help_text=_("Outcome keys, separated by commas."))
-    states = ListField(one_per_line=False, help_text=_("Session state keys, separated by commas."))
+    outcomes = ListField(one_per_line=False, label=_("Outcomes"), help_text=_("Outcome keys, separated by commas."))
+    states = ListField(one_per_line=False, label=_("States"), help_text=_("Session state keys, separated by commas."))
 
     class Meta:
         model = Condition
@@ -249,20 +259,27 @@ class ConditionForm(forms.ModelForm):
 
 
 class StateMachineForm(AuditedModelForm):
-    states = ListField(help_text=_("One state key per line, e.g. greeting, collecting, confirming, handoff, done."))
-    terminal_states = ListField(help_text=_("States a session ends in, one per line. They have no way out."))
+    states = ListField(
+        label=_("States"), help_text=_("One state key per line, e.g. greeting, collecting, confirming, handoff, done.")
+    )
+    terminal_states = ListField(
+        label=_("Terminal states"), help_text=_("States a session ends in, one per line. They have no way out.")
+    )
     transitions = MappingField(
+        label=_("Transitions"),
         help_text=_(
             "One line per state: “state: the states it may move to”, e.g. “collecting: confirming, handoff”. "
             "Every state must be reachable from the initial state."
-        )
+        ),
     )
     actions = MappingField(
+        label=_("Actions"),
         help_text=_(
             "One line per state: “state: the action types allowed in it”, e.g. “collecting: ask, lookup_order”."
-        )
+        ),
     )
     timeouts = MappingField(
+        label=_("Timeouts"),
         numbers=True,
         help_text=_(
             "One line per state: “state: seconds”, e.g. “waiting_for_user: 900”. "
