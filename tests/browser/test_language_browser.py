@@ -74,8 +74,10 @@ def test_admin_index_and_rules_list_in_english_then_chinese(
     page.screenshot(path=str(SCREENSHOTS / "arbiter-admin-zh-rules.png"), full_page=True)
 
     # The switch in the header: back to English, kept in the cookie even though the browser asks for Chinese.
-    page.select_option("#arbiter-language-select", "en")
-    page.wait_for_url(f"{base}/admin/rules/rule/")
+    # The switch posts to set_language, which redirects back here: wait for that navigation, not for a
+    # URL the page already has.
+    with page.expect_navigation(url=f"{base}/admin/rules/rule/"):
+        page.select_option("#arbiter-language-select", "en")
     page.wait_for_selector("#result_list")
     assert page.get_attribute("html", "lang") == "en"
     cookie = {c["name"]: c["value"] for c in page.context.cookies()}.get(settings.LANGUAGE_COOKIE_NAME)
@@ -86,8 +88,8 @@ def test_admin_index_and_rules_list_in_english_then_chinese(
     page.set_extra_http_headers({"Accept-Language": "en-US,en;q=0.9"})
     page.goto(f"{base}/admin/")
     assert page.get_attribute("html", "lang") == "en"
-    page.select_option("#arbiter-language-select", "zh-hans")
-    page.wait_for_url(f"{base}/admin/")
+    with page.expect_navigation(url=f"{base}/admin/"):
+        page.select_option("#arbiter-language-select", "zh-hans")
     assert page.get_attribute("html", "lang") == "zh-hans"
     assert "决策规则、阈值与智能体" in page.inner_text("#content")
     head, _ = _rules_changelist(page, base)
