@@ -300,22 +300,27 @@ def fact_masking_problems(paths: Any, mask_facts: Any, facts: Mapping[str, str] 
     """A point's fact paths: dotted keys, each starting with a fact the point declares (``facts``; None when
     the facts are unreadable), and none given when the point does not mask its facts."""
     if not isinstance(mask_facts, bool):
-        return {"mask_facts": "Give true or false."}
+        return {"mask_facts": gettext("Give true or false.")}
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        return {"mask_fact_paths": "Give a list of fact paths, like customer_phone."}
+        return {"mask_fact_paths": gettext("Give a list of fact paths, like customer_phone.")}
     for fact_path in paths:
         segments = fact_path.split(".")
         if not all(is_key(s) for s in segments):
-            return {"mask_fact_paths": f"'{fact_path}' is not a fact path (keys joined by dots)."}
+            return {
+                "mask_fact_paths": gettext("'%(path)s' is not a fact path (keys joined by dots).") % {"path": fact_path}
+            }
         if facts is not None and segments[0] not in facts:
-            return {"mask_fact_paths": f"'{segments[0]}' is not a fact of this point."}
+            return {"mask_fact_paths": gettext("'%(fact)s' is not a fact of this point.") % {"fact": segments[0]}}
         if len(segments) > 1 and facts is not None:
             # Declared facts are flat (strings, numbers, booleans, lists of strings): nothing lies below one.
-            return {"mask_fact_paths": f"'{fact_path}': a {facts[segments[0]]} fact has no parts; name the fact."}
+            return {
+                "mask_fact_paths": gettext("'%(path)s': a %(type)s fact has no parts; name the fact.")
+                % {"path": fact_path, "type": facts[segments[0]]}
+            }
     if len(set(paths)) != len(paths):
-        return {"mask_fact_paths": "Name each fact path once."}
+        return {"mask_fact_paths": gettext("Name each fact path once.")}
     if paths and not mask_facts:
-        return {"mask_fact_paths": "This point does not mask its facts: remove the paths or mask the facts."}
+        return {"mask_fact_paths": gettext("This point does not mask its facts: remove the paths or mask the facts.")}
     return {}
 
 

@@ -109,7 +109,8 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
         labels = sorted(
             {f"{c['kind']} {c.get('point') + '.' if c.get('point') else ''}{c['key']}" for c in obj.changes}
         )
-        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        more = gettext(" and %(count)s more") % {"count": len(labels) - 4} if len(labels) > 4 else ""
+        shown = ", ".join(labels[:4]) + more
         return format_html('<span title="{}">{}</span>', "\n".join(labels), shown)
 
     @admin.display(description=_("created at"), ordering="created_at")

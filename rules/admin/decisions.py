@@ -177,7 +177,8 @@ def session_changelist_url(session_id: str) -> str:
 def masked_facts_rows(masked_facts: dict[str, Any] | None) -> list[tuple[str, str]]:
     """What was masked in the facts as (location, what): a fact path's value whole, or the kinds found."""
     masked_facts = masked_facts or {}
-    rows = [(location, "the whole value (a fact path of the point)") for location in masked_facts.get("paths", [])]
+    whole = gettext("the whole value (a fact path of the point)")
+    rows = [(location, whole) for location in masked_facts.get("paths", [])]
     rows += [(location, ", ".join(kinds)) for location, kinds in masked_facts.get("patterns", {}).items()]
     return sorted(rows)
 

@@ -127,14 +127,16 @@ class DecisionPointForm(AuditedModelForm):
         help_text=_("More personal data to mask in the log, one per line as “name: regular expression”."),
     )
     mask_facts = forms.BooleanField(
-        label="Mask facts",
+        label=_("Mask facts"),
         required=False,
-        help_text="Facts are masked in the log like the input (the kinds above, in every text value); "
-        "untick only if this point needs its facts kept as sent.",
+        help_text=_(
+            "Facts are masked in the log like the input (the kinds above, in every text value); "
+            "untick only if this point needs its facts kept as sent."
+        ),
     )
     mask_fact_paths = ListField(
-        label="Always mask these facts",
-        help_text="Facts whose values are replaced whole in the log, one per line, e.g. customer_address.",
+        label=_("Always mask these facts"),
+        help_text=_("Facts whose values are replaced whole in the log, one per line, e.g. customer_address."),
     )
 
     class Meta:
