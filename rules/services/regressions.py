@@ -87,8 +87,8 @@ def regression_case_pin(
     outcome = (expected or record.decision).strip()
     point = engines.current().point(record.point)
     if point is not None and outcome not in point.spec.outcomes:
-        problem = gettext("expected: '%(outcome)s' is not an outcome of %(point)s")
-        raise ConfigError([problem % {"outcome": outcome, "point": record.point}])
+        wrong = gettext("expected: '%(outcome)s' is not an outcome of %(point)s")
+        raise ConfigError([wrong % {"outcome": outcome, "point": record.point}])
     if point is not None and (problem := masked_facts_problem(point, record.masked_facts)):
         raise ConfigError([problem])
     with transaction.atomic():
