@@ -81,12 +81,15 @@ class Anomaly(models.Model):
     code = models.CharField(max_length=64, verbose_name=_("code"))
     detail = models.TextField(blank=True, verbose_name=_("detail"))
     raw = models.TextField(blank=True, verbose_name=_("raw"))
+    # No database constraint: on PostgreSQL the log is partitioned and its ids alone are not a key there
+    # (see rules.models.decisions). The retention sweep empties these links before it drops a month.
     decision = models.ForeignKey(
         "rules.DecisionRecord",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="anomalies",
+        db_constraint=False,
         verbose_name=_("decision"),
     )
 
@@ -179,12 +182,14 @@ class Transition(models.Model):
         max_length=128, help_text=_("The agent, or system:<what> for sweeps and policies."), verbose_name=_("actor")
     )
     reason = models.TextField(blank=True, verbose_name=_("reason"))
+    # Unconstrained like Anomaly.decision: the log is partitioned on PostgreSQL.
     decision = models.ForeignKey(
         "rules.DecisionRecord",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="transitions",
+        db_constraint=False,
         verbose_name=_("decision"),
     )
     idempotency_key = models.CharField(max_length=200, blank=True, verbose_name=_("idempotency key"))

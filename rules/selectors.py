@@ -208,7 +208,8 @@ def decision_get_for_agent(*, agent_id: int, decision_id: str) -> DecisionRecord
 
 def decision_get_by_idempotency_key(*, agent_id: int, key: str, digest: str) -> DecisionRecord | None:
     """The decision this agent already logged under ``key``; the key with another body is refused."""
-    record = DecisionRecord.objects.filter(agent_id=agent_id, idempotency_key=key).first()
+    # One query: the key's own table (unique per agent) joined to the log row it names.
+    record = DecisionRecord.objects.filter(idempotency__agent_id=agent_id, idempotency__key=key).first()
     if record is not None and record.request_digest != digest:
         raise IdempotencyConflict(
             f"Idempotency-Key '{key}' was already used with a different request body.",

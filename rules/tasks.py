@@ -16,6 +16,17 @@ def decision_log_purge(older_than_days: int | None = None) -> int:
     return purge(older_than_days=older_than_days)
 
 
+@shared_task(name="rules.tasks.decision_log_partitions_ensure")
+def decision_log_partitions_ensure() -> list[str]:
+    """Create the log's monthly partitions ahead (``CELERY_BEAT_SCHEDULE``, daily; PostgreSQL only).
+
+    Idempotent: a second run creates nothing more. Returns the names of the partitions it created.
+    """
+    from rules.services.partitions import decision_log_partitions_ensure as ensure
+
+    return ensure()
+
+
 @shared_task(name="rules.tasks.change_request_impact")
 def change_request_impact(request_id: int) -> dict[str, Any]:
     """Replay recent traffic under a change request's proposal and store the result on the request."""

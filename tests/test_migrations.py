@@ -2,7 +2,8 @@
 
 The database is migrated back to where it was before the move, filled through the historical models
 the way a live installation would have been, and migrated forward again; the rows must all be there,
-read through today's models. Runs on SQLite and on PostgreSQL (CI runs both).
+read through today's models. The same for rules 0015, which partitions the log on PostgreSQL and moves
+the Idempotency-Keys to their own table. Runs on SQLite and on PostgreSQL (CI runs both).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import uuid
 import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from agents.models import AgentRuntime, Session
-from rules.models import CandidateRequestCount, DecisionRecord, StateMachine
+from agents.models import AgentRuntime, Anomaly, Session
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, StateMachine
 
 BEFORE = [("rules", "0005_decision_session_move"), ("agents", "0006_session_key_index")]
 
@@ -105,15 +106,103 @@ def test_state_machines_and_the_log_keep_their_rows_across_the_move():
     assert (count.agent_id, count.agent_name, count.count) == (agent.pk, "bot", 4)
     permission = Permission.objects.get(codename="change_statemachine")
     assert (permission.content_type.app_label, permission.content_type.model) == ("rules", "statemachine")
-    # Still one idempotency key per agent: the unique constraint came along with the column.
+    # Still one idempotency key per agent: the key came along, into its own table (rules 0015).
+    assert DecisionIdempotencyKey.objects.get(agent_id=agent.pk, key="k1").decision_id == record_id
     with pytest.raises(IntegrityError):
-        DecisionRecord.objects.create(
-            created_at=timezone.now(),
-            point="p",
-            agent_id=agent.pk,
-            agent_name="bot",
-            decision="no",
-            ruled_by="default",
-            revision=1,
-            idempotency_key="k1",
+        DecisionIdempotencyKey.objects.create(
+            agent_id=agent.pk, key="k1", decision_id=uuid.uuid4(), created_at=timezone.now()
         )
+
+
+BEFORE_PARTITIONS = [("rules", "0011_keyword_evasion"), ("agents", "0009_rate_limit")]
+
+
+def _log_shape() -> tuple[str, list[str]]:
+    """PostgreSQL: the log's kind ('p' partitioned, 'r' plain) and its partitions."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relkind FROM pg_class WHERE relname = 'rules_decisionrecord'")
+        kind = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'rules_decisionrecord'::regclass ORDER BY 1"
+        )
+        return kind, [name for (name,) in cursor.fetchall()]
+
+
+def _home(pk: uuid.UUID) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tableoid::regclass::text FROM rules_decisionrecord WHERE id = %s", [pk])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_log_keeps_its_rows_keys_and_links_when_it_is_partitioned_and_back():
+    """rules 0015 on a log with rows: on PostgreSQL the table is rebuilt partitioned by month, with every
+    row in its month; everywhere the Idempotency-Keys move to their table. Backwards and forwards again."""
+    latest = _latest()
+    postgres = connection.vendor == "postgresql"
+    try:
+        old = _migrate(BEFORE_PARTITIONS)
+        OldAgent = old.get_model("agents", "AgentRuntime")
+        OldAnomaly = old.get_model("agents", "Anomaly")
+        OldRecord = old.get_model("rules", "DecisionRecord")
+        agent = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
+        times = [
+            dt.datetime(2024, 1, 15, tzinfo=dt.UTC),
+            dt.datetime(2024, 3, 31, 23, 59, 59, tzinfo=dt.UTC),
+            timezone.now(),
+        ]
+        ids = [uuid.uuid4() for _ in times]
+        for i, (pk, at) in enumerate(zip(ids, times, strict=True)):
+            OldRecord.objects.create(
+                id=pk,
+                created_at=at,
+                point="p",
+                agent_id=agent.pk,
+                agent_name="bot",
+                decision="yes",
+                ruled_by="default",
+                revision=1,
+                idempotency_key=f"k{i}" if i else "",
+                request_digest="d" * 64,
+            )
+        OldAnomaly.objects.create(agent=agent, code="invalid_candidate_output", decision_id=ids[1])
+
+        _migrate(latest)
+        assert set(DecisionRecord.objects.values_list("pk", flat=True)) == set(ids)
+        assert DecisionRecord.objects.get(pk=ids[1]).created_at == times[1]
+        assert dict(DecisionIdempotencyKey.objects.values_list("key", "decision_id")) == {"k1": ids[1], "k2": ids[2]}
+        assert Anomaly.objects.get().decision_id == ids[1]
+        with pytest.raises(IntegrityError):
+            DecisionIdempotencyKey.objects.create(
+                agent_id=agent.pk, key="k1", decision_id=uuid.uuid4(), created_at=timezone.now()
+            )
+        if postgres:
+            kind, partitions = _log_shape()
+            assert kind == "p"
+            assert _home(ids[0]) == "rules_decisionrecord_p2024_01"
+            assert _home(ids[1]) == "rules_decisionrecord_p2024_03"
+            assert _home(ids[2]) == f"rules_decisionrecord_p{times[2]:%Y_%m}"
+            assert "rules_decisionrecord_default" in partitions and len(partitions) == 2 + 3 + 1
+
+        _migrate(BEFORE_PARTITIONS)
+        if postgres:
+            assert _log_shape() == ("r", [])
+        back = _migrate(BEFORE_PARTITIONS).get_model("rules", "DecisionRecord")
+        assert set(back.objects.values_list("pk", flat=True)) == set(ids)
+        with pytest.raises(IntegrityError), transaction.atomic():  # the partial unique index is back
+            back.objects.create(
+                created_at=timezone.now(),
+                point="p",
+                agent_id=agent.pk,
+                agent_name="bot",
+                decision="no",
+                ruled_by="default",
+                revision=1,
+                idempotency_key="k1",
+            )
+    finally:
+        _migrate(latest)
+    assert set(DecisionRecord.objects.values_list("pk", flat=True)) == set(ids)
+    if postgres:
+        assert _log_shape()[0] == "p"

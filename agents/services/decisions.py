@@ -40,6 +40,7 @@ from rules.services.decide import (
     Prepared,
     decision_evaluate,
     decision_prepare,
+    decision_record_insert,
     decision_session_move_set,
     point_current,
     result_from_record,
@@ -151,7 +152,8 @@ def _decide_without_session(
     idempotency_key: str,
     digest: str,
 ) -> DecideResult:
-    """No session: the log row is the only write, one INSERT in autocommit (no BEGIN, no COMMIT, no lock).
+    """No session: the log row is the only write, one INSERT in autocommit (no BEGIN, no COMMIT, no lock);
+    with an Idempotency-Key, the key's row and the log row in one transaction.
 
     Anomalies (raw output without a candidate, a candidate that is no outcome) are written with the row
     in one transaction; a point that asks for a candidate first only counts (one upsert).
@@ -176,10 +178,10 @@ def _decide_without_session(
         )
     if evaluated.anomalies:
         with transaction.atomic():
-            record.save(force_insert=True)
+            decision_record_insert(record=record)
             _record_anomalies(evaluated, None, principal, request, point, record)
     else:
-        record.save(force_insert=True)
+        decision_record_insert(record=record)
     return result_from_record(record, replayed=False)
 
 

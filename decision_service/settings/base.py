@@ -160,6 +160,8 @@ DEFAULT_FROM_EMAIL = env.DEFAULT_FROM_EMAIL
 
 CELERY_BEAT_SCHEDULE = {
     "purge-old-decisions": {"task": "rules.tasks.decision_log_purge", "schedule": 24 * 3600.0},
+    # PostgreSQL: the log's partitions for this month and the next two (rules.services.partitions).
+    "create-decision-partitions": {"task": "rules.tasks.decision_log_partitions_ensure", "schedule": 24 * 3600.0},
     # Per-state timeouts are seconds (seed 003: 30 s waiting for the model), so sweep often.
     "sweep-session-timeouts": {"task": "agents.tasks.session_timeouts_sweep", "schedule": 5.0},
     # Approved change requests with an apply_at go live within this long after their time.

@@ -14,7 +14,7 @@ from rules.models.config import (
     RuleMode,
     Threshold,
 )
-from rules.models.decisions import CandidateRequestCount, DecisionRecord, RuledBy
+from rules.models.decisions import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy
 from rules.models.governance import (
     OPEN_STATES,
     ChangeRequest,
@@ -41,6 +41,7 @@ __all__ = [
     "Condition",
     "ConditionKind",
     "ConfigRevision",
+    "DecisionIdempotencyKey",
     "DecisionMapSnapshot",
     "DecisionPoint",
     "DecisionRecord",

@@ -4,6 +4,13 @@ Rows are written once, in the request's transaction, and never updated; they nam
 agents by key so the log still reads after configuration is deleted. The agent runtime is kept as plain
 values (its id and its name, which never changes), not a foreign key: agent runtimes belong to the
 ``agents`` app, which builds on this one.
+
+On PostgreSQL the log's table is partitioned by month on ``created_at`` (migration 0015,
+``rules.services.partitions``). PostgreSQL requires every unique index of a partitioned table to hold
+the partition key, so there the primary key is ``(id, created_at)`` while Django keeps ``id`` as the
+primary key it knows: ids are random UUIDs, unique on their own, and are what URLs and the API name.
+For the same reason the "one Idempotency-Key per agent" rule lives in its own table
+(``DecisionIdempotencyKey``), and rows elsewhere point at decisions without a database constraint.
 """
 
 from __future__ import annotations
@@ -87,11 +94,6 @@ class DecisionRecord(models.Model):
         verbose_name = _("decision")
         verbose_name_plural = _("decision log")
         constraints = [
-            models.UniqueConstraint(
-                fields=["agent_id", "idempotency_key"],
-                condition=~models.Q(idempotency_key=""),
-                name="decision_idempotency_key_unique_per_agent",
-            ),
             models.CheckConstraint(condition=models.Q(ruled_by__in=RuledBy.values), name="decision_ruled_by_valid"),
         ]
         indexes = [
@@ -104,6 +106,38 @@ class DecisionRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.point} → {self.decision} ({self.ruled_by})"
+
+
+class DecisionIdempotencyKey(models.Model):
+    """An agent's Idempotency-Key and the decision logged under it: one key per agent, race-safe.
+
+    A unique index on the (partitioned) log would have to include ``created_at``, which a retry does not
+    know, so uniqueness is kept here. A decide that carries a key inserts this row and the log row in one
+    transaction; of two requests racing with one key, the second waits on this table's unique index and
+    then fails, and answers with the first one's decision. ``created_at`` is the decision's, so the
+    retention sweep finds the keys of a month it drops without reading the month.
+    """
+
+    agent_id = models.BigIntegerField(help_text=_("The agent runtime's id."), verbose_name=_("agent id"))
+    key = models.CharField(max_length=200, verbose_name=_("idempotency key"))
+    decision = models.OneToOneField(
+        DecisionRecord,
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        related_name="idempotency",
+        verbose_name=_("decision"),
+    )
+    created_at = models.DateTimeField(db_index=True, verbose_name=_("created at"))
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent_id", "key"], name="decision_idempotency_key_unique_per_agent")
+        ]
+        verbose_name = _("decision idempotency key")
+        verbose_name_plural = _("decision idempotency keys")
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.key}"
 
 
 class CandidateRequestCount(models.Model):

@@ -22,6 +22,7 @@ from django.contrib.auth.models import PermissionsMixin
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
+from kombu.exceptions import KombuError
 
 from rules.configio.diff import KIND_LABELS, RecordChange, config_diff, same
 from rules.errors import (
@@ -207,9 +208,25 @@ def _after_commit(request: ChangeRequest, *, impact: bool, notify: bool) -> None
 
     pk = request.pk
     if impact:
-        transaction.on_commit(lambda: tasks.change_request_impact.delay(pk))
+        transaction.on_commit(lambda: _enqueue(tasks.change_request_impact, pk, preview=True))
     if notify:
-        transaction.on_commit(lambda: tasks.change_request_notify.delay(pk))
+        transaction.on_commit(lambda: _enqueue(tasks.change_request_notify, pk, preview=False))
+
+
+def _enqueue(task: Any, pk: int, *, preview: bool) -> None:
+    """Queue a task for a request that is already saved. The request stands when the broker cannot be
+    reached (the caller gets its answer, not a 500): the preview is marked failed, saying why, so that
+    approvers do not wait for it; a lost notification is only logged."""
+    try:
+        task.delay(pk)
+    except KombuError as exc:
+        logger.error("could not queue %s for change request %s: %s", task.name, pk, exc)
+        if preview:
+            error = f"The impact preview could not be queued (the task broker is unreachable: {exc})."
+            ChangeRequest.objects.filter(pk=pk).update(
+                impact_status=ImpactStatus.FAILED,
+                impact={"status": ImpactStatus.FAILED.value, "error": error[:2000]},
+            )
 
 
 # --- proposing -----------------------------------------------------------------------------------------

@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models.sql import InsertQuery
 
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
 from rules.errors import EngineUnavailable, InvalidRequest, UnknownPoint
-from rules.models import CandidateRequestCount, DecisionRecord
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from rules.runtime import engines
 
 # Anomalies a decision can reveal about the model; the agents app records them against the session.
@@ -223,7 +224,7 @@ def decision_evaluate(
     )
     record.session_state = session_state or ""
     if save:
-        record.save(force_insert=True)
+        decision_record_insert(record=record)
     anomalies = []
     if prepared.parse_problem is not None:
         anomalies.append(AnomalyNote(INVALID_CANDIDATE_OUTPUT, prepared.parse_problem, record.candidate_raw))
@@ -232,6 +233,42 @@ def decision_evaluate(
         detail = f"candidate '{candidate.decision}' is not an outcome of {point.spec.key}"
         anomalies.append(AnomalyNote(CANDIDATE_NOT_AN_OUTCOME, detail))
     return Evaluated(decision=decision, evaluated_us=evaluated_us, record=record, anomalies=tuple(anomalies))
+
+
+def decision_record_insert(*, record: DecisionRecord) -> None:
+    """Insert a log row; with an Idempotency-Key, its key row too, both or neither.
+
+    Requests without a key: one INSERT (in autocommit when the caller holds no transaction). A key costs
+    one more INSERT: the log is partitioned on PostgreSQL, so (agent, key) cannot be a unique index on it
+    and lives in ``DecisionIdempotencyKey``. On PostgreSQL both inserts are one statement (the key's in a
+    writable CTE), so a keyed decide without a session is still one round trip in autocommit; SQLite has
+    no writable CTEs and runs the two in a transaction. Of two requests racing with one key, the second
+    waits on the key's unique index until the first commits, then fails with IntegrityError having
+    written nothing, and the caller answers it with the first one's decision.
+    """
+    if not record.idempotency_key or record.agent_id is None:  # a key is always an agent's
+        record.save(force_insert=True)
+        return
+    key = (record.agent_id, record.idempotency_key, record.pk, record.created_at)
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            agent_id, idempotency_key, decision_id, created_at = key
+            DecisionIdempotencyKey.objects.create(
+                agent_id=agent_id, key=idempotency_key, decision_id=decision_id, created_at=created_at
+            )
+            record.save(force_insert=True)
+        return
+    query = InsertQuery(DecisionRecord)
+    query.insert_values(list(DecisionRecord._meta.concrete_fields), [record])
+    [(insert, params)] = query.get_compiler(connection=connection).as_sql()
+    table = DecisionIdempotencyKey._meta.db_table
+    # Built from table names and Django's own INSERT: every value is a parameter.
+    statement = f'WITH idempotency AS (INSERT INTO "{table}" (agent_id, key, decision_id, created_at) VALUES '  # noqa: S608
+    statement += f"(%s, %s, %s, %s)) {insert}"
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [*key, *params])
+    record._state.adding = False
+    record._state.db = connection.alias
 
 
 def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -> None:

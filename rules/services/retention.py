@@ -4,6 +4,10 @@ Decision log rows, anomalies and "ask your LLM" counters are records of what hap
 configuration, so they are deleted with plain queryset deletes (no history is written). They are
 deleted in primary-key batches, each batch in its own short transaction, so that purging a huge log
 never holds one long transaction or locks the whole table.
+
+On PostgreSQL the log is partitioned by month (``rules.services.partitions``) and is not deleted row by
+row: a month is dropped whole once every day of it is older than the period, so a decision is kept for
+at least the period and at most one month longer. Anomalies and counters are still deleted in batches.
 """
 
 from __future__ import annotations
@@ -17,6 +21,11 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from rules.models import CandidateRequestCount, DecisionRecord
+from rules.services.partitions import (
+    decision_log_partitioned,
+    decision_log_partitions_drop,
+    decision_log_partitions_ensure,
+)
 from rules.services.rollups import decision_rollups_forget_before
 from rules.signals import decision_log_purging
 
@@ -41,13 +50,24 @@ def delete_in_batches(queryset: models.QuerySet, *, order_by: str, batch_size: i
         logger.debug("decision log purge: deleted a batch of %d %s (%d rows in all)", len(pks), model.__name__, deleted)
 
 
+def decision_log_rows_purge(*, cutoff: dt.datetime, batch_size: int = DEFAULT_BATCH_SIZE) -> int:
+    """Delete the decisions logged before ``cutoff`` row by row, in batches (the log is not partitioned).
+
+    Anomalies and transitions pointing at them lose the link (``SET_NULL``); their idempotency keys go.
+    """
+    return delete_in_batches(
+        DecisionRecord.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
+    )
+
+
 def decision_log_purge(
     *, older_than_days: int | None = None, now: dt.datetime | None = None, batch_size: int = DEFAULT_BATCH_SIZE
 ) -> int:
     """Delete decisions (and anomalies, and candidate-request counters) older than the retention period.
 
     ``older_than_days`` defaults to ``settings.ARBITER_DECISION_RETENTION_DAYS``; 0 (or less) keeps the
-    log forever and deletes nothing. Returns how many decisions were deleted. Running it again deletes
+    log forever and deletes nothing. Returns how many decisions were deleted. On a partitioned log
+    (PostgreSQL) whole months are dropped: those that ended at or before the cutoff. Running it again deletes
     nothing more, so the sweep is safe to repeat or to run from two workers at once.
     """
     days = settings.ARBITER_DECISION_RETENTION_DAYS if older_than_days is None else older_than_days
@@ -56,17 +76,22 @@ def decision_log_purge(
         return 0
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    cutoff = (now or timezone.now()) - dt.timedelta(days=days)
+    now = now or timezone.now()
+    cutoff = now - dt.timedelta(days=days)
     # The apps built on the log first (anomalies): theirs are old too, and rows pointing at the decisions
     # about to go would each need their link set to NULL when the decisions are deleted.
     answers: list[tuple[Any, Any]] = decision_log_purging.send(
         sender=DecisionRecord, cutoff=cutoff, batch_size=batch_size
     )
     anomalies = sum(count or 0 for _, count in answers)
-    decisions = delete_in_batches(
-        DecisionRecord.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
-    )
-    # Before the rows go: a report reading a rollup of a day being purged would count rows that are gone.
+    if decision_log_partitioned():
+        # Rows that landed in DEFAULT go to their month first, so that they leave with it.
+        decision_log_partitions_ensure(now=now)
+        decisions = decision_log_partitions_drop(cutoff=cutoff, batch_size=batch_size)
+    else:
+        decisions = decision_log_rows_purge(cutoff=cutoff, batch_size=batch_size)
+    # After the rows went, before a report reads again: a rollup of a purged day would count rows that are
+    # gone (on PostgreSQL the days of a month not yet dropped are then counted directly, as they still are).
     decision_rollups_forget_before(cutoff)
     counters = delete_in_batches(
         CandidateRequestCount.objects.filter(day__lt=cutoff.date()), order_by="day", batch_size=batch_size

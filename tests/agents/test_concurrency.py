@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from agents.models import Anomaly, Session, Transition
-from rules.models import DecisionRecord
+from rules.models import DecisionIdempotencyKey, DecisionRecord
 from tests.agents.api.test_flows_http import Agent, Answer, assert_gap_free, candidate, start_server
 
 CLIENTS = 50
@@ -197,3 +198,24 @@ def test_concurrent_anomaly_reports_hand_off_once(bot):
     assert (session.state, session.anomaly_count, session.seq) == ("human_handoff", 12, 2)
     assert [t.kind for t in assert_gap_free("race-5")] == ["move", "model_failure"]
     assert Anomaly.objects.filter(session_id="race-5").count() == 12  # none lost
+
+
+@pytest.mark.parametrize("with_session", [False, True], ids=["no_session", "apply_to_a_session"])
+def test_concurrent_decides_with_one_idempotency_key_log_one_decision(bot, with_session):
+    """The key's uniqueness lives in its own table (the log is partitioned on PostgreSQL): still exact."""
+    body: dict[str, Any] = {"point": "intent_routing", "input": "where is my parcel"}
+    body["candidate"] = {"decision": "general_query", "confidence": 0.9}
+    if with_session:
+        bot.start("after_sales", "race-6")
+        body.update(session_id="race-6", apply=True)
+    answers = race(10, lambda i: bot.post("/api/v1/decisions", body, {"Idempotency-Key": "turn-9"}))
+    assert describe(answers) == {(201, None): 10}, describe(answers)
+    assert {json_of(a) for a in answers} == {json_of(answers[0])}
+    assert DecisionRecord.objects.filter(idempotency_key="turn-9").count() == 1
+    assert DecisionIdempotencyKey.objects.get(key="turn-9").decision_id == uuid.UUID(answers[0].body["id"])
+    if with_session:
+        assert len(assert_gap_free("race-6")) == 1
+    # Other keys are not held up by it: ten keys, ten decisions.
+    others = race(10, lambda i: bot.post("/api/v1/decisions", body, {"Idempotency-Key": f"other-{i}"}))
+    assert describe(others) == {(201, None): 10}, describe(others)
+    assert len({a.body["id"] for a in others}) == 10

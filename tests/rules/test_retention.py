@@ -1,4 +1,10 @@
-"""Retention: decisions, anomalies and candidate-request counters older than the period are purged."""
+"""Retention: decisions, anomalies and candidate-request counters older than the period are purged.
+
+These run on SQLite (rows deleted in batches) and on PostgreSQL (whole months of the partitioned log
+dropped; tests/rules/test_partitions.py tests what only that does). ``NOW`` is the first instant of a
+month and the periods are whole months back from it, so "older than the cutoff" and "in a month that
+ended by the cutoff" are the same rows and one set of expectations holds for both.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +17,12 @@ from django.utils import timezone
 from agents.models import AgentRuntime, Anomaly
 from agents.services import agent_create
 from rules.models import CandidateRequestCount, DecisionRecord
-from rules.services.retention import decision_log_purge
+from rules.services.retention import decision_log_purge, decision_log_rows_purge
 from rules.tasks import decision_log_purge as decision_log_purge_task
 
 pytestmark = pytest.mark.django_db
 
-NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2025, 7, 1, 0, 0, tzinfo=dt.UTC)  # 30 days back: 2025-06-01 00:00
 
 
 @pytest.fixture
@@ -48,7 +54,7 @@ def days_ago(days: float, now: dt.datetime = NOW) -> dt.datetime:
     return now - dt.timedelta(days=days)
 
 
-def test_only_rows_older_than_the_period_are_deleted(agent, settings):
+def test_only_rows_older_than_the_period_are_deleted(agent, settings, caplog):
     settings.ARBITER_DECISION_RETENTION_DAYS = 30
     old = [make_decision(agent, days_ago(d)) for d in (31, 45, 400)]
     kept = [make_decision(agent, days_ago(d)) for d in (29.9, 1, 0)]
@@ -58,7 +64,9 @@ def test_only_rows_older_than_the_period_are_deleted(agent, settings):
     CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(40).date(), count=3)
     CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(3).date(), count=5)
 
-    assert decision_log_purge(now=NOW) == 3
+    with caplog.at_level(logging.INFO, logger="rules.services.retention"):
+        assert decision_log_purge(now=NOW) == 3
+    assert "deleted 3 decisions" in caplog.text
 
     assert set(DecisionRecord.objects.values_list("pk", flat=True)) == {r.pk for r in kept}
     assert not Anomaly.objects.filter(pk=old_anomaly.pk).exists()
@@ -72,9 +80,9 @@ def test_only_rows_older_than_the_period_are_deleted(agent, settings):
 
 def test_older_than_days_overrides_the_setting(agent, settings):
     settings.ARBITER_DECISION_RETENTION_DAYS = 365
-    make_decision(agent, days_ago(10))
+    make_decision(agent, days_ago(40))
     make_decision(agent, days_ago(3))
-    assert decision_log_purge(older_than_days=7, now=NOW) == 1
+    assert decision_log_purge(older_than_days=30, now=NOW) == 1
     assert DecisionRecord.objects.count() == 1
 
 
@@ -89,8 +97,8 @@ def test_zero_keeps_everything(agent, settings, days):
     assert (DecisionRecord.objects.count(), Anomaly.objects.count(), CandidateRequestCount.objects.count()) == (1, 1, 1)
 
 
-def test_deletes_in_batches(agent, settings, caplog):
-    settings.ARBITER_DECISION_RETENTION_DAYS = 30
+def test_deletes_in_batches(agent):
+    """The row-by-row purge (SQLite's; on PostgreSQL it works on the partitioned log all the same)."""
     for d in range(5):
         make_decision(agent, days_ago(100 + d))
     make_decision(agent, days_ago(1))
@@ -103,12 +111,11 @@ def test_deletes_in_batches(agent, settings, caplog):
             deletes.append(sql)
         return execute(sql, params, many, context)
 
-    with caplog.at_level(logging.INFO, logger="rules.services.retention"), connection.execute_wrapper(count_deletes):
-        assert decision_log_purge(now=NOW, batch_size=2) == 5
+    with connection.execute_wrapper(count_deletes):
+        assert decision_log_rows_purge(cutoff=days_ago(30), batch_size=2) == 5
 
     assert len(deletes) == 3  # 2 + 2 + 1
     assert DecisionRecord.objects.count() == 1
-    assert "deleted 5 decisions" in caplog.text
 
 
 def test_batch_size_must_be_positive(agent):
@@ -119,7 +126,9 @@ def test_batch_size_must_be_positive(agent):
 def test_the_task_runs_eagerly_and_returns_the_count(agent, settings):
     settings.ARBITER_DECISION_RETENTION_DAYS = 30
     now = timezone.now()
-    make_decision(agent, days_ago(60, now))
+    # 90 days back: in a month that ended before the cutoff whatever today is (the PostgreSQL sweep drops
+    # whole months).
+    make_decision(agent, days_ago(90, now))
     make_decision(agent, days_ago(1, now))
     # ``apply`` runs the task in this process whatever broker is configured (the eager path).
     assert decision_log_purge_task.apply().get() == 1

@@ -9,6 +9,7 @@ are a request between two checks. The no-session paths run outside a test transa
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from django.db import connection
@@ -19,7 +20,7 @@ from agents.models import AgentRuntime
 from agents.services import agent_create, agent_rotate_token, agent_save, agent_set_points
 from agents.services.sessions import session_create
 from rules.configio.apply import config_import
-from rules.models import CandidateRequestCount, DecisionRecord
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from tests.support import DEMO
 
 HARD_RULE = {
@@ -35,6 +36,7 @@ CANDIDATE = {
 ASK = {"point": "intent_routing", "input": "hello"}
 TABLES = (
     "rules_decisionrecord",
+    "rules_decisionidempotencykey",
     "rules_candidaterequestcount",
     "agents_session",
     "agents_transition",
@@ -87,6 +89,27 @@ def test_a_decide_without_a_session_is_one_statement(transactional_db, settings,
     assert _decide(client, body)[0] == status  # warms the engine and the token cache
     assert _decide(client, body) == (status, statements)
     assert connection.get_autocommit()
+
+
+def test_a_decide_with_an_idempotency_key_adds_the_key_lookup_and_the_key_row(transactional_db, settings):
+    client, _ = _setup(settings)
+    assert _decide(client, HARD_RULE)[0] == 201
+    with CaptureQueriesContext(connection) as captured:
+        answer = client.post("/api/v1/decisions", HARD_RULE, format="json", HTTP_IDEMPOTENCY_KEY="turn-1")
+    assert answer.status_code == 201
+    # The lookup of an earlier answer (the key table joined to the log: one SELECT), then the key row and
+    # the log row: the key cannot be a unique index on the partitioned log. On PostgreSQL one statement
+    # writes both (the key in a CTE), in autocommit; SQLite has no writable CTEs: two, in a transaction.
+    if connection.vendor == "postgresql":
+        writes = ["WITH rules_decisionrecord"]  # WITH … INSERT INTO the keys … INSERT INTO the log
+    else:
+        writes = ["BEGIN ?", "INSERT rules_decisionidempotencykey", "INSERT rules_decisionrecord", "COMMIT ?"]
+    assert _statements(captured) == ["SELECT rules_decisionrecord", *writes]
+    assert DecisionIdempotencyKey.objects.get(key="turn-1").decision_id == uuid.UUID(answer.json()["id"])
+    with CaptureQueriesContext(connection) as captured:
+        again = client.post("/api/v1/decisions", HARD_RULE, format="json", HTTP_IDEMPOTENCY_KEY="turn-1")
+    assert (again.status_code, again.json()) == (201, answer.json())
+    assert _statements(captured) == ["SELECT rules_decisionrecord"]  # a retry: answered from the log
 
 
 def test_the_ask_counter_counts_every_request_by_upsert(transactional_db, settings):

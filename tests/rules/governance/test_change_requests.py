@@ -256,3 +256,26 @@ def test_approvers_are_emailed_when_a_request_waits(
     assert message.subject == f"[Arbiter] Change request {request.pk} waits for your approval"
     assert f"/admin/rules/changerequest/{request.pk}/change/" in message.body
     assert ChangeRequest.objects.get(pk=request.pk).impact_status == "done"  # the preview ran too
+
+
+def test_a_request_stands_when_the_broker_cannot_be_reached(
+    demo, editor, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    from decision_service.celery import app as celery_app
+
+    # A broker address nothing listens on (port 1), with the app's connection pools dropped so that the
+    # next publish connects there, as it does when Redis is down.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", False)
+    monkeypatch.setitem(celery_app.conf, "broker_url", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # Celery reads the variable first
+    monkeypatch.setitem(celery_app.conf, "broker_write_url", None)
+    monkeypatch.setitem(celery_app.conf, "task_publish_retry", False)
+    monkeypatch.setattr(celery_app, "_pool", None)
+    monkeypatch.setattr(celery_app.amqp, "_producer_pool", None)
+    with django_capture_on_commit_callbacks(execute=True):
+        request = _raise_limit(editor)
+    stored = ChangeRequest.objects.get(pk=request.pk)
+    assert stored.state == "pending"
+    assert stored.impact_status == "failed"
+    assert stored.impact["error"].startswith("The impact preview could not be queued")
+    assert "could not queue rules.tasks.change_request_notify" in caplog.text
