@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from agents.models import AgentRuntime
 from decision_service.admin.forms import AuditedModelForm
@@ -14,7 +15,7 @@ class AgentRuntimeForm(AuditedModelForm):
         fields = ["name", "description", "points", "is_active", "rate_per_minute", "rate_burst"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
-            "name": "Lower-case letters, digits and underscores; it cannot change later.",
-            "points": "The decision points this agent may ask.",
-            "is_active": "An inactive agent's token is refused.",
+            "name": _("Lower-case letters, digits and underscores; it cannot change later."),
+            "points": _("The decision points this agent may ask."),
+            "is_active": _("An inactive agent's token is refused."),
         }

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AgentsConfig(AppConfig):
     name = "agents"
-    verbose_name = "Agents and sessions"
+    verbose_name = _("Agents and sessions")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from rules.models import DecisionPoint, StateMachine
@@ -14,35 +15,42 @@ from rules.models.config import key_validator
 class AgentRuntime(models.Model):
     """An agent runtime calling the API with a bearer token. Only a hash of the token is kept."""
 
-    name = models.CharField(max_length=64, validators=[key_validator])
-    description = models.TextField(blank=True)
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    name = models.CharField(max_length=64, validators=[key_validator], verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    token_hash = models.CharField(max_length=64, unique=True, editable=False, verbose_name=_("token hash"))
     token_prefix = models.CharField(
-        max_length=16, editable=False, help_text="The first characters of the token, to recognise it."
+        max_length=16,
+        editable=False,
+        help_text=_("The first characters of the token, to recognise it."),
+        verbose_name=_("token prefix"),
     )
-    points = models.ManyToManyField(DecisionPoint, blank=True, related_name="agents")
-    is_active = models.BooleanField(default=True)
+    points = models.ManyToManyField(DecisionPoint, blank=True, related_name="agents", verbose_name=_("points"))
+    is_active = models.BooleanField(default=True, verbose_name=_("is active"))
     # Per-agent rate limit, a token bucket (agents.ratelimit): ``rate_per_minute`` requests a minute on
     # average, up to ``rate_burst`` at once. No rate: no limit.
     rate_per_minute = models.PositiveIntegerField(
-        "requests per minute",
+        _("requests per minute"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="How many API requests a minute this agent may send on average; empty for no limit.",
+        help_text=_("How many API requests a minute this agent may send on average; empty for no limit."),
     )
     rate_burst = models.PositiveIntegerField(
-        "burst",
+        _("burst"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="How many requests it may send at once before the rate applies; empty for a minute's worth "
-        "(the rate per minute).",
+        help_text=_(
+            "How many requests it may send at once before the rate applies; empty for a minute's worth "
+            "(the rate per minute)."
+        ),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     history = HistoricalRecords(excluded_fields=["token_hash"], m2m_fields=[points])
 
     class Meta:
+        verbose_name = _("agent runtime")
+        verbose_name_plural = _("agent runtimes")
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["name"], name="agent_runtime_name_unique"),
@@ -64,13 +72,15 @@ class Anomaly(models.Model):
     """Something a model did wrong: output that was not a valid candidate, an outcome it may not name,
     a move its session's machine forbids. Counted per session; never configuration, so not audited."""
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    agent = models.ForeignKey(AgentRuntime, null=True, on_delete=models.SET_NULL, related_name="anomalies")
-    session_id = models.CharField(max_length=128, blank=True, db_index=True)
-    point = models.CharField(max_length=64, blank=True)
-    code = models.CharField(max_length=64)
-    detail = models.TextField(blank=True)
-    raw = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created at"))
+    agent = models.ForeignKey(
+        AgentRuntime, null=True, on_delete=models.SET_NULL, related_name="anomalies", verbose_name=_("agent")
+    )
+    session_id = models.CharField(max_length=128, blank=True, db_index=True, verbose_name=_("session id"))
+    point = models.CharField(max_length=64, blank=True, verbose_name=_("point"))
+    code = models.CharField(max_length=64, verbose_name=_("code"))
+    detail = models.TextField(blank=True, verbose_name=_("detail"))
+    raw = models.TextField(blank=True, verbose_name=_("raw"))
     # No database constraint: on PostgreSQL the log is partitioned and its ids alone are not a key there
     # (see rules.models.decisions). The retention sweep empties these links before it drops a month.
     decision = models.ForeignKey(
@@ -80,11 +90,13 @@ class Anomaly(models.Model):
         on_delete=models.SET_NULL,
         related_name="anomalies",
         db_constraint=False,
+        verbose_name=_("decision"),
     )
 
     class Meta:
+        verbose_name = _("anomaly")
         ordering = ["-created_at"]
-        verbose_name_plural = "anomalies"
+        verbose_name_plural = _("anomalies")
 
     def __str__(self) -> str:
         return f"{self.code} ({self.session_id or 'no session'})"
@@ -93,29 +105,41 @@ class Anomaly(models.Model):
 class Session(models.Model):
     """One conversation's place in its state machine. Only ``agents.services.sessions`` changes it."""
 
-    agent = models.ForeignKey(AgentRuntime, on_delete=models.PROTECT, related_name="sessions")
-    key = models.CharField(max_length=128, help_text="The session id the agent uses.")
-    machine = models.ForeignKey(StateMachine, on_delete=models.PROTECT, related_name="sessions")
-    state = models.CharField(max_length=64)
-    seq = models.PositiveIntegerField(default=0, help_text="Moves so far; assigned by the server, gap-free.")
-    stack = models.JSONField(default=list, blank=True, help_text="States to resume after interrupts, innermost last.")
-    context = models.JSONField(default=dict, blank=True)
-    anomaly_count = models.PositiveIntegerField(default=0)
-    handoff_reason = models.CharField(max_length=64, blank=True)
+    agent = models.ForeignKey(AgentRuntime, on_delete=models.PROTECT, related_name="sessions", verbose_name=_("agent"))
+    key = models.CharField(max_length=128, help_text=_("The session id the agent uses."), verbose_name=_("key"))
+    machine = models.ForeignKey(
+        StateMachine, on_delete=models.PROTECT, related_name="sessions", verbose_name=_("machine")
+    )
+    state = models.CharField(max_length=64, verbose_name=_("state"))
+    seq = models.PositiveIntegerField(
+        default=0, help_text=_("Moves so far; assigned by the server, gap-free."), verbose_name=_("seq")
+    )
+    stack = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_("States to resume after interrupts, innermost last."),
+        verbose_name=_("stack"),
+    )
+    context = models.JSONField(default=dict, blank=True, verbose_name=_("context"))
+    anomaly_count = models.PositiveIntegerField(default=0, verbose_name=_("anomaly count"))
+    handoff_reason = models.CharField(max_length=64, blank=True, verbose_name=_("handoff reason"))
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="claimed_sessions",
-        help_text="The person who has taken the session from the human queue; cleared by every move.",
+        help_text=_("The person who has taken the session from the human queue; cleared by every move."),
+        verbose_name=_("claimed by"),
     )
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    state_entered_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    claimed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("claimed at"))
+    state_entered_at = models.DateTimeField(verbose_name=_("state entered at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("session")
+        verbose_name_plural = _("sessions")
         ordering = ["-updated_at"]
         constraints = [models.UniqueConstraint(fields=["agent", "key"], name="session_key_unique_per_agent")]
         permissions = [("work_human_queue", "Can claim, release, return and resolve sessions in the human queue")]
@@ -131,27 +155,33 @@ class Session(models.Model):
 
 
 class TransitionKind(models.TextChoices):
-    MOVE = "move", "move"
-    DECISION = "decision", "move from a decision"
-    FALLBACK = "fallback", "fallback after a decision"
-    INTERRUPT = "interrupt", "interrupt"
-    RESUME = "resume", "resume"
-    MODEL_FAILURE = "model_failure", "handed off: model failure"
-    TIMEOUT = "timeout", "handed off: timeout"
-    RETURN = "return", "returned to the bot by a person"
-    RESOLVE = "resolve", "resolved by a person"
+    MOVE = "move", _("move")
+    DECISION = "decision", _("move from a decision")
+    FALLBACK = "fallback", _("fallback after a decision")
+    INTERRUPT = "interrupt", _("interrupt")
+    RESUME = "resume", _("resume")
+    MODEL_FAILURE = "model_failure", _("handed off: model failure")
+    TIMEOUT = "timeout", _("handed off: timeout")
+    RETURN = "return", _("returned to the bot by a person")
+    RESOLVE = "resolve", _("resolved by a person")
 
 
 class Transition(models.Model):
     """One move of a session, numbered by ``seq``; written once, never changed."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="transitions")
-    seq = models.PositiveIntegerField()
-    from_state = models.CharField(max_length=64)
-    to_state = models.CharField(max_length=64)
-    kind = models.CharField(max_length=16, choices=TransitionKind.choices, default=TransitionKind.MOVE)
-    actor = models.CharField(max_length=128, help_text="The agent, or system:<what> for sweeps and policies.")
-    reason = models.TextField(blank=True)
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="transitions", verbose_name=_("session")
+    )
+    seq = models.PositiveIntegerField(verbose_name=_("seq"))
+    from_state = models.CharField(max_length=64, verbose_name=_("from state"))
+    to_state = models.CharField(max_length=64, verbose_name=_("to state"))
+    kind = models.CharField(
+        max_length=16, choices=TransitionKind.choices, default=TransitionKind.MOVE, verbose_name=_("kind")
+    )
+    actor = models.CharField(
+        max_length=128, help_text=_("The agent, or system:<what> for sweeps and policies."), verbose_name=_("actor")
+    )
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
     # Unconstrained like Anomaly.decision: the log is partitioned on PostgreSQL.
     decision = models.ForeignKey(
         "rules.DecisionRecord",
@@ -160,12 +190,15 @@ class Transition(models.Model):
         on_delete=models.SET_NULL,
         related_name="transitions",
         db_constraint=False,
+        verbose_name=_("decision"),
     )
-    idempotency_key = models.CharField(max_length=200, blank=True)
-    request_digest = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    idempotency_key = models.CharField(max_length=200, blank=True, verbose_name=_("idempotency key"))
+    request_digest = models.CharField(max_length=64, blank=True, verbose_name=_("request digest"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("transition")
+        verbose_name_plural = _("transitions")
         ordering = ["session", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["session", "seq"], name="transition_seq_unique_per_session"),
@@ -182,25 +215,36 @@ class Transition(models.Model):
 
 
 class QueueEventKind(models.TextChoices):
-    CLAIM = "claim", "claimed"
-    RELEASE = "release", "released"
+    CLAIM = "claim", _("claimed")
+    RELEASE = "release", _("released")
 
 
 class QueueEvent(models.Model):
     """A person taking a waiting session or giving it back: on the session's timeline, not a move
     (the state and ``seq`` do not change). Written once by ``agents.services.queue``."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queue_events")
-    kind = models.CharField(max_length=16, choices=QueueEventKind.choices)
-    actor = models.CharField(max_length=128, help_text="operator:<username>")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="queue_events", verbose_name=_("session")
     )
-    state = models.CharField(max_length=64, help_text="The session's state then (its machine's handoff state).")
-    note = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    kind = models.CharField(max_length=16, choices=QueueEventKind.choices, verbose_name=_("kind"))
+    actor = models.CharField(max_length=128, help_text=_("operator:<username>"), verbose_name=_("actor"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    state = models.CharField(
+        max_length=64, help_text=_("The session's state then (its machine's handoff state)."), verbose_name=_("state")
+    )
+    note = models.TextField(blank=True, verbose_name=_("note"))
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("queue event")
+        verbose_name_plural = _("queue events")
         ordering = ["session", "created_at", "pk"]
 
     def __str__(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Count
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from agents.models import AgentRuntime, Anomaly, Session
 from agents.services.runtimes import agent_set_points
@@ -44,7 +45,7 @@ def stranded_sessions(*, machine: StateMachine, **_: Any) -> dict[str, str]:
         )
     )
     if stranded:
-        return {"states": f"Sessions are still in these states: {', '.join(stranded)}."}
+        return {"states": gettext("Sessions are still in these states: %(states)s.") % {"states": ", ".join(stranded)}}
     return {}
 
 

@@ -8,6 +8,8 @@ from functools import reduce
 from typing import Any
 
 from django.db.models import BooleanField, Case, CharField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from agents.errors import UnknownSession
 from agents.models import AgentRuntime, Anomaly, QueueEvent, Session, Transition, TransitionKind
@@ -80,10 +82,13 @@ def session_latest_anomaly_codes(session: Session, *, limit: int = 5) -> list[st
 # are few clauses.
 
 STUCK_AFTER = dt.timedelta(minutes=10)
-STUCK_HELP = (
-    "Stuck: in a state that is not terminal for longer than that state's timeout, or longer than "
-    f"{int(STUCK_AFTER.total_seconds() // 60)} minutes in a state without a timeout (the handoff state "
-    "included: nobody has taken the session over)."
+STUCK_HELP = format_lazy(
+    _(
+        "Stuck: in a state that is not terminal for longer than that state's timeout, or longer than "
+        "{minutes} minutes in a state without a timeout (the handoff state included: nobody has taken the "
+        "session over)."
+    ),
+    minutes=int(STUCK_AFTER.total_seconds() // 60),
 )
 
 
@@ -219,11 +224,11 @@ REASON_MODEL_FAILURE = "model_failure"  # the model-failure policy (too many ano
 REASON_AGENT = "agent"  # the agent moved it there itself
 REASON_STARTED = "started"  # it started in the handoff state
 QUEUE_REASONS = {
-    REASON_RULE: "rule",
-    REASON_TIMEOUT: "timeout",
-    REASON_MODEL_FAILURE: "model failure",
-    REASON_AGENT: "moved by the agent",
-    REASON_STARTED: "started there",
+    REASON_RULE: _("rule"),
+    REASON_TIMEOUT: _("timeout"),
+    REASON_MODEL_FAILURE: _("model failure"),
+    REASON_AGENT: _("moved by the agent"),
+    REASON_STARTED: _("started there"),
 }
 MINE, UNCLAIMED, CLAIMED = "mine", "unclaimed", "claimed"
 

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.api.errors import unknown_api_endpoint
 from decision_service.api.schema import OpenApiDocumentApi
@@ -14,11 +15,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 admin.site.site_header = "Arbiter"
 admin.site.site_title = "Arbiter"
-admin.site.index_title = "Decision rules, thresholds and agents"
+admin.site.index_title = _("Decision rules, thresholds and agents")
 admin.site.index_template = "admin/arbiter/index.html"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # set_language: the admin header's language switch posts here.
+    path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class RulesConfig(AppConfig):
     name = "rules"
-    verbose_name = "Decision rules"
+    verbose_name = _("Decision rules")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

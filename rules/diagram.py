@@ -1,4 +1,4 @@
-"""A picture of a state machine: an SVG drawn from its definition. Pure Python, no Django.
+"""A picture of a state machine: an SVG drawn from its definition. Pure Python; its words go through gettext.
 
 The layout is a small Sugiyama-style layering, enough for machines of a few dozen states:
 
@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+
+from django.utils.translation import gettext
 
 BOX_H = 36
 DUMMY_W = 12  # the width of a lane a long move passes through
@@ -389,17 +391,31 @@ def _state(state: str, slot: _Slot, kinds: list[str], *, start: bool) -> str:
         f'<text x="{slot.x + slot.width / 2:.1f}" y="{slot.cy:.1f}" text-anchor="middle" '
         f'dominant-baseline="central" fill="#222222"{weight}>{escape(state)}</text>'
     )
-    label = f"{state} ({', '.join(kinds)})" if kinds else state
+    label = f"{state} ({', '.join(_kind_names().get(k, k) for k in kinds)})" if kinds else state
     css = " ".join(["state", *kinds])
     return f"<g {_attrs(class_=css, data_state=state)}><title>{escape(label)}</title>{''.join(inner)}</g>"
+
+
+def _kind_names() -> dict[str, str]:
+    return {
+        "initial": gettext("initial"),
+        "handoff": gettext("handoff"),
+        "terminal": gettext("terminal"),
+        "unreachable": gettext("unreachable"),
+    }
 
 
 def _legend(x: float, y: float, unreachable: bool) -> tuple[str, float]:
     """The key to the styles, and its width."""
     x0 = x
-    entries = [("initial", "initial"), ("handoff", "handoff (human)"), ("terminal", "terminal")]
+    entries = [
+        ("initial", gettext("initial")),
+        ("handoff", gettext("handoff (human)")),
+        ("terminal", gettext("terminal")),
+    ]
     if unreachable:
-        entries.append(("unreachable", "not reachable"))
+        entries.append(("unreachable", gettext("not reachable")))
+    loop = gettext("a move back (closes a loop)")
     parts = ['<g class="legend">']
     for kind, text in entries:
         parts.append(_rect(x, y, 22, 14, _style(kind), rx=3))
@@ -407,15 +423,20 @@ def _legend(x: float, y: float, unreachable: bool) -> tuple[str, float]:
             f'<text x="{x + 28:.1f}" y="{y + 7:.1f}" dominant-baseline="central" fill="#555555" '
             f'font-size="12">{escape(text)}</text>'
         )
-        x += 36 + len(text) * 7
+        x += 36 + _text_width(text)
     parts.append(
         f'<path d="M{x:.1f},{y + 7:.1f} L{x + 26:.1f},{y + 7:.1f}" stroke="{EDGE_COLOUR}" stroke-width="1.4" '
         'stroke-dasharray="5 3" marker-end="url(#arbiter-arrow)"/>'
         f'<text x="{x + 34:.1f}" y="{y + 7:.1f}" dominant-baseline="central" fill="#555555" font-size="12">'
-        "a move back (closes a loop)</text>"
+        f"{escape(loop)}</text>"
     )
     parts.append("</g>")
-    return "".join(parts), x + 34 + 26 * 7 - x0
+    return "".join(parts), x + 34 + _text_width(loop) - x0
+
+
+def _text_width(text: str) -> float:
+    """Roughly how wide ``text`` is at the legend's 12 px: a CJK character is about twice a Latin one."""
+    return sum(12.0 if ord(ch) >= 0x2E80 else 7.0 for ch in text)
 
 
 __all__ = ["machine_svg"]

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext
+
 from rules.configio.diff import KIND_LABELS, RecordChange
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
@@ -206,23 +208,27 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
     if kind == "threshold":
         found = view.thresholds.get(key)
         if found and found.get("high_risk"):
-            return "High-risk threshold: changing its value, its bounds or its high-risk flag needs approval."
+            return gettext("High-risk threshold: changing its value, its bounds or its high-risk flag needs approval.")
         return None
     if kind == "keyword_list":
         user = view.lists_of(view.high_risk_rules()).get(key)
         if user:
-            return f"Used by the high-risk rule {user}: changing its terms or match mode needs approval."
+            return gettext("Used by the high-risk rule %(rule)s: changing its terms or match mode needs approval.") % {
+                "rule": user
+            }
         return None
     if kind == "rule":
         why = view.rule_risk(point, view.rule(point, key))
         if why:
-            return f"High-risk rule ({why}): any change but its description needs approval."
-        return "Placing this rule (or switching it on) ahead of a high-risk rule of its point needs approval."
+            return gettext("High-risk rule (%(why)s): any change but its description needs approval.") % {"why": why}
+        return gettext("Placing this rule (or switching it on) ahead of a high-risk rule of its point needs approval.")
     if kind == "point":
-        return (
+        return gettext(
             "Changing the outcomes, candidate whitelist, default outcome, machine, state map or fallback state, "
             "masking less personal data, or deleting the point needs approval."
         )
     if kind == "machine":
-        return "Changing the transitions, timeouts, handoff state or max anomalies, or deleting it, needs approval."
+        return gettext(
+            "Changing the transitions, timeouts, handoff state or max anomalies, or deleting it, needs approval."
+        )
     return None

@@ -11,7 +11,9 @@ does so only when the caller's field does not: a model field holds all of a poin
 YAML path already names the fact (``points[0].facts.amount``), so some checks take the item's name as
 ``subject`` and phrase the message with it.
 
-Pure Python: no Django.
+Pure functions: no database, no models. Messages go through Django's ``gettext``, so they are in the
+active language: the operator's in the admin, English in the API (``ApiEnglishMiddleware``) and in
+management commands and workers (``LANGUAGE_CODE``).
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
+
 from rules.engine.masking import BUILTIN_PATTERNS
 from rules.engine.normalize import normalize_term
 
 # Keys name records and values rules refer to: thresholds, lists, points, rules, outcomes, facts, states.
 KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
-KEY_RULE = "lower-case letters, digits and underscores, starting with a letter"
-KEY_MESSAGE = f"Use {KEY_RULE} (at most 64)."
+KEY_RULE = gettext_noop("lower-case letters, digits and underscores, starting with a letter")
+KEY_MESSAGE = gettext_lazy("Use lower-case letters, digits and underscores, starting with a letter (at most 64).")
 
 FACT_TYPES = ("string", "number", "integer", "boolean", "string_list")
 NUMERIC_FACT_TYPES = frozenset({"number", "integer"})
@@ -51,19 +55,22 @@ def key_problem(value: str) -> str | None:
     """One key that is not well formed."""
     if is_key(value):
         return None
-    return f"'{value}' is not a valid key (use {KEY_RULE}, at most 64)."
+    return gettext("'%(value)s' is not a valid key (use %(rule)s, at most 64).") % {
+        "value": value,
+        "rule": gettext(KEY_RULE),
+    }
 
 
 def key_list_problem(value: Any) -> str | None:
     """A stored list of keys (outcomes, a whitelist, states): well formed, each key once."""
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        return "Give a list of keys."
+        return gettext("Give a list of keys.")
     dupes = sorted({v for v in value if value.count(v) > 1})
     if dupes:
-        return f"Listed more than once: {', '.join(dupes)}."
+        return gettext("Listed more than once: %(keys)s.") % {"keys": ", ".join(dupes)}
     bad = [v for v in value if not is_key(v)]
     if bad:
-        return f"Not a valid key: {', '.join(bad)}."
+        return gettext("Not a valid key: %(keys)s.") % {"keys": ", ".join(bad)}
     return None
 
 
@@ -73,11 +80,11 @@ def key_list_problem(value: Any) -> str | None:
 def storable_problem(text: str) -> str | None:
     """Text PostgreSQL cannot store (a NUL) or no database can (an unpaired surrogate is not UTF-8)."""
     if "\x00" in text:
-        return "Text cannot hold a NUL character."
+        return gettext("Text cannot hold a NUL character.")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return "Text cannot hold an unpaired surrogate (U+D800 to U+DFFF)."
+        return gettext("Text cannot hold an unpaired surrogate (U+D800 to U+DFFF).")
     return None
 
 
@@ -110,7 +117,7 @@ def time_zone_problem(name: str) -> str | None:
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return f"'{name}' is not a known time zone (use an IANA name such as Asia/Shanghai)."
+        return gettext("'%(name)s' is not a known time zone (use an IANA name such as Asia/Shanghai).") % {"name": name}
     return None
 
 
@@ -120,8 +127,11 @@ def regex_problem(pattern: str, *, subject: str = "") -> str | None:
         re.compile(pattern, re.IGNORECASE)
     except (re.error, OverflowError, RecursionError) as exc:  # a{9999999999} overflows rather than errs
         if subject:
-            return f"'{subject}' is not a valid regular expression: {exc}."
-        return f"Not a valid regular expression: {exc}."
+            return gettext("'%(subject)s' is not a valid regular expression: %(error)s.") % {
+                "subject": subject,
+                "error": exc,
+            }
+        return gettext("Not a valid regular expression: %(error)s.") % {"error": exc}
     return None
 
 
@@ -131,9 +141,9 @@ def pattern_problem(pattern: Any) -> str | None:
     ``pattern`` is taken as stored (``normalize_term(..., "regex")``: trimmed, case kept).
     """
     if not isinstance(pattern, str) or not pattern:
-        return "Give the regular expression."
+        return gettext("Give the regular expression.")
     if len(pattern) > MAX_TERM_LENGTH:
-        return f"The regular expression is longer than {MAX_TERM_LENGTH} characters."
+        return gettext("The regular expression is longer than %(limit)s characters.") % {"limit": MAX_TERM_LENGTH}
     return storable_problem(pattern) or regex_problem(pattern)
 
 
@@ -157,14 +167,15 @@ def threshold_problems(
     """A threshold's value lies within its bounds, and the bounds are in order."""
     if min_value is not None and max_value is not None and min_value > max_value:
         return {
-            "max_value": f"The upper bound {plain_number(max_value)} is below the lower bound "
-            f"{plain_number(min_value)}."
+            "max_value": gettext("The upper bound %(high)s is below the lower bound %(low)s.")
+            % {"high": plain_number(max_value), "low": plain_number(min_value)}
         }
     if value is not None and (
         (min_value is not None and value < min_value) or (max_value is not None and value > max_value)
     ):
         return {
-            "value": f"{plain_number(value)} is outside the allowed bounds {bounds_text(min_value, max_value, unit)}."
+            "value": gettext("%(value)s is outside the allowed bounds %(bounds)s.")
+            % {"value": plain_number(value), "bounds": bounds_text(min_value, max_value, unit)}
         }
     return {}
 
@@ -175,7 +186,7 @@ def threshold_problems(
 def term_problem(term: str, match_mode: str, *, subject: str = "") -> str | None:
     """One term as it is stored (``normalize_term``): not empty, storable, a valid pattern in regex mode."""
     if not term:
-        return "A term cannot be empty."
+        return gettext("A term cannot be empty.")
     problem = storable_problem(term)
     if problem is None and match_mode == "regex":
         problem = regex_problem(term, subject=subject)
@@ -206,13 +217,13 @@ def same_terms(terms: Sequence[str], match_mode: str) -> dict[int, int]:
 
 # --- decision points ------------------------------------------------------------------------------
 
-NO_OUTCOMES = "A decision point needs at least one outcome."
+NO_OUTCOMES = gettext_noop("A decision point needs at least one outcome.")
 
 
 def fact_name_problem(name: Any) -> str | None:
     if is_key(name):
         return None
-    return f"Fact name '{name}' is not a valid key."
+    return gettext("Fact name '%(name)s' is not a valid key.") % {"name": name}
 
 
 def fact_type_problem(fact_type: Any, *, subject: str = "") -> str | None:
@@ -220,51 +231,68 @@ def fact_type_problem(fact_type: Any, *, subject: str = "") -> str | None:
     if fact_type in FACT_TYPES:
         return None
     if subject:
-        return f"Fact '{subject}' has unknown type '{fact_type}' (use {', '.join(FACT_TYPES)})."
-    return f"Unknown fact type '{fact_type}' (use {', '.join(FACT_TYPES)})."
+        return gettext("Fact '%(fact)s' has unknown type '%(type)s' (use %(types)s).") % {
+            "fact": subject,
+            "type": fact_type,
+            "types": ", ".join(FACT_TYPES),
+        }
+    return gettext("Unknown fact type '%(type)s' (use %(types)s).") % {
+        "type": fact_type,
+        "types": ", ".join(FACT_TYPES),
+    }
 
 
 def declared_fact_problem(fact: str, facts: Mapping[str, str], point: str) -> str | None:
     """A condition's fact is one its point declares."""
     if fact in facts:
         return None
-    return f"'{fact}' is not a declared fact of {point}."
+    return gettext("'%(fact)s' is not a declared fact of %(point)s.") % {"fact": fact, "point": point}
 
 
 def outcome_problem(outcome: str, outcomes: Collection[str], owner: str) -> str | None:
     """One outcome a record names is an outcome of ``owner`` (a point's key, or "this point")."""
     if outcome in outcomes:
         return None
-    return f"'{outcome}' is not an outcome of {owner}."
+    return gettext("'%(outcome)s' is not an outcome of %(owner)s.") % {"outcome": outcome, "owner": owner}
 
 
 def outcomes_problem(listed: Sequence[str], outcomes: Collection[str], owner: str) -> str | None:
     """Every outcome of a list is an outcome of ``owner``."""
     stray = [o for o in listed if o not in outcomes]
     if stray:
-        return f"Not an outcome of {owner}: {', '.join(stray)}."
+        return gettext("Not an outcome of %(owner)s: %(outcomes)s.") % {"owner": owner, "outcomes": ", ".join(stray)}
     return None
 
 
 def masking_problems(skip: Any, patterns: Any) -> dict[str, str]:
     problems: dict[str, str] = {}
     if not isinstance(skip, list) or any(s not in BUILTIN_PATTERNS for s in skip):
-        problems["mask_skip"] = f"List built-in masks to skip, from: {', '.join(BUILTIN_PATTERNS)}."
+        problems["mask_skip"] = gettext("List built-in masks to skip, from: %(masks)s.") % {
+            "masks": ", ".join(BUILTIN_PATTERNS)
+        }
     if not isinstance(patterns, dict):
-        problems["mask_patterns"] = "Give the patterns as a mapping of name to regular expression."
+        problems["mask_patterns"] = gettext("Give the patterns as a mapping of name to regular expression.")
         return problems
     for name, pattern in patterns.items():
         if not is_key(name):
-            problems["mask_patterns"] = f"'{name}' is not a valid name for a mask."
+            problems["mask_patterns"] = gettext("'%(name)s' is not a valid name for a mask.") % {"name": name}
         elif not isinstance(pattern, str) or not pattern:
-            problems["mask_patterns"] = f"The mask '{name}' needs a regular expression."
+            problems["mask_patterns"] = gettext("The mask '%(name)s' needs a regular expression.") % {"name": name}
         elif problem := storable_problem(pattern):
-            problems["mask_patterns"] = f"The mask '{name}': {problem[0].lower()}{problem[1:]}"
+            problems["mask_patterns"] = gettext("The mask '%(name)s': %(problem)s") % {
+                "name": name,
+                "problem": f"{problem[0].lower()}{problem[1:]}",
+            }
         else:
             try:
                 re.compile(pattern)
             except (re.error, OverflowError, RecursionError) as exc:
-                problems["mask_patterns"] = f"The mask '{name}' is not a valid regular expression: {exc}."
+                problems["mask_patterns"] = gettext(
+                    "The mask '%(name)s' is not a valid regular expression: %(error)s."
+                ) % {
+                    "name": name,
+                    "error": exc,
+                }
     return problems
 
 
@@ -272,22 +300,27 @@ def fact_masking_problems(paths: Any, mask_facts: Any, facts: Mapping[str, str] 
     """A point's fact paths: dotted keys, each starting with a fact the point declares (``facts``; None when
     the facts are unreadable), and none given when the point does not mask its facts."""
     if not isinstance(mask_facts, bool):
-        return {"mask_facts": "Give true or false."}
+        return {"mask_facts": gettext("Give true or false.")}
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        return {"mask_fact_paths": "Give a list of fact paths, like customer_phone."}
+        return {"mask_fact_paths": gettext("Give a list of fact paths, like customer_phone.")}
     for fact_path in paths:
         segments = fact_path.split(".")
         if not all(is_key(s) for s in segments):
-            return {"mask_fact_paths": f"'{fact_path}' is not a fact path (keys joined by dots)."}
+            return {
+                "mask_fact_paths": gettext("'%(path)s' is not a fact path (keys joined by dots).") % {"path": fact_path}
+            }
         if facts is not None and segments[0] not in facts:
-            return {"mask_fact_paths": f"'{segments[0]}' is not a fact of this point."}
+            return {"mask_fact_paths": gettext("'%(fact)s' is not a fact of this point.") % {"fact": segments[0]}}
         if len(segments) > 1 and facts is not None:
             # Declared facts are flat (strings, numbers, booleans, lists of strings): nothing lies below one.
-            return {"mask_fact_paths": f"'{fact_path}': a {facts[segments[0]]} fact has no parts; name the fact."}
+            return {
+                "mask_fact_paths": gettext("'%(path)s': a %(type)s fact has no parts; name the fact.")
+                % {"path": fact_path, "type": facts[segments[0]]}
+            }
     if len(set(paths)) != len(paths):
-        return {"mask_fact_paths": "Name each fact path once."}
+        return {"mask_fact_paths": gettext("Name each fact path once.")}
     if paths and not mask_facts:
-        return {"mask_fact_paths": "This point does not mask its facts: remove the paths or mask the facts."}
+        return {"mask_fact_paths": gettext("This point does not mask its facts: remove the paths or mask the facts.")}
     return {}
 
 
@@ -297,23 +330,29 @@ def session_mapping_problems(
     """What is wrong with a point's outcome → state map; ``machine_states`` is None if the machine is unknown."""
     problems: dict[str, str] = {}
     if not isinstance(state_map, dict) or not all(isinstance(v, str) for v in state_map.values()):
-        return {"state_map": "Give the map as outcome → state."}
+        return {"state_map": gettext("Give the map as outcome → state.")}
     if (state_map or fallback_state) and not machine:
-        problems["machine"] = "Name the state machine whose states the map and fallback refer to."
+        problems["machine"] = gettext("Name the state machine whose states the map and fallback refer to.")
         return problems
     if not machine:
         return problems
     if machine_states is None:
-        problems["machine"] = f"There is no state machine '{machine}'."
+        problems["machine"] = gettext("There is no state machine '%(machine)s'.") % {"machine": machine}
         return problems
     stray = [o for o in state_map if o not in outcomes]
     if stray:
-        problems["state_map"] = f"Not an outcome of this point: {', '.join(stray)}."
+        problems["state_map"] = gettext("Not an outcome of this point: %(outcomes)s.") % {"outcomes": ", ".join(stray)}
     unknown = sorted({s for s in state_map.values() if s not in machine_states})
     if unknown:
-        problems["state_map"] = f"Not a state of {machine}: {', '.join(unknown)}."
+        problems["state_map"] = gettext("Not a state of %(machine)s: %(states)s.") % {
+            "machine": machine,
+            "states": ", ".join(unknown),
+        }
     if fallback_state and fallback_state not in machine_states:
-        problems["fallback_state"] = f"'{fallback_state}' is not a state of {machine}."
+        problems["fallback_state"] = gettext("'%(state)s' is not a state of %(machine)s.") % {
+            "state": fallback_state,
+            "machine": machine,
+        }
     return problems
 
 
@@ -335,7 +374,7 @@ def point_problems(
     """Everything about one decision point that its own values decide (not what its rules rely on)."""
     problems: dict[str, str] = {}
     if not isinstance(facts, dict):
-        problems["facts"] = "Give the facts as a mapping of name to type."
+        problems["facts"] = gettext("Give the facts as a mapping of name to type.")
     else:
         for name, fact_type in facts.items():
             if problem := fact_name_problem(str(name)) or fact_type_problem(fact_type, subject=str(name)):
@@ -343,12 +382,12 @@ def point_problems(
     if problem := key_list_problem(outcomes):
         return {**problems, "outcomes": problem}
     if not outcomes:
-        problems["outcomes"] = NO_OUTCOMES
+        problems["outcomes"] = gettext(NO_OUTCOMES)
     if problem := key_list_problem(candidate_whitelist):
         return {**problems, "candidate_whitelist": problem}
-    if problem := outcomes_problem(candidate_whitelist, outcomes, "this point"):
+    if problem := outcomes_problem(candidate_whitelist, outcomes, gettext("this point")):
         problems["candidate_whitelist"] = problem
-    if default_outcome and (problem := outcome_problem(default_outcome, outcomes, "this point")):
+    if default_outcome and (problem := outcome_problem(default_outcome, outcomes, gettext("this point"))):
         problems["default_outcome"] = problem
     problems.update(masking_problems(mask_skip, mask_patterns))
     problems.update(fact_masking_problems(mask_fact_paths, mask_facts, facts if isinstance(facts, dict) else None))
@@ -383,7 +422,7 @@ def rule_problems(
     if outcome and outcomes is not None and (problem := outcome_problem(outcome, outcomes, point)):
         problems["outcome"] = problem
     if effective_from and effective_until and effective_from >= effective_until:
-        problems["effective_until"] = "The end of the effective period must come after its start."
+        problems["effective_until"] = gettext("The end of the effective period must come after its start.")
     return problems
 
 

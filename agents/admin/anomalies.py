@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.models import Anomaly
@@ -47,19 +48,19 @@ class AnomalyAdmin(SessionLogAdmin):
     def when(self, obj: Anomaly) -> str:
         return when_cell(obj.created_at)
 
-    @admin.display(description="agent", ordering="agent__name")
+    @admin.display(description=_("agent"), ordering="agent__name")
     def agent_label(self, obj: Anomaly) -> str:
         return key_cell(obj.agent.name if obj.agent is not None else "", chars=AGENT_CHARS)
 
-    @admin.display(description="session", ordering="session_id")
+    @admin.display(description=_("session"), ordering="session_id")
     def session(self, obj: Anomaly) -> str:
         return key_cell(obj.session_id, chars=SESSION_CHARS)
 
-    @admin.display(description="detail")
+    @admin.display(description=_("detail"))
     def short_detail(self, obj: Anomaly) -> str:
         return summary_cell(obj.detail, chars=120)
 
-    @admin.display(description="decision")
+    @admin.display(description=_("decision"))
     def decision_link(self, obj: Anomaly) -> str:
         if obj.decision_id is None:
             return "—"
@@ -69,13 +70,15 @@ class AnomalyAdmin(SessionLogAdmin):
             str(obj.decision_id)[:8],
         )
 
-    @admin.display(description="session decisions")
+    @admin.display(description=_("session decisions"))
     def session_link(self, obj: Anomaly) -> str:
         if not obj.session_id:
             return "—"
-        return format_html('<a href="{}">{}</a>', session_changelist_url(obj.session_id), "decisions in this session")
+        return format_html(
+            '<a href="{}">{}</a>', session_changelist_url(obj.session_id), gettext("decisions in this session")
+        )
 
-    @admin.display(description="session")
+    @admin.display(description=_("session"))
     def session_page(self, obj: Anomaly) -> str:
         pk = session_pk(agent_id=obj.agent_id, session_id=obj.session_id)
         if pk is None:

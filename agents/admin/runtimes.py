@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.admin_forms import AgentRuntimeForm
@@ -30,8 +31,10 @@ def _show_token_once(modeladmin: admin.ModelAdmin, request: HttpRequest, agent: 
     modeladmin.message_user(
         request,
         format_html(
-            "The token for <strong>{}</strong> is shown only this once — copy it now and give it to the "
-            'agent runtime: <code class="arbiter-token">{}</code>',
+            gettext(
+                "The token for <strong>{}</strong> is shown only this once — copy it now and give it to the "
+                'agent runtime: <code class="arbiter-token">{}</code>'
+            ),
             agent.name,
             token,
         ),
@@ -50,7 +53,7 @@ class AgentRuntimeAdmin(ConfigAdmin):
     actions = ["rotate_token", "deactivate"]
     fieldsets = [
         (None, {"fields": ["name", "token_prefix", "created_at", "description", "points", "is_active"]}),
-        ("Rate limit", {"fields": ["rate_per_minute", "rate_burst"]}),
+        (_("Rate limit"), {"fields": ["rate_per_minute", "rate_burst"]}),
     ]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
@@ -69,17 +72,20 @@ class AgentRuntimeAdmin(ConfigAdmin):
     def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
         return True  # the token is not in the history, so a revert could not restore it
 
-    @admin.display(description="token starts with", ordering="token_prefix")
+    @admin.display(description=_("token starts with"), ordering="token_prefix")
     def token_start(self, obj: AgentRuntime) -> str:
         return f"{obj.token_prefix}…"
 
-    @admin.display(description="rate limit")
+    @admin.display(description=_("rate limit"))
     def rate_limit(self, obj: AgentRuntime) -> str:
         if obj.rate_per_minute is None:
             return "—"
-        return f"{obj.rate_per_minute}/min, burst {obj.rate_burst or 'default'}"
+        return gettext("%(rate)s/min, burst %(burst)s") % {
+            "rate": obj.rate_per_minute,
+            "burst": obj.rate_burst or gettext("default"),
+        }
 
-    @admin.display(description="decision points")
+    @admin.display(description=_("decision points"))
     def point_list(self, obj: AgentRuntime) -> str:
         return ", ".join(p.key for p in obj.points.all()) or "—"
 
@@ -125,19 +131,21 @@ class AgentRuntimeAdmin(ConfigAdmin):
             _show_token_once(self, request, *created)
         return super().response_add(request, obj, post_url_continue)
 
-    @admin.action(permissions=["change"], description="Rotate token of selected agents (old token stops working)")
+    @admin.action(permissions=["change"], description=_("Rotate token of selected agents (old token stops working)"))
     def rotate_token(self, request: HttpRequest, queryset: QuerySet[AgentRuntime]) -> None:
         reason = "Token rotated in admin"
         try:
             with config_change(actor=actor_of(request), reason=reason):
                 rotated = [(a, agent_rotate_token(agent=a, actor=actor_of(request), reason=reason)) for a in queryset]
         except REFUSALS as exc:
-            self.message_user(request, f"No token was rotated. {refusal_text(exc)}", messages.ERROR)
+            self.message_user(
+                request, gettext("No token was rotated. %(why)s") % {"why": refusal_text(exc)}, messages.ERROR
+            )
             return
         for agent, token in rotated:
             _show_token_once(self, request, agent, token)
 
-    @admin.action(permissions=["change"], description="Deactivate selected agents (their tokens are refused)")
+    @admin.action(permissions=["change"], description=_("Deactivate selected agents (their tokens are refused)"))
     def deactivate(self, request: HttpRequest, queryset: QuerySet[AgentRuntime]) -> None:
         reason = "Deactivated in admin"
         try:
@@ -146,6 +154,8 @@ class AgentRuntimeAdmin(ConfigAdmin):
                     agent.is_active = False
                     agent_save(agent=agent, actor=actor_of(request), reason=reason)
         except REFUSALS as exc:
-            self.message_user(request, f"No agent was deactivated. {refusal_text(exc)}", messages.ERROR)
+            self.message_user(
+                request, gettext("No agent was deactivated. %(why)s") % {"why": refusal_text(exc)}, messages.ERROR
+            )
             return
-        self.message_user(request, "The selected agents are inactive.", messages.SUCCESS)
+        self.message_user(request, gettext("The selected agents are inactive."), messages.SUCCESS)

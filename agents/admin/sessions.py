@@ -20,6 +20,8 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.models import Session, TransitionKind
 from agents.selectors import (
@@ -67,14 +69,14 @@ def _human(since: dt.datetime, now: dt.datetime) -> str:
     """How long ago ``since`` was: in seconds under a minute, else Django's "2 hours, 5 minutes"."""
     seconds = int((now - since).total_seconds())
     if seconds < 60:
-        return f"{max(seconds, 0)} second{'' if seconds == 1 else 's'}"
+        return ngettext("%(count)d second", "%(count)d seconds", max(seconds, 0)) % {"count": max(seconds, 0)}
     return timesince(since, now, depth=2)
 
 
 class SessionStatusFilter(admin.SimpleListFilter):
     """Open sessions by default, so the list starts with the ones that may need someone."""
 
-    title = "status"
+    title = _("status")
     parameter_name = "status"
 
     def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
@@ -82,7 +84,11 @@ class SessionStatusFilter(admin.SimpleListFilter):
         self.default = _status(request) if self.parameter_name not in self.used_parameters else OPEN
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(OPEN, "open (not in a terminal state)"), (ENDED, "ended (in a terminal state)"), (ALL, "all")]
+        return [
+            (OPEN, gettext("open (not in a terminal state)")),
+            (ENDED, gettext("ended (in a terminal state)")),
+            (ALL, gettext("all")),
+        ]
 
     def value(self) -> str:
         chosen = super().value()
@@ -107,7 +113,7 @@ class SessionStatusFilter(admin.SimpleListFilter):
 
 class YesNoFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "yes"), ("no", "no")]
+        return [("yes", gettext("yes")), ("no", gettext("no"))]
 
     def condition(self) -> Any:
         raise NotImplementedError
@@ -121,22 +127,22 @@ class YesNoFilter(admin.SimpleListFilter):
 
 
 class HandoffFilter(YesNoFilter):
-    title = "handoff state"
+    title = _("handoff state")
     parameter_name = "handoff"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "in its machine's handoff state"), ("no", "elsewhere")]
+        return [("yes", gettext("in its machine's handoff state")), ("no", gettext("elsewhere"))]
 
     def condition(self) -> Any:
         return sessions_in_handoff_q()
 
 
 class StuckFilter(YesNoFilter):
-    title = "time in state"
+    title = _("time in state")
     parameter_name = "stuck"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "stuck"), ("no", "not stuck")]
+        return [("yes", gettext("stuck")), ("no", gettext("not stuck"))]
 
     def condition(self) -> Any:
         return sessions_stuck_q(now=timezone.now())
@@ -145,7 +151,7 @@ class StuckFilter(YesNoFilter):
 class SessionStateFilter(admin.SimpleListFilter):
     """The states the selected machine (or any machine) declares, from configuration."""
 
-    title = "state"
+    title = _("state")
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -181,7 +187,7 @@ def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
         d = entry.decision
         candidate = ""
         if d.candidate_invalid:
-            candidate = "invalid output"
+            candidate = gettext("invalid output")
         elif d.candidate_decision:
             candidate = d.candidate_decision
             if d.candidate_confidence is not None:
@@ -256,7 +262,7 @@ class SessionAdmin(ReadOnlyAdmin):
     list_filter = (SessionStatusFilter, StuckFilter, HandoffFilter, "machine", SessionStateFilter, "agent")
     sortable_by = ("seq", "anomalies", "time_in_state", "updated")
     search_fields = ("key",)  # shows the search box; the matching is get_search_results
-    search_help_text = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
+    search_help_text = _("Session id: the exact id, or the start of one followed by * (e.g. 7f3a*).")
     list_per_page = 50
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
@@ -264,7 +270,7 @@ class SessionAdmin(ReadOnlyAdmin):
     ordering = ("state_entered_at",)
     fieldsets = [
         (
-            "Record",
+            _("Record"),
             {
                 "fields": [
                     "key",
@@ -323,41 +329,48 @@ class SessionAdmin(ReadOnlyAdmin):
 
     # --- columns ----------------------------------------------------------------------------------------
 
-    @admin.display(description="session id")
+    @admin.display(description=_("session id"))
     def session_id(self, obj: Session) -> str:
         return key_cell(obj.key, chars=SESSION_CHARS)
 
-    @admin.display(description="anomalies", ordering="anomaly_count")
+    @admin.display(description=_("anomalies"), ordering="anomaly_count")
     def anomalies(self, obj: Session) -> int:
         return obj.anomaly_count
 
-    @admin.display(description="state", ordering="state")
+    @admin.display(description=_("state"), ordering="state")
     def state_label(self, obj: Session) -> str:
         machine = obj.machine
         if obj.state == machine.handoff_state:
-            return format_html('{} <span class="arbiter-badge arbiter-badge-handoff">handoff</span>', obj.state)
+            return format_html(
+                '{} <span class="arbiter-badge arbiter-badge-handoff">{}</span>', obj.state, gettext("handoff")
+            )
         if obj.state in machine.terminal_states:
-            return format_html('{} <span class="arbiter-badge arbiter-badge-ended">ended</span>', obj.state)
+            return format_html(
+                '{} <span class="arbiter-badge arbiter-badge-ended">{}</span>', obj.state, gettext("ended")
+            )
         return obj.state
 
-    @admin.display(description="time in state", ordering="-state_entered_at")
+    @admin.display(description=_("time in state"), ordering="-state_entered_at")
     def time_in_state(self, obj: Session) -> str:
         spent = _human(obj.state_entered_at, timezone.now())
         if getattr(obj, "stuck", False):
             return format_html(
-                '{} <span class="arbiter-badge arbiter-badge-stuck" title="{}">stuck</span>', spent, STUCK_HELP
+                '{} <span class="arbiter-badge arbiter-badge-stuck" title="{}">{}</span>',
+                spent,
+                STUCK_HELP,
+                gettext("stuck"),
             )
         return spent
 
-    @admin.display(description="updated", ordering="updated_at")
+    @admin.display(description=_("updated"), ordering="updated_at")
     def updated(self, obj: Session) -> str:
         return when_cell(obj.updated_at)
 
-    @admin.display(description="handoff reason", ordering="handoff_reason")
+    @admin.display(description=_("handoff reason"), ordering="handoff_reason")
     def handoff_reason_label(self, obj: Session) -> str:
         return obj.handoff_reason or "—"
 
-    @admin.display(description="context")
+    @admin.display(description=_("context"))
     def context_json(self, obj: Session) -> str:
         return format_html(
             '<pre class="arbiter-json">{}</pre>', json.dumps(obj.context, indent=2, ensure_ascii=False, sort_keys=True)
@@ -441,13 +454,13 @@ class SessionAdmin(ReadOnlyAdmin):
                 }
             )
         filters = {
-            "holder": [("", "all"), (MINE, "mine"), (UNCLAIMED, "unclaimed"), (CLAIMED, "claimed")],
-            "reason": [("", "any"), *QUEUE_REASONS.items()],
+            "holder": [("", _("all")), (MINE, _("mine")), (UNCLAIMED, _("unclaimed")), (CLAIMED, _("claimed"))],
+            "reason": [("", _("any")), *QUEUE_REASONS.items()],
         }
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": "Human queue",
+            "title": gettext("Human queue"),
             "subtitle": None,
             "rows": rows,
             "page_obj": page,
@@ -479,22 +492,28 @@ class SessionAdmin(ReadOnlyAdmin):
         try:
             if step == "claim":
                 queue_claim(session_pk=pk, user=request.user, note=note)
-                done = f"You have {key} now."
+                done = gettext("You have %(session)s now.") % {"session": key}
             elif step == "release":
                 queue_release(session_pk=pk, user=request.user, note=note)
-                done = f"Session {key} is back in the queue, unclaimed."
+                done = gettext("Session %(session)s is back in the queue, unclaimed.") % {"session": key}
             elif step == "return":
                 move = queue_return(session_pk=pk, user=request.user, state=state, note=note)
-                done = f"Session {key} is back with the bot, in {move.state}."
+                done = gettext("Session %(session)s is back with the bot, in %(state)s.") % {
+                    "session": key,
+                    "state": move.state,
+                }
             elif step == "resolve":
                 if not note:
-                    raise DomainError("Say how it was resolved: the note is required.")
+                    raise DomainError(gettext("Say how it was resolved: the note is required."))
                 move = queue_resolve(session_pk=pk, user=request.user, state=state, note=note)
-                done = f"Session {key} is resolved: it ended in {move.state}."
+                done = gettext("Session %(session)s is resolved: it ended in %(state)s.") % {
+                    "session": key,
+                    "state": move.state,
+                }
             else:
-                raise DomainError(f"Unknown step '{step}'.")
+                raise DomainError(gettext("Unknown step '%(step)s'.") % {"step": step})
         except DomainError as refused:
-            messages.error(request, f"Session {key}: {refused.detail}")
+            messages.error(request, gettext("Session %(session)s: %(why)s") % {"session": key, "why": refused.detail})
         else:
             messages.success(request, done)
         return HttpResponseRedirect(back)

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, UnknownSession
 from agents.models import QueueEvent, QueueEventKind, Session, TransitionKind
@@ -42,14 +43,17 @@ def queue_work_allowed(user: Any) -> bool:
 
 def _locked_in_queue(session_pk: int, user: Any) -> Session:
     if not queue_work_allowed(user):
-        raise PermissionDenied("Working the human queue needs the agents.work_human_queue permission.")
+        raise PermissionDenied(gettext("Working the human queue needs the agents.work_human_queue permission."))
     session = sessions_lock(Session.objects.filter(pk=session_pk)).select_related("claimed_by").first()
     if session is None:
-        raise UnknownSession(f"There is no session {session_pk}.")
+        raise UnknownSession(gettext("There is no session %(session)s.") % {"session": session_pk})
     if session.state != session.machine.handoff_state:
         raise NotInQueue(
-            f"The session is in '{session.state}', not in its machine's handoff state "
-            f"'{session.machine.handoff_state}': it is not waiting for a person.",
+            gettext(
+                "The session is in '%(state)s', not in its machine's handoff state '%(handoff)s': "
+                "it is not waiting for a person."
+            )
+            % {"state": session.state, "handoff": session.machine.handoff_state},
             extra={"state": session.state, "seq": session.seq},
         )
     return session
@@ -57,9 +61,9 @@ def _locked_in_queue(session_pk: int, user: Any) -> Session:
 
 def _check_holder(session: Session, user: Any) -> None:
     if session.claimed_by_id is not None and session.claimed_by_id != user.pk:
-        holder = session.claimed_by.get_username() if session.claimed_by else "someone else"
+        holder = session.claimed_by.get_username() if session.claimed_by else gettext("someone else")
         raise ClaimedByOther(
-            f"{holder} has this session; they may release it.",
+            gettext("%(holder)s has this session; they may release it.") % {"holder": holder},
             extra={"claimed_by": holder, "state": session.state, "seq": session.seq},
         )
 
@@ -106,9 +110,13 @@ def _leave(session: Session, *, to: str, terminal: bool) -> None:
     allowed = session_allowed_targets(session)
     fits = [s for s in allowed if (s in machine.terminal_states) == terminal]
     if to not in fits:
-        what = "terminal state to resolve in" if terminal else "non-terminal state to return to"
+        refused = (
+            gettext("'%(from)s' → '%(to)s' is not a terminal state to resolve in; allowed: %(allowed)s.")
+            if terminal
+            else gettext("'%(from)s' → '%(to)s' is not a non-terminal state to return to; allowed: %(allowed)s.")
+        )
         raise IllegalTransition(
-            f"'{session.state}' → '{to}' is not a {what}; allowed: {', '.join(fits) or 'none'}.",
+            refused % {"from": session.state, "to": to, "allowed": ", ".join(fits) or gettext("none")},
             extra={"state": session.state, "seq": session.seq, "allowed_transitions": fits},
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 from agents.models import AgentRuntime
 from decision_service.tokens import AGENT_TOKEN_PREFIX, new_token, token_hash
@@ -23,7 +24,7 @@ def _points_by_key(keys: Iterable[str]) -> list[DecisionPoint]:
     found = {p.key: p for p in DecisionPoint.objects.filter(key__in=keys)}
     missing = [k for k in keys if k not in found]
     if missing:
-        raise ValidationError(f"Unknown decision point: {', '.join(missing)}.")
+        raise ValidationError(gettext("Unknown decision point: %(points)s.") % {"points": ", ".join(missing)})
     return [found[k] for k in keys]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from django.utils.translation import gettext
+
 BAR_HEIGHT = 22
 LABEL_WIDTH = 260
 BAR_WIDTH = 360
@@ -17,9 +19,10 @@ FONT = "font-family: system-ui, sans-serif; font-size: 12px"
 def bar_chart_svg(bars: Sequence[tuple[str, float]], *, title: str, unit: str = "") -> str:
     """Horizontal bars, one per (label, value), longest value full width; empty bars list → a note."""
     if not bars:
+        nothing = gettext("nothing to show")
         return (
             f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{LABEL_WIDTH + BAR_WIDTH}" height="28">'
-            f'<title>{escape(title)}</title><text x="0" y="18" style="{FONT}">nothing to show</text></svg>'
+            f'<title>{escape(title)}</title><text x="0" y="18" style="{FONT}">{escape(nothing)}</text></svg>'
         )
     top = max(value for _, value in bars) or 1
     height = BAR_HEIGHT * len(bars) + 8

@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 _SEPARATORS = re.compile(r"[\n,]")
 
@@ -86,9 +87,13 @@ class MappingField(forms.CharField):
             key, sep, rest = line.partition(":")
             key = key.strip()
             if not sep or not key:
-                raise ValidationError(f"Line {number}: write “state: …”, e.g. {example}.")
+                raise ValidationError(
+                    gettext("Line %(line)s: write “state: …”, e.g. %(example)s.") % {"line": number, "example": example}
+                )
             if key in mapping:
-                raise ValidationError(f"Line {number}: {key} is listed twice.")
+                raise ValidationError(
+                    gettext("Line %(line)s: %(name)s is listed twice.") % {"line": number, "name": key}
+                )
             if self.numbers:
                 mapping[key] = _number(rest.strip(), number)
             else:
@@ -127,9 +132,14 @@ class PairsField(forms.CharField):
             name, sep, pattern = line.partition(":")
             name, pattern = name.strip(), pattern.strip()
             if not sep or not name or not pattern:
-                raise ValidationError(f"Line {number}: write “name: value”, e.g. “{self.example}”.")
+                raise ValidationError(
+                    gettext("Line %(line)s: write “name: value”, e.g. “%(example)s”.")
+                    % {"line": number, "example": self.example}
+                )
             if name in patterns:
-                raise ValidationError(f"Line {number}: {name} is listed twice.")
+                raise ValidationError(
+                    gettext("Line %(line)s: %(name)s is listed twice.") % {"line": number, "name": name}
+                )
             patterns[name] = pattern
         return patterns
 
@@ -148,4 +158,6 @@ def _number(text: str, line: int) -> int | float:
     try:
         return float(text)
     except ValueError:
-        raise ValidationError(f"Line {line}: “{text}” is not a number of seconds.") from None
+        raise ValidationError(
+            gettext("Line %(line)s: “%(text)s” is not a number of seconds.") % {"line": line, "text": text}
+        ) from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django import forms
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 DEFAULT_REASON = "Edited in admin"
 REASON_FIELD = "change_reason"
@@ -16,11 +18,14 @@ class AuditedModelForm(forms.ModelForm):
     """A model form with a reason field, able to show what a service refused on the first pass."""
 
     change_reason = forms.CharField(
-        label="Reason for this change",
+        label=_("Reason for this change"),
         required=False,
         max_length=500,
         widget=forms.TextInput(attrs={"size": 80, "placeholder": DEFAULT_REASON}),
-        help_text=f"Recorded in the history and in the configuration revision. Empty means “{DEFAULT_REASON}”.",
+        help_text=format_lazy(
+            _("Recorded in the history and in the configuration revision. Empty means “{default}”."),
+            default=DEFAULT_REASON,
+        ),
     )
 
     # Set by the admin (on a subclass) when a service refused this submission on the first pass.

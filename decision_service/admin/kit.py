@@ -32,6 +32,8 @@ from django.db.models import Model, ProtectedError, QuerySet, RestrictedError
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from simple_history.admin import SimpleHistoryAdmin
 
 from decision_service.admin.forms import DEFAULT_REASON, REASON_FIELD, AuditedModelForm, Problem
@@ -108,8 +110,12 @@ def inline_problems(
     problems = problems_of(exc)
     index = None if deleting else next((i for i, f in enumerate(formset.forms) if f.instance is obj), None)
     if index is None:
-        verb = "delete" if deleting else "save"
-        problems = [(None, f"Could not {verb} “{obj}”: {message}") for _, message in problems]
+        could_not = (
+            gettext("Could not delete “%(record)s”: %(problem)s")
+            if deleting
+            else gettext("Could not save “%(record)s”: %(problem)s")
+        )
+        problems = [(None, could_not % {"record": obj, "problem": message}) for _, message in problems]
     return {index: problems}
 
 
@@ -166,7 +172,7 @@ class AuditedAdmin(SimpleHistoryAdmin):
     readonly_after_create: Sequence[str] = ("key",)
     delete_confirmation_template = "admin/arbiter/delete_confirmation.html"
     delete_selected_confirmation_template = "admin/arbiter/delete_selected_confirmation.html"
-    reason_fieldset_title = "Why"
+    reason_fieldset_title = _("Why")
 
     class Media:
         css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
@@ -213,7 +219,7 @@ class AuditedAdmin(SimpleHistoryAdmin):
         if refusal is not None:
             problems = list(refusal.form)
             if refusal.inlines:
-                problems.append((None, "Nothing was saved: see the errors in the rows below."))
+                problems.append((None, gettext("Nothing was saved: see the errors in the rows below.")))
             form = type(form.__name__, (form,), {"injected_problems": problems})
         return form
 
@@ -306,7 +312,7 @@ class AuditedAdmin(SimpleHistoryAdmin):
         except Deferred as deferred:
             return self.deferred_response(request, deferred)
         except (*REFUSALS, ProtectedError, RestrictedError) as exc:
-            self.message_user(request, f"Not deleted. {refusal_text(exc)}", messages.ERROR)
+            self.message_user(request, gettext("Not deleted. %(why)s") % {"why": refusal_text(exc)}, messages.ERROR)
             opts = self.model._meta
             return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id]))
 
@@ -341,7 +347,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-@admin.action(permissions=["delete"], description="Delete selected %(verbose_name_plural)s")
+@admin.action(permissions=["delete"], description=_("Delete selected %(verbose_name_plural)s"))
 def delete_selected_audited(modeladmin: AuditedAdmin, request: HttpRequest, queryset: QuerySet) -> Any:
     """Django's bulk delete, run as one change; a refusal deletes nothing and says why."""
     if not request.POST.get("post"):
@@ -352,5 +358,7 @@ def delete_selected_audited(modeladmin: AuditedAdmin, request: HttpRequest, quer
     except Deferred as deferred:
         return modeladmin.deferred_response(request, deferred)
     except (*REFUSALS, ProtectedError, RestrictedError) as exc:
-        modeladmin.message_user(request, f"Nothing was deleted. {refusal_text(exc)}", messages.ERROR)
+        modeladmin.message_user(
+            request, gettext("Nothing was deleted. %(why)s") % {"why": refusal_text(exc)}, messages.ERROR
+        )
         return None

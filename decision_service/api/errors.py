@@ -165,9 +165,11 @@ def api_server_error(request: Any) -> Any:
             response = plain_problem(unavailable.status, unavailable.code, unavailable.title, unavailable.detail)
         else:
             from django.http import HttpResponse
+            from django.utils.translation import gettext
 
+            # The operator's language (LocaleMiddleware has run; translating needs no database).
             response = HttpResponse(
-                "Service unavailable: the database cannot be reached. Try again shortly.\n",
+                gettext("Service unavailable: the database cannot be reached. Try again shortly.") + "\n",
                 status=503,
                 content_type="text/plain; charset=utf-8",
             )

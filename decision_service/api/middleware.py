@@ -16,6 +16,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
+from django.utils import translation
 
 from decision_service.api.errors import plain_problem
 from decision_service.api.parsers import body_too_large_detail
@@ -70,3 +71,21 @@ def view_body_limit(path: str) -> int:
         getattr(parsers[0], "limit_setting", "ARBITER_MAX_REQUEST_BYTES") if parsers else "ARBITER_MAX_REQUEST_BYTES"
     )
     return int(getattr(settings, setting))
+
+
+class ApiEnglishMiddleware:
+    """Answers under ``/api/`` stay in English whatever the client's ``Accept-Language`` or language cookie.
+
+    The admin follows the operator's language (``LocaleMiddleware``, which runs before this); API clients
+    match on the stable ``code`` and log ``detail``, and one language there keeps the contract and the
+    recorded corpus the same for every caller (docs/api.md, "Language").
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info.startswith(API_PREFIX):
+            translation.activate(settings.LANGUAGE_CODE)
+            request.LANGUAGE_CODE = settings.LANGUAGE_CODE
+        return self.get_response(request)

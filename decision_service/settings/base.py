@@ -30,7 +30,10 @@ MIDDLEWARE = [
     "decision_service.request_log.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The admin's language: the language cookie (set by the switch in the admin's header), then
+    # Accept-Language, then LANGUAGE_CODE. The API stays English (ApiEnglishMiddleware, right after).
     "django.middleware.locale.LocaleMiddleware",
+    "decision_service.api.middleware.ApiEnglishMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from decision_service.admin.kit import AuditedAdmin, AuditedInline
 from decision_service.errors import Deferred
@@ -56,7 +57,11 @@ class ConfigAdmin(AuditedAdmin):
         pk = deferred.change_request.pk
         self.message_user(
             request,
-            f"Nothing was changed yet: this change needs a second person's approval. It waits in change request {pk}.",
+            gettext(
+                "Nothing was changed yet: this change needs a second person's approval. "
+                "It waits in change request %(number)s."
+            )
+            % {"number": pk},
             messages.WARNING,
         )
         return HttpResponseRedirect(reverse("admin:rules_changerequest_change", args=[pk]))

@@ -15,6 +15,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.charts import bar_chart_svg
@@ -50,11 +51,14 @@ _ORDER = Case(
 
 
 class StateFilter(admin.SimpleListFilter):
-    title = "state"
+    title = _("state")
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("open", "open (pending or approved)"), *ChangeRequestState.choices]
+        return [
+            ("open", gettext("open (pending or approved)")),
+            *((v, str(label)) for v, label in ChangeRequestState.choices),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
@@ -92,7 +96,7 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
             .order_by("open_first", "-created_at", "-pk")
         )
 
-    @admin.display(description="request", ordering="pk")
+    @admin.display(description=_("request"), ordering="pk")
     def number(self, obj: ChangeRequest) -> str:
         return f"#{obj.pk}"
 
@@ -100,19 +104,20 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
     def reason_short(self, obj: ChangeRequest) -> str:
         return summary_cell(obj.reason, chars=80)
 
-    @admin.display(description="records")
+    @admin.display(description=_("records"))
     def records(self, obj: ChangeRequest) -> str:
         labels = sorted(
             {f"{c['kind']} {c.get('point') + '.' if c.get('point') else ''}{c['key']}" for c in obj.changes}
         )
-        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        more = gettext(" and %(count)s more") % {"count": len(labels) - 4} if len(labels) > 4 else ""
+        shown = ", ".join(labels[:4]) + more
         return format_html('<span title="{}">{}</span>', "\n".join(labels), shown)
 
     @admin.display(description=_("created at"), ordering="created_at")
     def created(self, obj: ChangeRequest) -> str:
         return when_cell(obj.created_at)
 
-    @admin.display(description="approvals")
+    @admin.display(description=_("approvals"))
     def approvals_given(self, obj: ChangeRequest) -> str:
         return f"{obj.approval_count}/{change_request_approvals_required()}"  # type: ignore[attr-defined]
 
@@ -155,34 +160,38 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
                 done = change_request_approve(
                     request=obj, actor=user, reason=reason, override_reason=str(request.POST.get("override_reason", ""))
                 )
-                said = "Approved." if done.state != ChangeRequestState.APPLIED else "Approved and applied."
+                said = (
+                    gettext("Approved.")
+                    if done.state != ChangeRequestState.APPLIED
+                    else gettext("Approved and applied.")
+                )
             elif action == "reject":
                 change_request_reject(request=obj, actor=user, reason=reason)
-                said = "Rejected."
+                said = gettext("Rejected.")
             elif action == "withdraw":
                 change_request_withdraw(request=obj, actor=user, reason=reason)
-                said = "Withdrawn."
+                said = gettext("Withdrawn.")
             elif action == "break_glass":
                 change_request_break_glass(request=obj, actor=user, reason=reason)
-                said = "Applied at once (break glass). A second person must review it."
+                said = gettext("Applied at once (break glass). A second person must review it.")
             elif action == "acknowledge":
                 change_request_acknowledge(request=obj, actor=user, note=reason)
-                said = "Review acknowledged."
+                said = gettext("Review acknowledged.")
             elif action == "edit":
                 document = config_from_yaml(str(request.POST.get("config", "")))
                 change_request_update(request=obj, document=document, actor=user, reason=reason or None)
-                said = "The request was edited; approvals given before were withdrawn."
+                said = gettext("The request was edited; approvals given before were withdrawn.")
             elif action == "schedule":
                 when = str(request.POST.get("apply_at", "")).strip()
                 moment = parse_datetime(when) if when else None
                 if when and moment is None:
-                    raise DomainError("Give the time as YYYY-MM-DD HH:MM.")
+                    raise DomainError(gettext("Give the time as YYYY-MM-DD HH:MM."))
                 change_request_schedule(request=obj, actor=user, apply_at=moment)
-                said = "Scheduled." if moment else "It will apply as soon as it is approved."
+                said = gettext("Scheduled.") if moment else gettext("It will apply as soon as it is approved.")
             else:
-                raise DomainError(f"Unknown action {action!r}.")
+                raise DomainError(gettext("Unknown action %(action)r.") % {"action": action})
         except DomainError as exc:
-            self.message_user(request, f"Not done. {refusal_text(exc)}", messages.ERROR)
+            self.message_user(request, gettext("Not done. %(why)s") % {"why": refusal_text(exc)}, messages.ERROR)
             return HttpResponseRedirect(url)
         self.message_user(request, said, messages.SUCCESS)
         return HttpResponseRedirect(url)
@@ -203,8 +212,8 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
     )
     evaluated, changed = impact.get("evaluated") or 0, impact.get("changed") or 0
     summary_chart = bar_chart_svg(
-        [("unchanged", evaluated - changed), ("changed", changed)] if evaluated else [],
-        title="Decisions replayed under the proposal",
+        [(gettext("unchanged"), evaluated - changed), (gettext("changed"), changed)] if evaluated else [],
+        title=gettext("Decisions replayed under the proposal"),
     )
     live = config_document()
     return {
@@ -220,7 +229,7 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
         "events": list(obj.events.all()),
         "impact": impact,
         "impact_running": obj.impact_status == "running",
-        "matrix_chart": mark_safe(bar_chart_svg(cells, title="Decisions that would change, from → to")),  # noqa: S308
+        "matrix_chart": mark_safe(bar_chart_svg(cells, title=gettext("Decisions that would change, from → to"))),  # noqa: S308
         "summary_chart": mark_safe(summary_chart),  # noqa: S308 - bar_chart_svg escapes every label itself
         "broken": impact.get("broken_cases") or [],
         "can_approve": pending and approver and not is_author and not approved_by_me,
@@ -238,7 +247,11 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
 def pending_notice(request_list: list[ChangeRequest]) -> str:
     """The line a record's page shows when open requests would change it."""
     links = [
-        format_html('<a href="{}">request {}</a>', reverse("admin:rules_changerequest_change", args=[r.pk]), r.pk)
+        format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:rules_changerequest_change", args=[r.pk]),
+            gettext("request %(number)s") % {"number": r.pk},
+        )
         for r in request_list
     ]
-    return format_html("A change to this record is pending ({}).", mark_safe(", ".join(links)))  # noqa: S308
+    return format_html(gettext("A change to this record is pending ({})."), mark_safe(", ".join(links)))  # noqa: S308

@@ -25,6 +25,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.display import key_cell, summary_cell, when_cell
@@ -39,6 +40,7 @@ from rules.models import (
     DecisionRecord,
     RegressionCase,
     Rule,
+    RuleCategory,
     RuledBy,
 )
 from rules.services.regressions import regression_case_pin
@@ -48,8 +50,9 @@ from rules.signals import decision_shown
 # Past these lengths a list shows the start, with the whole in a title (and on the record's page).
 SESSION_CHARS = 24
 AGENT_CHARS = 40
-SESSION_SEARCH_HELP = "Session id: the exact id, or the start of one followed by * (e.g. 7f3a*)."
+SESSION_SEARCH_HELP = _("Session id: the exact id, or the start of one followed by * (e.g. 7f3a*).")
 RULED_BY_LABELS = dict(RuledBy.choices)
+CATEGORY_LABELS = dict(RuleCategory.choices)
 
 
 def session_search(queryset: QuerySet, term: str) -> QuerySet:
@@ -83,7 +86,7 @@ class SessionLogAdmin(ReadOnlyAdmin):
 class PointFilter(admin.SimpleListFilter):
     """Decision points as configured today (a point deleted since still filters by URL)."""
 
-    title = "decision point"
+    title = _("decision point")
     parameter_name = "point"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -101,7 +104,7 @@ class PointFilter(admin.SimpleListFilter):
 class OutcomeFilter(admin.SimpleListFilter):
     """Outcomes of the selected point, or of every point, as configured today."""
 
-    title = "decision"
+    title = _("decision")
     parameter_name = "decision"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -124,7 +127,7 @@ class AgentFilter(admin.SimpleListFilter):
     """Agent runtimes by name, as the log keeps them: those among the latest decisions (a bounded read of
     the time index, not a DISTINCT over the whole log); another name still filters by URL."""
 
-    title = "agent"
+    title = _("agent")
     parameter_name = "agent"
     RECENT = 2000
 
@@ -174,7 +177,8 @@ def session_changelist_url(session_id: str) -> str:
 def masked_facts_rows(masked_facts: dict[str, Any] | None) -> list[tuple[str, str]]:
     """What was masked in the facts as (location, what): a fact path's value whole, or the kinds found."""
     masked_facts = masked_facts or {}
-    rows = [(location, "the whole value (a fact path of the point)") for location in masked_facts.get("paths", [])]
+    whole = gettext("the whole value (a fact path of the point)")
+    rows = [(location, whole) for location in masked_facts.get("paths", [])]
     rows += [(location, ", ".join(kinds)) for location, kinds in masked_facts.get("patterns", {}).items()]
     return sorted(rows)
 
@@ -196,7 +200,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
             {
                 "key": m["key"],
                 "priority": m.get("priority"),
-                "category": m.get("category", ""),
+                "category": CATEGORY_LABELS.get(m.get("category", ""), m.get("category", "")),
                 "outcome": m.get("outcome", ""),
                 "shadow": bool(m.get("shadow")),
                 "winner": winner,
@@ -214,6 +218,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
             "winner_missing": bool(winner_key) and not winner_marked,
             "rule_url": urls.get(record.rule_key) if record.rule_key else None,
             "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
+            "rule_category_label": CATEGORY_LABELS.get(record.rule_category, record.rule_category),
             "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
             "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
             "masked": sorted((record.masked or {}).items()),
@@ -227,6 +232,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
         "winner_missing": bool(winner_key) and not winner_marked,
         "rule_url": urls.get(record.rule_key) if record.rule_key else None,
         "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
+        "rule_category_label": CATEGORY_LABELS.get(record.rule_category, record.rule_category),
         "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
         "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
         "masked": sorted((record.masked or {}).items()),
@@ -312,7 +318,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
     show_facets = admin.ShowFacets.NEVER
     fieldsets = [
         (
-            "Record",
+            _("Record"),
             {
                 "fields": [
                     "id",
@@ -344,29 +350,29 @@ class DecisionRecordAdmin(SessionLogAdmin):
 
     # --- columns ----------------------------------------------------------------------------------------
 
-    @admin.display(description="time", ordering="created_at")
+    @admin.display(description=_("time"), ordering="created_at")
     def time(self, obj: DecisionRecord) -> str:
         return when_cell(obj.created_at)
 
-    @admin.display(description="winning rule", ordering="rule_key")
+    @admin.display(description=_("winning rule"), ordering="rule_key")
     def winning_rule(self, obj: DecisionRecord) -> str:
         return obj.rule_key or "—"
 
-    @admin.display(description="candidate")
+    @admin.display(description=_("candidate"))
     def candidate(self, obj: DecisionRecord) -> str:
         if obj.candidate_invalid:
-            return "invalid output"
+            return gettext("invalid output")
         if not obj.candidate_decision:
             return "—"
         if obj.candidate_confidence is None:
             return obj.candidate_decision
         return f"{obj.candidate_decision} ({obj.candidate_confidence:.2f})"
 
-    @admin.display(description="agent", ordering="agent_name")
+    @admin.display(description=_("agent"), ordering="agent_name")
     def agent_label(self, obj: DecisionRecord) -> str:
         return key_cell(obj.agent_name, chars=AGENT_CHARS)
 
-    @admin.display(description="session", ordering="session_id")
+    @admin.display(description=_("session"), ordering="session_id")
     def session(self, obj: DecisionRecord) -> str:
         return key_cell(obj.session_id, chars=SESSION_CHARS)
 
@@ -426,10 +432,13 @@ class DecisionRecordAdmin(SessionLogAdmin):
                 note=str(request.POST.get("note", "")).strip(),
             )
         except DomainError as exc:
-            self.message_user(request, f"Not pinned. {exc.detail}", messages.ERROR)
+            self.message_user(request, gettext("Not pinned. %(why)s") % {"why": exc.detail}, messages.ERROR)
             return HttpResponseRedirect(url)
         self.message_user(
-            request, f"Pinned as regression case {case.pk}: it must keep deciding {case.expected}.", messages.SUCCESS
+            request,
+            gettext("Pinned as regression case %(case)s: it must keep deciding %(outcome)s.")
+            % {"case": case.pk, "outcome": case.expected},
+            messages.SUCCESS,
         )
         return HttpResponseRedirect(url)
 
@@ -437,7 +446,9 @@ class DecisionRecordAdmin(SessionLogAdmin):
         """The decision evaluated again: under the revision it was made under, and under today's."""
         record = self.get_object(request, unquote(object_id))
         if record is None:
-            self.message_user(request, f"There is no decision with the id “{object_id}”.", messages.WARNING)
+            self.message_user(
+                request, gettext("There is no decision with the id “%(id)s”.") % {"id": object_id}, messages.WARNING
+            )
             return HttpResponseRedirect(reverse("admin:rules_decisionrecord_changelist"))
         if not self.has_view_permission(request, record):
             raise PermissionDenied
@@ -454,10 +465,10 @@ class DecisionRecordAdmin(SessionLogAdmin):
             identical = replay.identical
             masked_facts = replay.masked_facts
             current_revision = replay.current_revision
-            recorded = _side(replay.recorded, replay.revision, "recorded")
+            recorded = _side(replay.recorded, replay.revision, gettext("recorded"))
             assert recorded is not None
-            replayed = _side(replay.replayed, replay.revision, "replayed under the recorded revision")
-            current = _side(replay.current, replay.current_revision, "under the current revision")
+            replayed = _side(replay.replayed, replay.revision, gettext("replayed under the recorded revision"))
+            current = _side(replay.current, replay.current_revision, gettext("under the current revision"))
             for side in (recorded, replayed, current):
                 if side is not None:
                     side["differs"] = _differs(side, recorded)
@@ -465,7 +476,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": f"Replay of {record}",
+            "title": gettext("Replay of %(decision)s") % {"decision": record},
             "subtitle": None,
             "record": record,
             "change_url": reverse("admin:rules_decisionrecord_change", args=[record.pk]),
@@ -523,7 +534,7 @@ class RegressionCaseAdmin(admin.ModelAdmin):
     class Media:
         css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
 
-    @admin.display(description="input")
+    @admin.display(description=_("input"))
     def input_short(self, obj: RegressionCase) -> str:
         return summary_cell(obj.input, chars=60)
 

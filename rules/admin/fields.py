@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 from rules.literals import literal_tokens as literal_tokens
 from rules.literals import parse_literal as parse_literal
@@ -41,9 +42,14 @@ class FactsField(forms.CharField):
             name, sep, typ = line.partition(":")
             name, typ = name.strip(), typ.strip()
             if not sep or not name or not typ:
-                raise ValidationError(f"Line {number}: write the fact as “name: type”, e.g. “refund_amount: number”.")
+                raise ValidationError(
+                    gettext("Line %(line)s: write the fact as “name: type”, e.g. “refund_amount: number”.")
+                    % {"line": number}
+                )
             if name in facts:
-                raise ValidationError(f"Line {number}: the fact {name} is declared twice.")
+                raise ValidationError(
+                    gettext("Line %(line)s: the fact %(fact)s is declared twice.") % {"line": number, "fact": name}
+                )
             facts[name] = typ
         return facts
 

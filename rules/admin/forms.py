@@ -10,6 +10,10 @@ import json
 from typing import Any
 
 from django import forms
+from django.utils.functional import lazy
+from django.utils.text import format_lazy
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.fields import ListField, MappingField, PairsField, plain_number
 from decision_service.admin.forms import AuditedModelForm
@@ -31,11 +35,11 @@ class ThresholdForm(AuditedModelForm):
     class Meta:
         model = Threshold
         fields = ["key", "name", "description", "value", "unit", "min_value", "max_value", "high_risk"]
-        labels = {"min_value": "Lowest allowed value", "max_value": "Highest allowed value"}
+        labels = {"min_value": _("Lowest allowed value"), "max_value": _("Highest allowed value")}
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
-            "min_value": "Leave empty for no lower bound. The value can never be set below it.",
-            "max_value": "Leave empty for no upper bound. The value can never be set above it.",
+            "min_value": _("Leave empty for no lower bound. The value can never be set below it."),
+            "max_value": _("Leave empty for no upper bound. The value can never be set above it."),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -43,19 +47,19 @@ class ThresholdForm(AuditedModelForm):
         _plain_initial(self, "value", "min_value", "max_value")
         if "value" in self.fields:
             if self.instance.pk:
-                self.fields[
-                    "value"
-                ].help_text = f"Allowed range: {self.instance.bounds_text()}. A value outside it is refused."
+                self.fields["value"].help_text = gettext("Allowed range: %(range)s. A value outside it is refused.") % {
+                    "range": self.instance.bounds_text()
+                }
             else:
-                self.fields["value"].help_text = "Must lie within the allowed range set below (if any)."
+                self.fields["value"].help_text = _("Must lie within the allowed range set below (if any).")
 
 
 class KeywordListForm(AuditedModelForm):
     bulk_terms = forms.CharField(
-        label="Add terms (paste)",
+        label=_("Add terms (paste)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 6, "cols": 40, "placeholder": "refund\n退款\nchargeback"}),
-        help_text=(
+        help_text=_(
             "Paste one term per line; they are added to the list when you save. Terms are stored normalised "
             "(full-width letters and digits become normal ones, upper case becomes lower case). If any pasted "
             "term is already in the list, nothing is added and the duplicates are named."
@@ -67,8 +71,10 @@ class KeywordListForm(AuditedModelForm):
         fields = ["key", "name", "description", "match_mode", "fold_traditional", "ignore_cjk_gaps"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
-            "match_mode": "Substring: anywhere in the text (use for Chinese). Whole word: not inside a longer "
-            "word. Regular expression: each term is a pattern."
+            "match_mode": _(
+                "Substring: anywhere in the text (use for Chinese). Whole word: not inside a longer "
+                "word. Regular expression: each term is a pattern."
+            )
         }
 
     def pasted_terms(self) -> list[str]:
@@ -76,48 +82,61 @@ class KeywordListForm(AuditedModelForm):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-FACT_TYPES_HELP = ", ".join(f"{value} ({label})" if value != label else value for value, label in FactType.choices)
+def _fact_types_help() -> str:
+    return ", ".join(f"{value} ({label})" if value != label else value for value, label in FactType.choices)
+
+
+# The built-in masks (rules.engine.masking), named for people.
+MASK_LABELS = {"id_card": _("ID card number"), "email": _("email address"), "phone": _("phone number")}
 
 
 class DecisionPointForm(AuditedModelForm):
     facts = FactsField(
-        label="Facts",
-        help_text=f"One fact per line as “name: type”, e.g. “refund_amount: number”. Types: {FACT_TYPES_HELP}.",
+        label=_("Facts"),
+        help_text=format_lazy(
+            _("One fact per line as “name: type”, e.g. “refund_amount: number”. Types: {types}."),
+            types=lazy(_fact_types_help, str)(),
+        ),
     )
-    outcomes = ListField(help_text="One outcome key per line, e.g. approve, deny, handoff. At least one.")
+    outcomes = ListField(
+        label=_("Outcomes"), help_text=_("One outcome key per line, e.g. approve, deny, handoff. At least one.")
+    )
     candidate_whitelist = ListField(
-        label="Candidate whitelist",
-        help_text="Outcomes an LLM may propose and have accepted, one per line. Each must be listed in outcomes.",
+        label=_("Candidate whitelist"),
+        help_text=_("Outcomes an LLM may propose and have accepted, one per line. Each must be listed in outcomes."),
     )
     mask_skip = forms.MultipleChoiceField(
-        label="Do not mask",
+        label=_("Do not mask"),
         required=False,
-        choices=[(name, name.replace("_", " ")) for name in BUILTIN_PATTERNS],
+        choices=[(name, MASK_LABELS.get(name, name.replace("_", " "))) for name in BUILTIN_PATTERNS],
         widget=forms.CheckboxSelectMultiple,
-        help_text="Personal data is masked in the decision log; tick a kind only if this point needs it kept.",
+        help_text=_("Personal data is masked in the decision log; tick a kind only if this point needs it kept."),
     )
     machine = forms.ChoiceField(
+        label=_("Machine"),
         required=False,
-        help_text="The state machine whose sessions a decision at this point may move (decide with apply=true).",
+        help_text=_("The state machine whose sessions a decision at this point may move (decide with apply=true)."),
     )
     state_map = PairsField(
         example="human_handoff: human_handoff",
-        label="Outcome → state",
-        help_text="One per line as “outcome: state”: where a session moves when the point decides that outcome.",
+        label=_("Outcome → state"),
+        help_text=_("One per line as “outcome: state”: where a session moves when the point decides that outcome."),
     )
     mask_patterns = PairsField(
-        label="Also mask",
-        help_text="More personal data to mask in the log, one per line as “name: regular expression”.",
+        label=_("Also mask"),
+        help_text=_("More personal data to mask in the log, one per line as “name: regular expression”."),
     )
     mask_facts = forms.BooleanField(
-        label="Mask facts",
+        label=_("Mask facts"),
         required=False,
-        help_text="Facts are masked in the log like the input (the kinds above, in every text value); "
-        "untick only if this point needs its facts kept as sent.",
+        help_text=_(
+            "Facts are masked in the log like the input (the kinds above, in every text value); "
+            "untick only if this point needs its facts kept as sent."
+        ),
     )
     mask_fact_paths = ListField(
-        label="Always mask these facts",
-        help_text="Facts whose values are replaced whole in the log, one per line, e.g. customer_address.",
+        label=_("Always mask these facts"),
+        help_text=_("Facts whose values are replaced whole in the log, one per line, e.g. customer_address."),
     )
 
     class Meta:
@@ -140,17 +159,19 @@ class DecisionPointForm(AuditedModelForm):
             "mask_fact_paths",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
-        help_texts = {"default_outcome": "What happens when nothing else decides. Must be one of the outcomes."}
+        help_texts = {"default_outcome": _("What happens when nothing else decides. Must be one of the outcomes.")}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         machine = self.fields["machine"]
         assert isinstance(machine, forms.ChoiceField)
-        machine.choices = [("", "— none —")] + [(k, k) for k in StateMachine.objects.values_list("key", flat=True)]
+        machine.choices = [("", _("— none —"))] + [(k, k) for k in StateMachine.objects.values_list("key", flat=True)]
 
 
 class RuleForm(AuditedModelForm):
-    outcome = forms.ChoiceField(help_text="What the rule decides: one of the decision point's outcomes.")
+    outcome = forms.ChoiceField(
+        label=_("Outcome"), help_text=_("What the rule decides: one of the decision point's outcomes.")
+    )
 
     class Meta:
         model = Rule
@@ -167,7 +188,7 @@ class RuleForm(AuditedModelForm):
             "effective_until",
         ]
         widgets = {"description": forms.TextInput(attrs={"size": 80})}
-        labels = {"combinator": "Match when"}
+        labels = {"combinator": _("Match when")}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -193,11 +214,14 @@ class RuleForm(AuditedModelForm):
 
 class ConditionForm(forms.ModelForm):
     value = LiteralField(
-        help_text="Compare with this instead of a threshold: 500, 0.5, yes/no, some text, "
-        "or for “in” a list such as: gold, platinum."
+        label=_("Value"),
+        help_text=_(
+            "Compare with this instead of a threshold: 500, 0.5, yes/no, some text, "
+            "or for “in” a list such as: gold, platinum."
+        ),
     )
-    outcomes = ListField(one_per_line=False, help_text="Outcome keys, separated by commas.")
-    states = ListField(one_per_line=False, help_text="Session state keys, separated by commas.")
+    outcomes = ListField(one_per_line=False, label=_("Outcomes"), help_text=_("Outcome keys, separated by commas."))
+    states = ListField(one_per_line=False, label=_("States"), help_text=_("Session state keys, separated by commas."))
 
     class Meta:
         model = Condition
@@ -221,9 +245,9 @@ class ConditionForm(forms.ModelForm):
             "timezone": forms.TextInput(attrs={"size": 20, "placeholder": "Asia/Shanghai"}),
         }
         help_texts = {
-            "position": "Order in which conditions are shown and checked (lowest first).",
-            "fact": "A fact declared by the decision point.",
-            "threshold": "Compare with a named threshold (or give a value instead).",
+            "position": _("Order in which conditions are shown and checked (lowest first)."),
+            "fact": _("A fact declared by the decision point."),
+            "threshold": _("Compare with a named threshold (or give a value instead)."),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -234,7 +258,10 @@ class ConditionForm(forms.ModelForm):
         # condition_kind.js shows only the inputs of the chosen kind, with the kind's own help where it has one.
         attrs = self.fields["kind"].widget.attrs
         attrs["data-condition-inputs"] = json.dumps({k: list(names) for k, names in INPUTS_USED.items()})
-        attrs["data-condition-help"] = json.dumps({k: dict(a.help_texts) for k, a in ADAPTERS.items() if a.help_texts})
+        # Rendered per request, so the help follows the operator's language.
+        attrs["data-condition-help"] = json.dumps(
+            {k: {name: str(text) for name, text in a.help_texts.items()} for k, a in ADAPTERS.items() if a.help_texts}
+        )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or self.cleaned_data
@@ -246,19 +273,32 @@ class ConditionForm(forms.ModelForm):
 
 
 class StateMachineForm(AuditedModelForm):
-    states = ListField(help_text="One state key per line, e.g. greeting, collecting, confirming, handoff, done.")
-    terminal_states = ListField(help_text="States a session ends in, one per line. They have no way out.")
+    states = ListField(
+        label=_("States"), help_text=_("One state key per line, e.g. greeting, collecting, confirming, handoff, done.")
+    )
+    terminal_states = ListField(
+        label=_("Terminal states"), help_text=_("States a session ends in, one per line. They have no way out.")
+    )
     transitions = MappingField(
-        help_text="One line per state: “state: the states it may move to”, e.g. “collecting: confirming, handoff”. "
-        "Every state must be reachable from the initial state."
+        label=_("Transitions"),
+        help_text=_(
+            "One line per state: “state: the states it may move to”, e.g. “collecting: confirming, handoff”. "
+            "Every state must be reachable from the initial state."
+        ),
     )
     actions = MappingField(
-        help_text="One line per state: “state: the action types allowed in it”, e.g. “collecting: ask, lookup_order”."
+        label=_("Actions"),
+        help_text=_(
+            "One line per state: “state: the action types allowed in it”, e.g. “collecting: ask, lookup_order”."
+        ),
     )
     timeouts = MappingField(
+        label=_("Timeouts"),
         numbers=True,
-        help_text="One line per state: “state: seconds”, e.g. “waiting_for_user: 900”. "
-        "A session left longer in the state is handed to a human.",
+        help_text=_(
+            "One line per state: “state: seconds”, e.g. “waiting_for_user: 900”. "
+            "A session left longer in the state is handed to a human."
+        ),
     )
 
     class Meta:
@@ -278,9 +318,9 @@ class StateMachineForm(AuditedModelForm):
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
-            "key": "Sessions refer to the machine by this key; it cannot change later.",
-            "initial_state": "Where every session starts; one of the states.",
-            "handoff_state": "Where sessions go for a human to take over; one of the states.",
+            "key": _("Sessions refer to the machine by this key; it cannot change later."),
+            "initial_state": _("Where every session starts; one of the states."),
+            "handoff_state": _("Where sessions go for a human to take over; one of the states."),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.kit import actor_of, reason_from, refused_on_form
 from rules.admin.base import AuditedInline, ConfigAdmin
@@ -28,7 +29,7 @@ class KeywordTermInline(AuditedInline, admin.TabularInline):
     model = KeywordTerm
     fields = ("term",)
     extra = 0
-    verbose_name_plural = "terms (stored normalised: full-width folded, lower case)"
+    verbose_name_plural = _("terms (stored normalised: full-width folded, lower case)")
 
     def save_record(self, obj: KeywordTerm, *, actor: Actor, reason: str) -> None:
         keyword_term_save(term=obj, actor=actor, reason=reason)
@@ -47,8 +48,8 @@ class KeywordListAdmin(ConfigAdmin):
     search_fields = ("key", "name", "description", "terms__term")
     fieldsets = [
         (None, {"fields": ["key", "name", "description", "match_mode"]}),
-        ("Matching that sees through evasion", {"fields": ["fold_traditional", "ignore_cjk_gaps"]}),
-        ("Add many terms at once", {"fields": ["bulk_terms"]}),
+        (_("Matching that sees through evasion"), {"fields": ["fold_traditional", "ignore_cjk_gaps"]}),
+        (_("Add many terms at once"), {"fields": ["bulk_terms"]}),
     ]
 
     def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -61,11 +62,11 @@ class KeywordListAdmin(ConfigAdmin):
             .annotate(term_total=Count("terms", distinct=True), rule_count=Count("conditions__rule", distinct=True))
         )
 
-    @admin.display(description="terms", ordering="term_total")
+    @admin.display(description=_("terms"), ordering="term_total")
     def term_count(self, obj: KeywordList) -> int:
         return obj.term_total  # type: ignore[attr-defined]
 
-    @admin.display(description="used by", ordering="rule_count")
+    @admin.display(description=_("used by"), ordering="rule_count")
     def used_by(self, obj: KeywordList) -> int:
         return obj.rule_count  # type: ignore[attr-defined]
 

@@ -10,6 +10,8 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from rules.admin.base import ConfigAdmin
 from rules.admin.forms import StateMachineForm
@@ -17,6 +19,8 @@ from rules.diagram import machine_svg
 from rules.models import StateMachine
 from rules.services.machines import machine_delete, machine_save
 from rules.services.revisions import Actor
+
+PICTURE = _("Picture")
 
 
 @admin.register(StateMachine)
@@ -29,9 +33,9 @@ class StateMachineAdmin(ConfigAdmin):
     readonly_fields = ("diagram", "session_links")
     fieldsets = [
         (None, {"fields": ["key", "name", "description"]}),
-        ("States", {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
-        ("Moves, actions and timeouts", {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
-        ("Picture", {"fields": ["diagram", "session_links"]}),
+        (_("States"), {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
+        (_("Moves, actions and timeouts"), {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
+        (PICTURE, {"fields": ["diagram", "session_links"]}),
     ]
 
     class Media:
@@ -40,14 +44,14 @@ class StateMachineAdmin(ConfigAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:  # nothing to draw before the first save
-            fieldsets = [(t, o) for t, o in fieldsets if t != "Picture"]
+            fieldsets = [(t, o) for t, o in fieldsets if t != PICTURE]
         return fieldsets
 
-    @admin.display(description="states")
+    @admin.display(description=_("states"))
     def state_list(self, obj: StateMachine) -> str:
         return ", ".join(obj.states or [])
 
-    @admin.display(description="the machine")
+    @admin.display(description=_("the machine"))
     def diagram(self, obj: StateMachine) -> SafeString:
         """The definition on the form drawn: as saved, or as typed when the form refused it."""
         svg = machine_svg(
@@ -61,7 +65,7 @@ class StateMachineAdmin(ConfigAdmin):
         # machine_svg escapes every label and attribute itself (xml.sax.saxutils), so its markup is safe.
         return format_html('<div class="arbiter-diagram">{}</div>', mark_safe(svg))  # noqa: S308
 
-    @admin.display(description="sessions")
+    @admin.display(description=_("sessions"))
     def session_links(self, obj: StateMachine) -> SafeString:
         if obj.pk is None:
             return format_html("{}", "—")
@@ -71,7 +75,7 @@ class StateMachineAdmin(ConfigAdmin):
         except NoReverseMatch:
             return format_html("{}", "—")
         return format_html(
-            '<a href="{}">open sessions</a> · <a href="{}">in the handoff state ({})</a>',
+            gettext('<a href="{}">open sessions</a> · <a href="{}">in the handoff state ({})</a>'),
             f"{url}?{urlencode({'machine__id__exact': obj.pk})}",
             f"{url}?{urlencode({'machine__id__exact': obj.pk, 'handoff': 'yes'})}",
             obj.handoff_state,

@@ -9,6 +9,8 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.display import summary_cell
 from rules.admin.base import AuditedInline, ConfigAdmin
@@ -36,12 +38,12 @@ class DecisionPointAdmin(ConfigAdmin):
     fieldsets = [
         (None, {"fields": ["key", "name", "description"]}),
         (
-            "Inputs and answers",
+            _("Inputs and answers"),
             {"fields": ["facts", "outcomes", "candidate_whitelist", "default_outcome", "no_candidate"]},
         ),
-        ("Sessions", {"fields": ["machine", "state_map", "fallback_state"]}),
+        (_("Sessions"), {"fields": ["machine", "state_map", "fallback_state"]}),
         (
-            "Personal data in the decision log",
+            _("Personal data in the decision log"),
             {"fields": ["mask_skip", "mask_patterns", "mask_facts", "mask_fact_paths"]},
         ),
     ]
@@ -52,22 +54,22 @@ class DecisionPointAdmin(ConfigAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[str | None, dict[str, Any]]]:
         fieldsets = super().get_fieldsets(request, obj)
         if obj is not None:
-            fieldsets.insert(-1, ("Rules", {"fields": ["rules_overview"]}))
+            fieldsets.insert(-1, (gettext("Rules"), {"fields": ["rules_overview"]}))
         return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         readonly = list(super().get_readonly_fields(request, obj))
         return [*readonly, "rules_overview"] if obj is not None else readonly
 
-    @admin.display(description="outcomes")
+    @admin.display(description=_("outcomes"))
     def outcome_list(self, obj: DecisionPoint) -> str:
         return ", ".join(obj.outcomes or [])
 
-    @admin.display(description="rules", ordering="rule_count")
+    @admin.display(description=_("rules"), ordering="rule_count")
     def rule_total(self, obj: DecisionPoint) -> int:
         return obj.rule_count  # type: ignore[attr-defined]
 
-    @admin.display(description="rules of this point")
+    @admin.display(description=_("rules of this point"))
     def rules_overview(self, obj: DecisionPoint) -> str:
         add_url = reverse("admin:rules_rule_add") + f"?point={obj.pk}"
         rules = obj.rules.order_by("priority", "key").prefetch_related(
@@ -81,8 +83,8 @@ class DecisionPointAdmin(ConfigAdmin):
                     r.priority,
                     reverse("admin:rules_rule_change", args=[r.pk]),
                     r.key,
-                    r.category,
-                    r.mode,
+                    r.get_category_display(),
+                    r.get_mode_display(),
                     r.outcome,
                     "; ".join(describe_condition(c) for c in r.conditions.all()) or "—",
                 )
@@ -90,11 +92,18 @@ class DecisionPointAdmin(ConfigAdmin):
             ),
         )
         return format_html(
-            '<table class="arbiter-rules"><thead><tr><th>priority</th><th>rule</th><th>category</th><th>mode</th>'
-            "<th>outcome</th><th>conditions</th></tr></thead><tbody>{}</tbody></table>"
-            '<p><a class="addlink" href="{}">Add a rule to this point</a></p>',
+            '<table class="arbiter-rules"><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th>'
+            "<th>{}</th><th>{}</th></tr></thead><tbody>{}</tbody></table>"
+            '<p><a class="addlink" href="{}">{}</a></p>',
+            gettext("priority"),
+            gettext("rule"),
+            gettext("category"),
+            gettext("mode"),
+            gettext("outcome"),
+            gettext("conditions"),
             rows,
             add_url,
+            gettext("Add a rule to this point"),
         )
 
     def save_record(self, obj: DecisionPoint, *, actor: Actor, reason: str) -> None:
@@ -133,11 +142,11 @@ class ConditionInline(AuditedInline, admin.StackedInline):
 
 
 class HighRiskFilter(admin.SimpleListFilter):
-    title = "high-risk"
+    title = _("high-risk")
     parameter_name = "high_risk"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "High-risk (compliance, risk)"), ("no", "Other (business, quality)")]
+        return [("yes", gettext("High-risk (compliance, risk)")), ("no", gettext("Other (business, quality)"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Rule]) -> QuerySet[Rule]:
         if self.value() == "yes":
@@ -165,8 +174,8 @@ class RuleAdmin(ConfigAdmin):
     ordering = ("point__key", "priority", "key")
     fieldsets = [
         (None, {"fields": ["point", "key", "description"]}),
-        ("Decision", {"fields": ["priority", "category", "combinator", "outcome", "mode"]}),
-        ("Effective period (optional)", {"fields": ["effective_from", "effective_until"], "classes": ["collapse"]}),
+        (_("Decision"), {"fields": ["priority", "category", "combinator", "outcome", "mode"]}),
+        (_("Effective period (optional)"), {"fields": ["effective_from", "effective_until"], "classes": ["collapse"]}),
     ]
 
     class Media:
@@ -184,13 +193,13 @@ class RuleAdmin(ConfigAdmin):
             )
         )
 
-    @admin.display(description="high-risk", boolean=True, ordering="category")
+    @admin.display(description=_("high-risk"), boolean=True, ordering="category")
     def high_risk(self, obj: Rule) -> bool:
         return obj.is_high_risk
 
-    @admin.display(description="conditions")
+    @admin.display(description=_("conditions"))
     def condition_summary(self, obj: Rule) -> str:
-        joiner = " and " if obj.combinator == "all" else " or "
+        joiner = gettext(" and ") if obj.combinator == "all" else gettext(" or ")
         return summary_cell(joiner.join(describe_condition(c) for c in obj.conditions.all()), chars=160)
 
     def save_record(self, obj: Rule, *, actor: Actor, reason: str) -> None:

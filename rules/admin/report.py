@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 
 from rules.errors import InvalidRequest, UnknownPoint
 from rules.models import DecisionPoint
@@ -124,7 +125,7 @@ def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
         "top_rule_rows": [
             {
                 **r,
-                "mode": rules.get(r["key"], {}).get("mode", "(deleted)"),
+                "mode": rules.get(r["key"], {}).get("mode", gettext("(deleted)")),
                 "hits_url": links.decisions(point=key, matched_rule=r["key"]),
                 "decided_url": links.decisions(point=key, rule_key=r["key"]),
             }
@@ -145,13 +146,19 @@ def decision_map_view(request: HttpRequest) -> HttpResponse:
     try:
         days = days_parse(request.GET.get("days"))
     except InvalidRequest:
-        messages.error(request, f"Days must be a whole number from {DAYS_MIN} to {DAYS_MAX}; showing {DAYS_DEFAULT}.")
+        messages.error(
+            request,
+            gettext("Days must be a whole number from %(min)s to %(max)s; showing %(default)s.")
+            % {"min": DAYS_MIN, "max": DAYS_MAX, "default": DAYS_DEFAULT},
+        )
         days = DAYS_DEFAULT
     point = request.GET.get("point", "")
     try:
         report = decision_map(days=days, point=point)
     except UnknownPoint:
-        messages.error(request, f"There is no decision point '{point}'; showing every point.")
+        messages.error(
+            request, gettext("There is no decision point '%(point)s'; showing every point.") % {"point": point}
+        )
         point = ""
         report = decision_map(days=days)
     if request.GET.get("format") == "csv":
@@ -163,7 +170,7 @@ def decision_map_view(request: HttpRequest) -> HttpResponse:
 
     context = {
         **admin.site.each_context(request),
-        "title": "Decision-point map",
+        "title": gettext("Decision-point map"),
         "report": report,
         "points": [_point_view(p, links) for p in report["points"]],
         "since_snapshot": report.get("since_snapshot"),

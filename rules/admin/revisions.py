@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.display import summary_cell, when_cell
@@ -49,25 +50,27 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
     def reason_short(self, obj: ConfigRevision) -> str:
         return summary_cell(obj.reason, chars=100)
 
-    @admin.display(description="digest")
+    @admin.display(description=_("digest"))
     def short_digest(self, obj: ConfigRevision) -> str:
         return obj.digest[:12]
 
-    @admin.display(description="snapshot")
+    @admin.display(description=_("snapshot"))
     def snapshot_json(self, obj: ConfigRevision) -> str:
         return format_html('<pre class="arbiter-json">{}</pre>', _pretty(obj.snapshot))
 
-    @admin.display(description="changes from the previous revision")
+    @admin.display(description=_("changes from the previous revision"))
     def changes(self, obj: ConfigRevision) -> str:
         previous = ConfigRevision.objects.filter(number__lt=obj.number).order_by("-number").first()
         if previous is None:
-            return "The first revision."
+            return gettext("The first revision.")
         diff = difflib.unified_diff(
             _pretty(previous.snapshot).splitlines(),
             _pretty(obj.snapshot).splitlines(),
-            fromfile=f"revision {previous.number}",
-            tofile=f"revision {obj.number}",
+            fromfile=gettext("revision %(number)s") % {"number": previous.number},
+            tofile=gettext("revision %(number)s") % {"number": obj.number},
             lineterm="",
             n=2,
         )
-        return format_html('<pre class="arbiter-json arbiter-diff">{}</pre>', "\n".join(diff) or "No difference.")
+        return format_html(
+            '<pre class="arbiter-json arbiter-diff">{}</pre>', "\n".join(diff) or gettext("No difference.")
+        )

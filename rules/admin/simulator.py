@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from decision_service.admin.kit import actor_of
 from rules.engine import Candidate
@@ -55,9 +56,15 @@ class Under:
 
 def _choices() -> list[tuple[str, str]]:
     current = engines.current().revision
-    choices = [(CURRENT, f"current revision ({current})")]
+    choices = [(CURRENT, gettext("current revision (%(number)s)") % {"number": current})]
     for request in ChangeRequest.objects.filter(state__in=OPEN_STATES).order_by("-pk"):
-        choices.append((f"cr{request.pk}", f"change request #{request.pk} ({request.state}): {request.reason[:60]}"))
+        choices.append(
+            (
+                f"cr{request.pk}",
+                gettext("change request #%(number)s (%(state)s): %(reason)s")
+                % {"number": request.pk, "state": request.get_state_display(), "reason": request.reason[:60]},
+            )
+        )
     numbers = ConfigRevision.objects.order_by("-number").values_list("number", flat=True)[:REVISIONS_OFFERED]
     choices += [(f"r{n}", f"revision {n}") for n in numbers if n != current]
     return choices
@@ -73,11 +80,11 @@ def _candidate(data: Any) -> tuple[Candidate | None, str | None, dict[str, str]]
         try:
             confidence = float(data.get("candidate_confidence", ""))
         except ValueError:
-            return None, None, {"candidate_confidence": "A number from 0 to 1."}
+            return None, None, {"candidate_confidence": gettext("A number from 0 to 1.")}
         if not decision:
-            return None, None, {"candidate_decision": "Name the outcome the model proposed."}
+            return None, None, {"candidate_decision": gettext("Name the outcome the model proposed.")}
         if not 0.0 <= confidence <= 1.0:
-            return None, None, {"candidate_confidence": "A number from 0 to 1."}
+            return None, None, {"candidate_confidence": gettext("A number from 0 to 1.")}
         return Candidate(decision, confidence, data.get("candidate_reason", "")), None, {}
     return None, None, {}
 
@@ -86,17 +93,17 @@ def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
     errors: dict[str, str] = {}
     point = data.get("point", "").strip()
     if not point:
-        errors["point"] = "Choose a decision point."
+        errors["point"] = gettext("Choose a decision point.")
     facts_text = data.get("facts", "").strip()
     facts: Any = {}
     if facts_text:
         try:
             facts = json.loads(facts_text)
         except ValueError as exc:
-            errors["facts"] = f"Not JSON: {exc}."
+            errors["facts"] = gettext("Not JSON: %(error)s.") % {"error": exc}
         else:
             if not isinstance(facts, dict):
-                errors["facts"] = 'A JSON object, e.g. {"refund_amount": 800}.'
+                errors["facts"] = gettext('A JSON object, e.g. {"refund_amount": 800}.')
     candidate, raw, candidate_errors = _candidate(data)
     errors.update(candidate_errors)
     if errors:
@@ -119,11 +126,18 @@ def _side(request: DecideRequest, session_state: str, under: Under) -> dict[str,
     except DomainError as exc:
         return {"problem": exc.detail, "errors": exc.errors}
     record = simulation_record(request=request, simulation=simulation, session_state=session_state)
+    if simulation.change_request is not None:
+        label = gettext("change request #%(number)s (on revision %(revision)s)") % {
+            "number": simulation.change_request,
+            "revision": simulation.revision,
+        }
+    else:
+        label = gettext("revision %(number)s") % {"number": simulation.revision}
     return {
-        "label": simulation.label,
+        "label": label,
         "needs_candidate": simulation.decision.needs_candidate,
         "decision": simulation.decision.decision,
-        "why": why_context(record, simulated=simulation.label),
+        "why": why_context(record, simulated=label),
     }
 
 
@@ -149,7 +163,7 @@ def simulator_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
             try:
                 chosen = Under.parse(data.get(field, ""))
             except ValueError:
-                errors[field] = "Choose the current revision, a revision or an open change request."
+                errors[field] = gettext("Choose the current revision, a revision or an open change request.")
                 continue
             if chosen is not None and chosen not in unders:
                 unders.append(chosen)
@@ -160,7 +174,7 @@ def simulator_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.opts,
-        "title": "Rule simulator",
+        "title": gettext("Rule simulator"),
         "subtitle": None,
         "form": form,
         "errors": errors,
@@ -186,6 +200,10 @@ def _save_case(request: HttpRequest, decide_request: DecideRequest, session_stat
             actor=actor_of(request),
         )
     except DomainError as exc:
-        messages.error(request, f"Not saved. {exc.detail}")
+        messages.error(request, gettext("Not saved. %(why)s") % {"why": exc.detail})
         return
-    messages.success(request, f"Saved as regression case {case.pk}: {case.point} must keep deciding {case.expected}.")
+    messages.success(
+        request,
+        gettext("Saved as regression case %(case)s: %(point)s must keep deciding %(outcome)s.")
+        % {"case": case.pk, "point": case.point, "outcome": case.expected},
+    )

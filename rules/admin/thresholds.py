@@ -9,6 +9,8 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.fields import plain_number
 from rules.admin.base import ConfigAdmin
@@ -25,7 +27,7 @@ def rules_using(conditions: QuerySet[Condition]) -> list[str]:
         "rule__point__key", "rule__key"
     ):
         url = reverse("admin:rules_rule_change", args=[c.rule_id])
-        items.append(format_html('Rule <a href="{}">{}</a> — condition “{}”', url, c.rule, c))
+        items.append(format_html(gettext('Rule <a href="{}">{}</a> — condition “{}”'), url, c.rule, c))
     return items
 
 
@@ -38,21 +40,21 @@ class ThresholdAdmin(ConfigAdmin):
     search_fields = ("key", "name", "description")
     fieldsets = [
         (None, {"fields": ["key", "name", "description"]}),
-        ("Value", {"fields": ["value", "unit", "min_value", "max_value", "high_risk"]}),
+        (_("Value"), {"fields": ["value", "unit", "min_value", "max_value", "high_risk"]}),
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Threshold]:
         return super().get_queryset(request).annotate(rule_count=Count("conditions__rule", distinct=True))
 
-    @admin.display(description="value", ordering="value")
+    @admin.display(description=_("value"), ordering="value")
     def value_shown(self, obj: Threshold) -> str:
         return plain_number(obj.value)
 
-    @admin.display(description="allowed range")
+    @admin.display(description=_("allowed range"))
     def allowed_range(self, obj: Threshold) -> str:
         return obj.bounds_text()
 
-    @admin.display(description="used by", ordering="rule_count")
+    @admin.display(description=_("used by"), ordering="rule_count")
     def used_by(self, obj: Threshold) -> int:
         return obj.rule_count  # type: ignore[attr-defined]
 

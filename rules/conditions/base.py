@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from django.utils.functional import Promise
+
 if TYPE_CHECKING:
     from django.db.models import Q
 
@@ -80,13 +82,13 @@ class ConditionAdapter(abc.ABC):
     """One kind of condition, for the models, the YAML format and the admin."""
 
     kind: ClassVar[str]  # the kind's key (the engine's ``ConditionSpec.kind``)
-    label: ClassVar[str]  # how the admin names the kind
+    label: ClassVar[str | Promise]  # how the admin names the kind (translatable)
     position: ClassVar[int]  # where the kind is listed (admin choices, messages): lowest first
     inputs: ClassVar[tuple[str, ...]] = ()  # the columns of ``Condition`` it uses; the others are emptied
     # Keys of its document form beside the kind's own (the fact kind is written flat: fact, op, value).
     document_keys: ClassVar[tuple[str, ...]] = ()
     # The admin's help for an input, where this kind uses it differently from the others.
-    help_texts: ClassVar[Mapping[str, str]] = {}
+    help_texts: ClassVar[Mapping[str, str | Promise]] = {}
     # (constraint name, what the database requires of a row of this kind), or None.
     requires: ClassVar[tuple[str, Q] | None] = None
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 
@@ -17,15 +19,15 @@ if TYPE_CHECKING:
 
 class CandidateConfidenceBelow(SingleKeyAdapter):
     kind = "candidate_confidence_below"
-    label = "candidate confidence below threshold"
+    label = _("candidate confidence below threshold")
     position = 60
     inputs = ("threshold",)
-    help_texts = {"threshold": "The threshold the candidate's confidence is compared with."}
+    help_texts = {"threshold": _("The threshold the candidate's confidence is compared with.")}
     requires = ("condition_confidence_has_threshold", Q(threshold__isnull=False))
 
     def problems(self, values: ConditionValues, point: PointView | None) -> dict[str, str]:
         if values["threshold"] is None:
-            return {"threshold": "Choose the threshold the candidate's confidence is compared with."}
+            return {"threshold": gettext("Choose the threshold the candidate's confidence is compared with.")}
         return {}
 
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
@@ -42,4 +44,6 @@ class CandidateConfidenceBelow(SingleKeyAdapter):
         c.threshold = records.thresholds[doc[self.kind]]
 
     def describe(self, c: Condition) -> str:
-        return f"candidate confidence below {c.threshold.key if c.threshold else '?'}"
+        return gettext("candidate confidence below %(threshold)s") % {
+            "threshold": c.threshold.key if c.threshold else "?"
+        }

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
+
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 from rules.configio.readers import clause
 from rules.validators import key_list_problem, outcome_problem, outcomes_problem
@@ -14,7 +17,7 @@ if TYPE_CHECKING:
     from rules.configio.yamlload import Path
     from rules.models import Condition
 
-NO_OUTCOMES = "List at least one outcome."
+NO_OUTCOMES = gettext_noop("List at least one outcome.")
 
 
 def outcome_list_problems(values: ConditionValues, point: PointView | None) -> dict[str, str]:
@@ -23,7 +26,7 @@ def outcome_list_problems(values: ConditionValues, point: PointView | None) -> d
     if problem := key_list_problem(outcomes):
         return {"outcomes": problem}
     if not outcomes:
-        return {"outcomes": NO_OUTCOMES}
+        return {"outcomes": gettext(NO_OUTCOMES)}
     if point is not None and (problem := outcomes_problem(outcomes, point.outcomes, point.key)):
         return {"outcomes": problem}
     return {}
@@ -39,7 +42,7 @@ def read_outcome_list(r: Reader, value: Any, path: Path, ctx: DocumentContext) -
 
 class CandidateIn(SingleKeyAdapter):
     kind = "candidate_in"
-    label = "candidate is one of"
+    label = _("candidate is one of")
     position = 30
     inputs = ("outcomes",)
 
@@ -56,7 +59,7 @@ class CandidateIn(SingleKeyAdapter):
         c.outcomes = list(doc[self.kind])
 
     def describe(self, c: Condition) -> str:
-        return f"candidate in {', '.join(c.outcomes or [])}"
+        return gettext("candidate in %(outcomes)s") % {"outcomes": ", ".join(c.outcomes or [])}
 
     def outcomes_used(self, c: Condition) -> Iterable[str]:
         return c.outcomes or []

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 from rules.conditions.candidate_in import outcome_list_problems, read_outcome_list
 
@@ -16,7 +19,7 @@ if TYPE_CHECKING:
 
 class CandidateNotIn(SingleKeyAdapter):
     kind = "candidate_not_in"
-    label = "candidate is none of"
+    label = _("candidate is none of")
     position = 40
     inputs = ("outcomes",)
 
@@ -33,7 +36,7 @@ class CandidateNotIn(SingleKeyAdapter):
         c.outcomes = list(doc[self.kind])
 
     def describe(self, c: Condition) -> str:
-        return f"candidate not in {', '.join(c.outcomes or [])}"
+        return gettext("candidate not in %(outcomes)s") % {"outcomes": ", ".join(c.outcomes or [])}
 
     def outcomes_used(self, c: Condition) -> Iterable[str]:
         return c.outcomes or []

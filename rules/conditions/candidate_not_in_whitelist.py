@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 from rules.configio.readers import describe
 
@@ -16,7 +19,7 @@ if TYPE_CHECKING:
 
 class CandidateNotInWhitelist(SingleKeyAdapter):
     kind = "candidate_not_in_whitelist"
-    label = "candidate is not in the point's whitelist"
+    label = _("candidate is not in the point's whitelist")
     position = 50
 
     def problems(self, values: ConditionValues, point: PointView | None) -> dict[str, str]:
@@ -34,4 +37,4 @@ class CandidateNotInWhitelist(SingleKeyAdapter):
         pass  # nothing but its kind
 
     def describe(self, c: Condition) -> str:
-        return "candidate not in the whitelist"
+        return gettext("candidate not in the whitelist")

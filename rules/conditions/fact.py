@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from rules.conditions.base import ConditionAdapter, ConditionValues, DocumentContext, PointView, Records
 from rules.configio.readers import clause, describe, one_of
@@ -32,26 +34,35 @@ if TYPE_CHECKING:
 KEYS = ("fact", "op", "threshold", "value")
 
 
+class OperatorProblem(str):
+    """A problem with the operator (not the value): the admin shows it at the operator's input."""
+
+    __slots__ = ()
+
+
 def fact_compare_problem(fact_type: str, operator: str, uses_threshold: bool, value: Any) -> str | None:
     """A fact of ``fact_type`` compared by ``operator`` with a threshold, or with the literal ``value``."""
     numeric = fact_type in NUMERIC_FACT_TYPES
     if operator in ORDERING_OPERATORS and not numeric:
-        return f"The operator {operator} needs a number fact; this one is {fact_type}."
+        return OperatorProblem(
+            gettext("The operator %(operator)s needs a number fact; this one is %(type)s.")
+            % {"operator": operator, "type": fact_type}
+        )
     if uses_threshold:
         if not numeric:
-            return f"A threshold compares with number facts only; this one is {fact_type}."
+            return gettext("A threshold compares with number facts only; this one is %(type)s.") % {"type": fact_type}
         if operator == "in":
-            return "The operator in takes a list of values, not a threshold."
+            return OperatorProblem(gettext("The operator in takes a list of values, not a threshold."))
         return None
     if operator == "in":
         if not isinstance(value, list) or not value:
-            return "The operator in takes a non-empty list of values."
+            return OperatorProblem(gettext("The operator in takes a non-empty list of values."))
         items = value
     else:
         items = [value]
     for item in items:
         if not literal_fits(fact_type, item):
-            return f"The value {item!r} does not fit a {fact_type} fact."
+            return gettext("The value %(value)r does not fit a %(type)s fact.") % {"value": item, "type": fact_type}
     return None
 
 
@@ -70,7 +81,7 @@ def _literal_shape_ok(value: Any) -> bool:
 
 class FactComparison(ConditionAdapter):
     kind = "fact"
-    label = "fact compared with a threshold or value"
+    label = _("fact compared with a threshold or value")
     position = 20
     inputs = ("fact", "operator", "threshold", "value")
     document_keys = ("op", "threshold", "value")
@@ -85,18 +96,18 @@ class FactComparison(ConditionAdapter):
         uses_threshold = values["threshold"] is not None
         facts = point.facts if point is not None else {}
         if not fact:
-            errors["fact"] = "Name the fact to compare."
+            errors["fact"] = gettext("Name the fact to compare.")
         elif point is not None and (problem := declared_fact_problem(fact, facts, point.key)):
             errors["fact"] = problem
         if not operator:
-            errors["operator"] = "Choose an operator."
+            errors["operator"] = gettext("Choose an operator.")
         if (not uses_threshold) == (value is None):
-            errors["value"] = "Compare with either a threshold or a literal value, not both or neither."
+            errors["value"] = gettext("Compare with either a threshold or a literal value, not both or neither.")
         fact_type = facts.get(fact)
         if fact_type and operator and "value" not in errors:
             problem = fact_compare_problem(fact_type, operator, uses_threshold, value)
             if problem:
-                errors["operator" if "operator" in problem else "value"] = problem
+                errors["operator" if isinstance(problem, OperatorProblem) else "value"] = problem
         if "value" not in errors:
             errors.update(storable_problems({"value": value}))
         return errors
@@ -140,7 +151,7 @@ class FactComparison(ConditionAdapter):
         if fact_type and operator:
             problem = fact_compare_problem(fact_type, operator, has_threshold, doc.get("value"))
             if problem:
-                where = "op" if "operator" in problem else ("threshold" if has_threshold else "value")
+                where = "op" if isinstance(problem, OperatorProblem) else ("threshold" if has_threshold else "value")
                 r.problem((*path, where), clause(problem))
                 return None
         return doc

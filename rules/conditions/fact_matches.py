@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 from rules.configio.readers import clause
@@ -28,7 +30,7 @@ KEYS = ("fact", "pattern")
 def text_fact_problem(fact_type: str) -> str | None:
     if fact_type == "string":
         return None
-    return f"A regular expression needs a string fact; this one is {fact_type}."
+    return gettext("A regular expression needs a string fact; this one is %(type)s.") % {"type": fact_type}
 
 
 def stored_pattern(text: str) -> str:
@@ -38,13 +40,15 @@ def stored_pattern(text: str) -> str:
 
 class FactMatches(SingleKeyAdapter):
     kind = "fact_matches"
-    label = "fact matches a regular expression"
+    label = _("fact matches a regular expression")
     position = 25
     inputs = ("fact", "value")
     help_texts = {
-        "fact": "A text (string) fact declared by the decision point.",
-        "value": r"The regular expression the fact must match, e.g. ^E\d{10}$. Case is ignored; it matches "
-        "anywhere in the fact unless anchored with ^ and $.",
+        "fact": _("A text (string) fact declared by the decision point."),
+        "value": _(
+            "The regular expression the fact must match, e.g. ^E\\d{10}$. Case is ignored; it matches "
+            "anywhere in the fact unless anchored with ^ and $."
+        ),
     }
     requires = ("condition_fact_matches_complete", ~Q(fact="") & Q(value__isnull=False))
 
@@ -52,7 +56,7 @@ class FactMatches(SingleKeyAdapter):
         errors: dict[str, str] = {}
         fact = values["fact"]
         if not fact:
-            errors["fact"] = "Name the fact to match."
+            errors["fact"] = gettext("Name the fact to match.")
         elif point is not None:
             problem = declared_fact_problem(fact, point.facts, point.key)
             if problem := problem or text_fact_problem(point.facts[fact]):
@@ -86,7 +90,7 @@ class FactMatches(SingleKeyAdapter):
         c.value = doc[self.kind]["pattern"]
 
     def describe(self, c: Condition) -> str:
-        return f"{c.fact} matches /{c.value}/"
+        return gettext("%(fact)s matches /%(pattern)s/") % {"fact": c.fact, "pattern": c.value}
 
     def fact_of(self, c: Condition) -> str | None:
         return c.fact

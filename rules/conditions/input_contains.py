@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 
@@ -17,14 +19,14 @@ if TYPE_CHECKING:
 
 class InputContains(SingleKeyAdapter):
     kind = "input_contains"
-    label = "input contains a keyword of list"
+    label = _("input contains a keyword of list")
     position = 10
     inputs = ("keyword_list",)
     requires = ("condition_input_contains_has_list", Q(keyword_list__isnull=False))
 
     def problems(self, values: ConditionValues, point: PointView | None) -> dict[str, str]:
         if values["keyword_list"] is None:
-            return {"keyword_list": "Choose the keyword list the input must contain a term of."}
+            return {"keyword_list": gettext("Choose the keyword list the input must contain a term of.")}
         return {}
 
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
@@ -41,4 +43,4 @@ class InputContains(SingleKeyAdapter):
         c.keyword_list = records.keyword_lists[doc[self.kind]]
 
     def describe(self, c: Condition) -> str:
-        return f"input contains a term of {c.keyword_list.key if c.keyword_list else '?'}"
+        return gettext("input contains a term of %(list)s") % {"list": c.keyword_list.key if c.keyword_list else "?"}

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
+
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 from rules.configio.readers import clause
 from rules.validators import key_list_problem
@@ -14,12 +17,12 @@ if TYPE_CHECKING:
     from rules.configio.yamlload import Path
     from rules.models import Condition
 
-NO_STATES = "List at least one state."
+NO_STATES = gettext_noop("List at least one state.")
 
 
 class SessionStateIn(SingleKeyAdapter):
     kind = "session_state_in"
-    label = "session state is one of"
+    label = _("session state is one of")
     position = 80
     inputs = ("states",)
 
@@ -28,7 +31,7 @@ class SessionStateIn(SingleKeyAdapter):
         if problem := key_list_problem(states):
             return {"states": problem}
         if not states:
-            return {"states": NO_STATES}
+            return {"states": gettext(NO_STATES)}
         return {}
 
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
@@ -41,4 +44,4 @@ class SessionStateIn(SingleKeyAdapter):
         c.states = list(doc[self.kind])
 
     def describe(self, c: Condition) -> str:
-        return f"session state in {', '.join(c.states or [])}"
+        return gettext("session state in %(states)s") % {"states": ", ".join(c.states or [])}

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from rules.conditions.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
 from rules.configio.readers import clause
@@ -26,7 +28,7 @@ WINDOW_KEYS = ("from", "to", "tz")
 
 class TimeWindow(SingleKeyAdapter):
     kind = "time_window"
-    label = "time of day within a window"
+    label = _("time of day within a window")
     position = 70
     inputs = ("window_start", "window_end", "timezone")
     requires = (
@@ -38,15 +40,15 @@ class TimeWindow(SingleKeyAdapter):
         errors: dict[str, str] = {}
         start, end, tz = values["window_start"], values["window_end"], values["timezone"]
         if start is None:
-            errors["window_start"] = "Give the start of the window (HH:MM)."
+            errors["window_start"] = gettext("Give the start of the window (HH:MM).")
         if end is None:
-            errors["window_end"] = "Give the end of the window (HH:MM)."
+            errors["window_end"] = gettext("Give the end of the window (HH:MM).")
         if not tz:
-            errors["timezone"] = "Give the time zone the window is in."
+            errors["timezone"] = gettext("Give the time zone the window is in.")
         elif problem := time_zone_problem(tz):
             errors["timezone"] = problem
         if start is not None and start == end:
-            errors["window_end"] = "The window is empty: start and end are the same time."
+            errors["window_end"] = gettext("The window is empty: start and end are the same time.")
         return errors
 
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
@@ -72,4 +74,8 @@ class TimeWindow(SingleKeyAdapter):
         c.timezone = window["tz"]
 
     def describe(self, c: Condition) -> str:
-        return f"time within {c.window_start}–{c.window_end} {c.timezone}"
+        return gettext("time within %(start)s–%(end)s %(tz)s") % {
+            "start": c.window_start,
+            "end": c.window_end,
+            "tz": c.timezone,
+        }

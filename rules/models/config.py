@@ -8,12 +8,14 @@ directly: the services record who and why, and cut a new configuration revision.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from rules.conditions import ADAPTERS, INPUTS, adapter
@@ -31,51 +33,56 @@ from rules.validators import (
     threshold_problems,
 )
 
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
+
+    StrOrPromise = str | _StrPromise
+
 key_validator = RegexValidator(rf"^{KEY.pattern}$", KEY_MESSAGE)
 
 
-def _key_field(help_text: str = "") -> models.CharField:
-    return models.CharField(max_length=64, validators=[key_validator], help_text=help_text)
+def _key_field(help_text: StrOrPromise = "") -> models.CharField:
+    return models.CharField(max_length=64, validators=[key_validator], help_text=help_text, verbose_name=_("key"))
 
 
 class FactType(models.TextChoices):
-    STRING = "string", "text"
-    NUMBER = "number", "number"
-    INTEGER = "integer", "whole number"
-    BOOLEAN = "boolean", "yes/no"
-    STRING_LIST = "string_list", "list of texts"
+    STRING = "string", _("text")
+    NUMBER = "number", _("number")
+    INTEGER = "integer", _("whole number")
+    BOOLEAN = "boolean", _("yes/no")
+    STRING_LIST = "string_list", _("list of texts")
 
 
 class NoCandidatePolicy(models.TextChoices):
-    ASK = "ask", "ask the agent for an LLM candidate"
-    DEFAULT = "default", "answer the default outcome"
+    ASK = "ask", _("ask the agent for an LLM candidate")
+    DEFAULT = "default", _("answer the default outcome")
 
 
 class RuleCategory(models.TextChoices):
-    COMPLIANCE = "compliance", "compliance"
-    RISK = "risk", "risk"
-    BUSINESS = "business", "business"
-    QUALITY = "quality", "quality"
+    COMPLIANCE = "compliance", _("compliance")
+    RISK = "risk", _("risk")
+    BUSINESS = "business", _("business")
+    QUALITY = "quality", _("quality")
 
 
 HIGH_RISK_CATEGORIES = frozenset({RuleCategory.COMPLIANCE, RuleCategory.RISK})
 
 
 class RuleCombinator(models.TextChoices):
-    ALL = "all", "all conditions hold"
-    ANY = "any", "any condition holds"
+    ALL = "all", _("all conditions hold")
+    ANY = "any", _("any condition holds")
 
 
 class RuleMode(models.TextChoices):
-    ENFORCE = "enforce", "enforce (decides)"
-    SHADOW = "shadow", "shadow (recorded, never decides)"
-    OFF = "off", "off"
+    ENFORCE = "enforce", _("enforce (decides)")
+    SHADOW = "shadow", _("shadow (recorded, never decides)")
+    OFF = "off", _("off")
 
 
 class MatchMode(models.TextChoices):
-    SUBSTRING = "substring", "substring"
-    WORD = "word", "whole word"
-    REGEX = "regex", "regular expression"
+    SUBSTRING = "substring", _("substring")
+    WORD = "word", _("whole word")
+    REGEX = "regex", _("regular expression")
 
 
 # The kinds of condition are declared once, each in its own module (rules/conditions/<kind>.py).
@@ -104,20 +111,27 @@ def text_problems(instance: models.Model) -> dict[str, str]:
 class Threshold(models.Model):
     """A named number that rules refer to by key, so operations change one number in one place."""
 
-    key = _key_field("Rules refer to the threshold by this key; it cannot change later.")
-    name = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    value = models.DecimalField(max_digits=18, decimal_places=6)
-    unit = models.CharField(max_length=32, blank=True, help_text="For people: CNY, seconds, ratio…")
-    min_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
-    max_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    key = _key_field(_("Rules refer to the threshold by this key; it cannot change later."))
+    name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    value = models.DecimalField(max_digits=18, decimal_places=6, verbose_name=_("value"))
+    unit = models.CharField(
+        max_length=32, blank=True, help_text=_("For people: CNY, seconds, ratio…"), verbose_name=_("unit")
+    )
+    min_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True, verbose_name=_("min value"))
+    max_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True, verbose_name=_("max value"))
     high_risk = models.BooleanField(
         default=False,
-        help_text="Changing a high-risk threshold's value, bounds or this flag waits for a second person's approval.",
+        help_text=_(
+            "Changing a high-risk threshold's value, bounds or this flag waits for a second person's approval."
+        ),
+        verbose_name=_("high risk"),
     )
     history = HistoricalRecords()
 
     class Meta:
+        verbose_name = _("threshold")
+        verbose_name_plural = _("thresholds")
         ordering = ["key"]
         constraints = [
             models.UniqueConstraint(fields=["key"], name="threshold_key_unique"),
@@ -151,27 +165,35 @@ class Threshold(models.Model):
 class KeywordList(models.Model):
     """Named, normalised terms shared by many rules."""
 
-    key = _key_field("Rules refer to the list by this key; it cannot change later.")
-    name = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    match_mode = models.CharField(max_length=16, choices=MatchMode.choices, default=MatchMode.SUBSTRING)
+    key = _key_field(_("Rules refer to the list by this key; it cannot change later."))
+    name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    match_mode = models.CharField(
+        max_length=16, choices=MatchMode.choices, default=MatchMode.SUBSTRING, verbose_name=_("match mode")
+    )
     # Keyword evasion: how CJK terms match. Both only take effect for substring and whole-word lists that
     # hold a CJK term (rules.engine.keywords), which is what "on by default for CJK lists" means.
     fold_traditional = models.BooleanField(
-        "fold Traditional to Simplified",
+        _("fold Traditional to Simplified"),
         default=True,
-        help_text="Traditional characters match their Simplified form and back (投訴 hits 投诉). "
-        "Only for lists holding Chinese terms; not for regular expressions.",
+        help_text=_(
+            "Traditional characters match their Simplified form and back (投訴 hits 投诉). "
+            "Only for lists holding Chinese terms; not for regular expressions."
+        ),
     )
     ignore_cjk_gaps = models.BooleanField(
-        "ignore gaps between CJK characters",
+        _("ignore gaps between CJK characters"),
         default=True,
-        help_text="Spaces and punctuation between Chinese, Japanese or Korean characters are ignored "
-        "(投 诉, 投-诉 and 投.诉 hit 投诉). Only for lists holding CJK terms; not for regular expressions.",
+        help_text=_(
+            "Spaces and punctuation between Chinese, Japanese or Korean characters are ignored "
+            "(投 诉, 投-诉 and 投.诉 hit 投诉). Only for lists holding CJK terms; not for regular expressions."
+        ),
     )
     history = HistoricalRecords()
 
     class Meta:
+        verbose_name = _("keyword list")
+        verbose_name_plural = _("keyword lists")
         ordering = ["key"]
         constraints = [
             models.UniqueConstraint(fields=["key"], name="keyword_list_key_unique"),
@@ -187,11 +209,17 @@ class KeywordList(models.Model):
 
 
 class KeywordTerm(models.Model):
-    keyword_list = models.ForeignKey(KeywordList, on_delete=models.CASCADE, related_name="terms")
-    term = models.CharField(max_length=200, help_text="Stored normalised (NFKC, case-folded).")
+    keyword_list = models.ForeignKey(
+        KeywordList, on_delete=models.CASCADE, related_name="terms", verbose_name=_("keyword list")
+    )
+    term = models.CharField(
+        max_length=200, help_text=_("Stored normalised (NFKC, case-folded)."), verbose_name=_("term")
+    )
     history = HistoricalRecords()
 
     class Meta:
+        verbose_name = _("keyword term")
+        verbose_name_plural = _("keyword terms")
         ordering = ["keyword_list", "id"]
         constraints = [
             models.UniqueConstraint(fields=["keyword_list", "term"], name="keyword_term_unique_in_list"),
@@ -212,64 +240,91 @@ class KeywordTerm(models.Model):
         if self.pk:
             clash = clash.exclude(pk=self.pk)
         if clash.exists():
-            raise ValidationError({"term": f"'{self.term}' is already in list {self.keyword_list.key}."})
+            raise ValidationError(
+                {
+                    "term": gettext("'%(term)s' is already in list %(list)s.")
+                    % {"term": self.term, "list": self.keyword_list.key}
+                }
+            )
 
 
 class DecisionPoint(models.Model):
     """One place in an agent's flow where something is decided."""
 
-    key = _key_field("Agents call the point by this key; it cannot change later.")
-    name = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
+    key = _key_field(_("Agents call the point by this key; it cannot change later."))
+    name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
     facts = models.JSONField(
-        default=dict, blank=True, help_text='Declared facts and their types, e.g. {"refund_amount": "number"}.'
+        default=dict,
+        blank=True,
+        help_text=_('Declared facts and their types, e.g. {"refund_amount": "number"}.'),
+        verbose_name=_("facts"),
     )
-    outcomes = models.JSONField(default=list, help_text="The only answers this point can give.")
+    outcomes = models.JSONField(
+        default=list, help_text=_("The only answers this point can give."), verbose_name=_("outcomes")
+    )
     candidate_whitelist = models.JSONField(
-        default=list, blank=True, help_text="Outcomes an LLM may propose and have accepted."
+        default=list,
+        blank=True,
+        help_text=_("Outcomes an LLM may propose and have accepted."),
+        verbose_name=_("candidate whitelist"),
     )
-    default_outcome = models.CharField(max_length=64, help_text="What happens when nothing else decides.")
+    default_outcome = models.CharField(
+        max_length=64, help_text=_("What happens when nothing else decides."), verbose_name=_("default outcome")
+    )
     no_candidate = models.CharField(
         max_length=16,
         choices=NoCandidatePolicy.choices,
         default=NoCandidatePolicy.ASK,
-        help_text="When no rule decides and the agent sent no candidate.",
+        help_text=_("When no rule decides and the agent sent no candidate."),
+        verbose_name=_("no candidate"),
     )
     machine = models.CharField(
         max_length=64,
         blank=True,
-        help_text="The state machine whose sessions this point moves (decide with apply=true).",
+        help_text=_("The state machine whose sessions this point moves (decide with apply=true)."),
+        verbose_name=_("machine"),
     )
     state_map = models.JSONField(
-        default=dict, blank=True, help_text="Outcome → the state a session moves to when it is decided."
+        default=dict,
+        blank=True,
+        help_text=_("Outcome → the state a session moves to when it is decided."),
+        verbose_name=_("state map"),
     )
     fallback_state = models.CharField(
         max_length=64,
         blank=True,
-        help_text="Where a session goes when the machine does not allow the mapped move (seed 001: clarify).",
+        help_text=_("Where a session goes when the machine does not allow the mapped move (seed 001: clarify)."),
+        verbose_name=_("fallback state"),
     )
     mask_skip = models.JSONField(
         default=list,
         blank=True,
-        help_text="Built-in personal-data masks not to apply to this point's log (phone, email, id_card).",
+        help_text=_("Built-in personal-data masks not to apply to this point's log (phone, email, id_card)."),
+        verbose_name=_("mask skip"),
     )
     mask_patterns = models.JSONField(
         default=dict,
         blank=True,
-        help_text="More personal data to mask in this point's log: name → regular expression.",
+        help_text=_("More personal data to mask in this point's log: name → regular expression."),
+        verbose_name=_("mask patterns"),
     )
     mask_fact_paths = models.JSONField(
         default=list,
         blank=True,
-        help_text="Facts whose values are always masked whole in this point's log (e.g. customer_phone).",
+        help_text=_("Facts whose values are always masked whole in this point's log (e.g. customer_phone)."),
+        verbose_name=_("mask fact paths"),
     )
     mask_facts = models.BooleanField(
         default=True,
-        help_text="Mask personal data in this point's facts in the log; off: facts are logged as sent.",
+        help_text=_("Mask personal data in this point's facts in the log; off: facts are logged as sent."),
+        verbose_name=_("mask facts"),
     )
     history = HistoricalRecords()
 
     class Meta:
+        verbose_name = _("decision point")
+        verbose_name_plural = _("decision points")
         ordering = ["key"]
         constraints = [
             models.UniqueConstraint(fields=["key"], name="decision_point_key_unique"),
@@ -299,7 +354,10 @@ class DecisionPoint(models.Model):
             return None
         fact_type = self.facts.get(fact)
         if fact_type is None:
-            return f"{c.rule.key} uses '{fact}', which would no longer be declared"
+            return gettext("%(rule)s uses '%(fact)s', which would no longer be declared") % {
+                "rule": c.rule.key,
+                "fact": fact,
+            }
         problem = kind.fact_type_problem(c, fact_type)
         return f"{c.rule.key}: {problem}" if problem else None
 
@@ -328,7 +386,9 @@ class DecisionPoint(models.Model):
         if conditions and "facts" not in errors and isinstance(self.facts, dict):
             fact_problems = [problem for c in conditions if (problem := self._fact_reliance_problem(c))]
             if fact_problems:
-                errors["facts"] = "Rules of this point rely on the facts: " + "; ".join(sorted(fact_problems)) + "."
+                errors["facts"] = gettext("Rules of this point rely on the facts: %(problems)s.") % {
+                    "problems": "; ".join(sorted(fact_problems))
+                }
         if self.pk:
             used = sorted(
                 {r.outcome for r in self.rules.all() if r.outcome not in outcomes}
@@ -341,25 +401,35 @@ class DecisionPoint(models.Model):
                 }
             )
             if used:
-                errors["outcomes"] = f"Still used by rules of this point: {', '.join(used)}."
+                errors["outcomes"] = gettext("Still used by rules of this point: %(outcomes)s.") % {
+                    "outcomes": ", ".join(used)
+                }
         if errors:
             raise ValidationError(errors)
 
 
 class Rule(models.Model):
-    point = models.ForeignKey(DecisionPoint, on_delete=models.CASCADE, related_name="rules")
-    key = _key_field("Unique within the point; it cannot change later.")
-    description = models.CharField(max_length=300, blank=True, help_text="What the rule is for, in words.")
-    priority = models.PositiveIntegerField(help_text="Lower number wins; ties are broken by key.")
-    category = models.CharField(max_length=16, choices=RuleCategory.choices)
-    combinator = models.CharField(max_length=8, choices=RuleCombinator.choices, default=RuleCombinator.ALL)
-    outcome = models.CharField(max_length=64)
-    mode = models.CharField(max_length=16, choices=RuleMode.choices, default=RuleMode.ENFORCE)
-    effective_from = models.DateTimeField(null=True, blank=True)
-    effective_until = models.DateTimeField(null=True, blank=True)
+    point = models.ForeignKey(DecisionPoint, on_delete=models.CASCADE, related_name="rules", verbose_name=_("point"))
+    key = _key_field(_("Unique within the point; it cannot change later."))
+    description = models.CharField(
+        max_length=300, blank=True, help_text=_("What the rule is for, in words."), verbose_name=_("description")
+    )
+    priority = models.PositiveIntegerField(
+        help_text=_("Lower number wins; ties are broken by key."), verbose_name=_("priority")
+    )
+    category = models.CharField(max_length=16, choices=RuleCategory.choices, verbose_name=_("category"))
+    combinator = models.CharField(
+        max_length=8, choices=RuleCombinator.choices, default=RuleCombinator.ALL, verbose_name=_("combinator")
+    )
+    outcome = models.CharField(max_length=64, verbose_name=_("outcome"))
+    mode = models.CharField(max_length=16, choices=RuleMode.choices, default=RuleMode.ENFORCE, verbose_name=_("mode"))
+    effective_from = models.DateTimeField(null=True, blank=True, verbose_name=_("effective from"))
+    effective_until = models.DateTimeField(null=True, blank=True, verbose_name=_("effective until"))
     history = HistoricalRecords()
 
     class Meta:
+        verbose_name = _("rule")
+        verbose_name_plural = _("rules")
         ordering = ["point", "priority", "key"]
         constraints = [
             models.UniqueConstraint(fields=["point", "key"], name="rule_key_unique_in_point"),
@@ -403,26 +473,45 @@ class Condition(models.Model):
     fields a kind does not use are emptied when a condition is saved, so a stale threshold or list
     reference left from an earlier kind can neither mislead nor block a delete."""
 
-    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="conditions")
-    position = models.PositiveIntegerField(default=0)
-    kind = models.CharField(max_length=32, choices=ConditionKind.choices)
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="conditions", verbose_name=_("rule"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
+    kind = models.CharField(max_length=32, choices=ConditionKind.choices, verbose_name=_("kind"))
     keyword_list = models.ForeignKey(
-        KeywordList, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions"
+        KeywordList,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="conditions",
+        verbose_name=_("keyword list"),
     )
-    threshold = models.ForeignKey(Threshold, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions")
-    fact = models.CharField(max_length=64, blank=True)
-    operator = models.CharField(max_length=4, choices=Operator.choices, blank=True)
+    threshold = models.ForeignKey(
+        Threshold,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="conditions",
+        verbose_name=_("threshold"),
+    )
+    fact = models.CharField(max_length=64, blank=True, verbose_name=_("fact"))
+    operator = models.CharField(max_length=4, choices=Operator.choices, blank=True, verbose_name=_("operator"))
     value = models.JSONField(
-        null=True, blank=True, help_text="A literal to compare the fact with (instead of a threshold)."
+        null=True,
+        blank=True,
+        help_text=_("A literal to compare the fact with (instead of a threshold)."),
+        verbose_name=_("value"),
     )
-    outcomes = models.JSONField(default=list, blank=True)
-    states = models.JSONField(default=list, blank=True)
-    window_start = models.TimeField(null=True, blank=True)
-    window_end = models.TimeField(null=True, blank=True)
-    timezone = models.CharField(max_length=64, blank=True, help_text="IANA name, e.g. Asia/Shanghai.")
+    outcomes = models.JSONField(default=list, blank=True, verbose_name=_("outcomes"))
+    states = models.JSONField(default=list, blank=True, verbose_name=_("states"))
+    window_start = models.TimeField(null=True, blank=True, verbose_name=_("window start"))
+    window_end = models.TimeField(null=True, blank=True, verbose_name=_("window end"))
+    timezone = models.CharField(
+        max_length=64, blank=True, help_text=_("IANA name, e.g. Asia/Shanghai."), verbose_name=_("timezone")
+    )
     history = HistoricalRecords()
 
     class Meta:
+        verbose_name = _("condition")
+        verbose_name_plural = _("conditions")
         ordering = ["rule", "position", "id"]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=ConditionKind.values), name="condition_kind_valid"),

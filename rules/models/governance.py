@@ -10,67 +10,114 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class ChangeRequestState(models.TextChoices):
-    PENDING = "pending", "pending approval"
-    APPROVED = "approved", "approved, waiting for its time"
-    APPLIED = "applied", "applied"
-    REJECTED = "rejected", "rejected"
-    WITHDRAWN = "withdrawn", "withdrawn"
-    SUPERSEDED = "superseded", "superseded"
+    PENDING = "pending", _("pending approval")
+    APPROVED = "approved", _("approved, waiting for its time")
+    APPLIED = "applied", _("applied")
+    REJECTED = "rejected", _("rejected")
+    WITHDRAWN = "withdrawn", _("withdrawn")
+    SUPERSEDED = "superseded", _("superseded")
 
 
 OPEN_STATES = (ChangeRequestState.PENDING, ChangeRequestState.APPROVED)
 
 
 class ChangeRequestRisk(models.TextChoices):
-    HIGH = "high", "high"
-    LOW = "low", "low"
+    HIGH = "high", _("high")
+    LOW = "low", _("low")
 
 
 class ImpactStatus(models.TextChoices):
-    NONE = "", "not computed"
-    RUNNING = "running", "running"
-    DONE = "done", "done"
-    FAILED = "failed", "failed"
+    NONE = "", _("not computed")
+    RUNNING = "running", _("running")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
 
 
 class ChangeRequest(models.Model):
-    state = models.CharField(max_length=16, choices=ChangeRequestState.choices, default=ChangeRequestState.PENDING)
-    risk = models.CharField(max_length=8, choices=ChangeRequestRisk.choices)
+    state = models.CharField(
+        max_length=16, choices=ChangeRequestState.choices, default=ChangeRequestState.PENDING, verbose_name=_("state")
+    )
+    risk = models.CharField(max_length=8, choices=ChangeRequestRisk.choices, verbose_name=_("risk"))
     author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="change_requests"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="change_requests",
+        verbose_name=_("author"),
     )
-    author_name = models.CharField(max_length=150, help_text="Who proposed it (kept if the user is deleted).")
-    reason = models.CharField(max_length=500)
-    base_revision = models.PositiveIntegerField(help_text="The revision the change was made against.")
-    changes = models.JSONField(help_text="The record changes: action, kind, key, point, before and after.")
-    risks = models.JSONField(default=list, blank=True, help_text="Why it needs approval: record and reason.")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    apply_at = models.DateTimeField(null=True, blank=True, help_text="When to apply it once approved (empty: at once).")
-    applied_at = models.DateTimeField(null=True, blank=True)
-    applied_revision = models.PositiveIntegerField(null=True, blank=True)
+    author_name = models.CharField(
+        max_length=150, help_text=_("Who proposed it (kept if the user is deleted)."), verbose_name=_("author name")
+    )
+    reason = models.CharField(max_length=500, verbose_name=_("reason"))
+    base_revision = models.PositiveIntegerField(
+        help_text=_("The revision the change was made against."), verbose_name=_("base revision")
+    )
+    changes = models.JSONField(
+        help_text=_("The record changes: action, kind, key, point, before and after."), verbose_name=_("changes")
+    )
+    risks = models.JSONField(
+        default=list, blank=True, help_text=_("Why it needs approval: record and reason."), verbose_name=_("risks")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+    apply_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=_("When to apply it once approved (empty: at once)."),
+        verbose_name=_("apply at"),
+    )
+    applied_at = models.DateTimeField(null=True, blank=True, verbose_name=_("applied at"))
+    applied_revision = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("applied revision"))
     superseded_by = models.JSONField(
-        null=True, blank=True, help_text="The record that changed since the request was made, and the revision."
+        null=True,
+        blank=True,
+        help_text=_("The record that changed since the request was made, and the revision."),
+        verbose_name=_("superseded by"),
     )
-    failure = models.TextField(blank=True, help_text="Why the last attempt to apply it failed.")
+    failure = models.TextField(
+        blank=True, help_text=_("Why the last attempt to apply it failed."), verbose_name=_("failure")
+    )
     override_reason = models.TextField(
-        blank=True, help_text="Why it was approved although it breaks pinned regression cases."
+        blank=True,
+        help_text=_("Why it was approved although it breaks pinned regression cases."),
+        verbose_name=_("override reason"),
     )
     break_glass_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("break glass by"),
     )
-    break_glass_reason = models.TextField(blank=True)
+    break_glass_reason = models.TextField(blank=True, verbose_name=_("break glass reason"))
     review_acknowledged_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("review acknowledged by"),
     )
-    review_acknowledged_at = models.DateTimeField(null=True, blank=True)
-    impact = models.JSONField(default=dict, blank=True, help_text="The proposal replayed against logged decisions.")
-    impact_status = models.CharField(max_length=16, choices=ImpactStatus.choices, default="", blank=True)
+    review_acknowledged_at = models.DateTimeField(null=True, blank=True, verbose_name=_("review acknowledged at"))
+    impact = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("The proposal replayed against logged decisions."),
+        verbose_name=_("impact"),
+    )
+    impact_status = models.CharField(
+        max_length=16, choices=ImpactStatus.choices, default="", blank=True, verbose_name=_("impact status")
+    )
 
     class Meta:
+        verbose_name = _("change request")
+        verbose_name_plural = _("change requests")
         ordering = ["-created_at"]
         permissions = [
             ("approve_changerequest", "Can approve or reject change requests"),
@@ -100,12 +147,18 @@ class ChangeRequest(models.Model):
 
 
 class ChangeRequestApproval(models.Model):
-    change_request = models.ForeignKey(ChangeRequest, on_delete=models.CASCADE, related_name="approvals")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    at = models.DateTimeField(auto_now_add=True)
-    reason = models.TextField(blank=True)
+    change_request = models.ForeignKey(
+        ChangeRequest, on_delete=models.CASCADE, related_name="approvals", verbose_name=_("change request")
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", verbose_name=_("user")
+    )
+    at = models.DateTimeField(auto_now_add=True, verbose_name=_("at"))
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
 
     class Meta:
+        verbose_name = _("change request approval")
+        verbose_name_plural = _("change request approvals")
         ordering = ["at", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["change_request", "user"], name="change_request_one_approval_per_user")
@@ -118,16 +171,25 @@ class ChangeRequestApproval(models.Model):
 class ChangeRequestEvent(models.Model):
     """One step in a request's life (created, edited, approved, …): the request's own audit trail."""
 
-    change_request = models.ForeignKey(ChangeRequest, on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField(auto_now_add=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    change_request = models.ForeignKey(
+        ChangeRequest, on_delete=models.CASCADE, related_name="events", verbose_name=_("change request")
     )
-    user_name = models.CharField(max_length=150, blank=True)
-    kind = models.CharField(max_length=32)
-    detail = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True, verbose_name=_("at"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    user_name = models.CharField(max_length=150, blank=True, verbose_name=_("user name"))
+    kind = models.CharField(max_length=32, verbose_name=_("kind"))
+    detail = models.TextField(blank=True, verbose_name=_("detail"))
 
     class Meta:
+        verbose_name = _("change request event")
+        verbose_name_plural = _("change request events")
         ordering = ["at", "pk"]
 
     def __str__(self) -> str:
@@ -138,28 +200,49 @@ class RegressionCase(models.Model):
     """A logged decision pinned with the outcome it must keep: checked against every proposal and by
     ``manage.py check_regressions``."""
 
-    point = models.CharField(max_length=64)
-    input = models.TextField(blank=True, help_text="As logged (personal data masked).")
-    facts = models.JSONField(default=dict, blank=True)
-    session_state = models.CharField(max_length=64, blank=True)
-    candidate_decision = models.CharField(max_length=128, blank=True)
-    candidate_confidence = models.FloatField(null=True, blank=True)
-    candidate_invalid = models.BooleanField(default=False)
-    keyword_hits = models.JSONField(default=dict, blank=True, help_text="Hits recorded when it was decided.")
-    masked = models.JSONField(default=dict, blank=True)
-    masked_facts = models.JSONField(default=dict, blank=True, help_text="What was masked in the facts (as logged).")
-    decided_at = models.DateTimeField(
-        null=True, blank=True, help_text="The clock the case is decided at (the logged time); empty: now."
+    point = models.CharField(max_length=64, verbose_name=_("point"))
+    input = models.TextField(blank=True, help_text=_("As logged (personal data masked)."), verbose_name=_("input"))
+    facts = models.JSONField(default=dict, blank=True, verbose_name=_("facts"))
+    session_state = models.CharField(max_length=64, blank=True, verbose_name=_("session state"))
+    candidate_decision = models.CharField(max_length=128, blank=True, verbose_name=_("candidate decision"))
+    candidate_confidence = models.FloatField(null=True, blank=True, verbose_name=_("candidate confidence"))
+    candidate_invalid = models.BooleanField(default=False, verbose_name=_("candidate invalid"))
+    keyword_hits = models.JSONField(
+        default=dict, blank=True, help_text=_("Hits recorded when it was decided."), verbose_name=_("keyword hits")
     )
-    expected = models.CharField(max_length=64, help_text="The outcome the configuration must keep giving.")
-    note = models.TextField(blank=True)
-    decision_id = models.UUIDField(null=True, blank=True, help_text="The logged decision it was pinned from.")
-    created_at = models.DateTimeField(auto_now_add=True)
+    masked = models.JSONField(default=dict, blank=True, verbose_name=_("masked"))
+    masked_facts = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("What was masked in the facts (as logged)."),
+        verbose_name=_("masked facts"),
+    )
+    decided_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=_("The clock the case is decided at (the logged time); empty: now."),
+        verbose_name=_("decided at"),
+    )
+    expected = models.CharField(
+        max_length=64, help_text=_("The outcome the configuration must keep giving."), verbose_name=_("expected")
+    )
+    note = models.TextField(blank=True, verbose_name=_("note"))
+    decision_id = models.UUIDField(
+        null=True, blank=True, help_text=_("The logged decision it was pinned from."), verbose_name=_("decision id")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
 
     class Meta:
+        verbose_name = _("regression case")
+        verbose_name_plural = _("regression cases")
         ordering = ["point", "pk"]
 
     def __str__(self) -> str:

@@ -12,6 +12,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from rules.machines import machine_problems
@@ -21,24 +23,38 @@ from rules.models.config import DecisionPoint, key_validator, text_problems
 class StateMachine(models.Model):
     """States, allowed transitions, per-state action whitelists and timeouts for one kind of session."""
 
-    key = models.CharField(max_length=64, validators=[key_validator])
-    name = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    states = models.JSONField(default=list)
-    initial_state = models.CharField(max_length=64)
-    handoff_state = models.CharField(max_length=64, help_text="Where sessions go for a human to take over.")
-    terminal_states = models.JSONField(default=list, blank=True)
-    transitions = models.JSONField(default=dict, help_text="State → the states it may move to.")
-    actions = models.JSONField(default=dict, blank=True, help_text="State → the action types allowed in it.")
-    timeouts = models.JSONField(default=dict, blank=True, help_text="State → seconds before a sweep hands it off.")
+    key = models.CharField(max_length=64, validators=[key_validator], verbose_name=_("key"))
+    name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    states = models.JSONField(default=list, verbose_name=_("states"))
+    initial_state = models.CharField(max_length=64, verbose_name=_("initial state"))
+    handoff_state = models.CharField(
+        max_length=64, help_text=_("Where sessions go for a human to take over."), verbose_name=_("handoff state")
+    )
+    terminal_states = models.JSONField(default=list, blank=True, verbose_name=_("terminal states"))
+    transitions = models.JSONField(
+        default=dict, help_text=_("State → the states it may move to."), verbose_name=_("transitions")
+    )
+    actions = models.JSONField(
+        default=dict, blank=True, help_text=_("State → the action types allowed in it."), verbose_name=_("actions")
+    )
+    timeouts = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("State → seconds before a sweep hands it off."),
+        verbose_name=_("timeouts"),
+    )
     max_anomalies = models.PositiveIntegerField(
         default=3,
         validators=[MinValueValidator(1)],
-        help_text="Model anomalies in one session before it is handed to a human.",
+        help_text=_("Model anomalies in one session before it is handed to a human."),
+        verbose_name=_("max anomalies"),
     )
     history = HistoricalRecords(table_name="agents_historicalstatemachine")
 
     class Meta:
+        verbose_name = _("state machine")
+        verbose_name_plural = _("state machines")
         db_table = "agents_statemachine"
         ordering = ["key"]
         constraints = [
@@ -72,7 +88,9 @@ class StateMachine(models.Model):
                 if missing:
                     relying.append(f"{point.key} ({', '.join(missing)})")
             if relying:
-                problems["states"] = f"Decision points still move sessions to these states: {'; '.join(relying)}."
+                problems["states"] = gettext("Decision points still move sessions to these states: %(points)s.") % {
+                    "points": "; ".join(relying)
+                }
             if self.pk:
                 # What runs on the machine (sessions, in the agents app) may refuse the change too.
                 answers: list[tuple[Any, Any]] = machine_checking.send(sender=StateMachine, machine=self)

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class StaffToken(models.Model):
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_token")
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    token_prefix = models.CharField(max_length=16, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_token", verbose_name=_("user")
+    )
+    token_hash = models.CharField(max_length=64, unique=True, editable=False, verbose_name=_("token hash"))
+    token_prefix = models.CharField(max_length=16, editable=False, verbose_name=_("token prefix"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
-        verbose_name = "staff API token"
+        verbose_name_plural = _("staff API tokens")
+        verbose_name = _("staff API token")
 
     def __str__(self) -> str:
         return f"{self.token_prefix}… ({self.user})"

@@ -11,8 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 RULED_BY_COLOURS = {"hard_rule": "#c0392b", "llm_candidate": "#2e86c1", "default": "#7f8c8d"}
-RULED_BY_LABELS = {"hard_rule": "hard rule", "llm_candidate": "LLM candidate", "default": "default"}
+RULED_BY_LABELS = {"hard_rule": _("hard rule"), "llm_candidate": _("LLM candidate"), "default": _("default")}
 WIDTH, HEIGHT, PAD = 640, 180, 32
 
 Link = Callable[..., str]
@@ -55,16 +58,23 @@ def ruled_by_share(point: str, daily: Sequence[Mapping[str, Any]], link: Link) -
                 continue
             h = plot * count / total
             y -= h
-            tip = f"{day['day']}: {RULED_BY_LABELS[kind]} {count} of {total} ({100 * count / total:.0f}%)"
+            tip = gettext("%(day)s: %(ruled_by)s %(count)s of %(total)s (%(share).0f%%)") % {
+                "day": day["day"],
+                "ruled_by": RULED_BY_LABELS[kind],
+                "count": count,
+                "total": total,
+                "share": 100 * count / total,
+            }
             rect = (
                 f'<rect class="bar bar-{kind}" x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" '
                 f'fill="{colour}"><title>{escape(tip)}</title></rect>'
             )
             parts.append(_a(link(point=point, day=day["day"], ruled_by=kind), rect))
         if not total:
+            empty = gettext("%(day)s: no decisions") % {"day": day["day"]}
             parts.append(
                 f'<rect class="bar bar-empty" x="{x:.1f}" y="{HEIGHT - PAD - 1}" width="{bar:.1f}" height="1" '
-                f'fill="#ddd"><title>{escape(day["day"])}: no decisions</title></rect>'
+                f'fill="#ddd"><title>{escape(empty)}</title></rect>'
             )
         if n <= 31 and (n <= 16 or i % 2 == 0):
             parts.append(
@@ -74,9 +84,9 @@ def ruled_by_share(point: str, daily: Sequence[Mapping[str, Any]], link: Link) -
     legend_x = PAD
     for kind, colour in RULED_BY_COLOURS.items():
         parts.append(f'<rect x="{legend_x}" y="6" width="10" height="10" fill="{colour}" />')
-        parts.append(f'<text x="{legend_x + 14}" y="15" font-size="10">{escape(RULED_BY_LABELS[kind])}</text>')
+        parts.append(f'<text x="{legend_x + 14}" y="15" font-size="10">{escape(str(RULED_BY_LABELS[kind]))}</text>')
         legend_x += 110
-    return _svg("ruled-by", f"{point}: share of ruled_by per day", "".join(parts))
+    return _svg("ruled-by", gettext("%(point)s: share of ruled_by per day") % {"point": point}, "".join(parts))
 
 
 def override_rate(point: str, daily: Sequence[Mapping[str, Any]], link: Link) -> str:
@@ -102,7 +112,12 @@ def override_rate(point: str, daily: Sequence[Mapping[str, Any]], link: Link) ->
             continue
         y = HEIGHT - PAD - plot * rate
         segment.append(f"{x:.1f},{y:.1f}")
-        tip = f"{day['day']}: {day['overridden']} of {day['with_candidate']} candidates overridden ({100 * rate:.0f}%)"
+        tip = gettext("%(day)s: %(overridden)s of %(candidates)s candidates overridden (%(rate).0f%%)") % {
+            "day": day["day"],
+            "overridden": day["overridden"],
+            "candidates": day["with_candidate"],
+            "rate": 100 * rate,
+        }
         dot = (
             f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="#8e44ad">'
             f"<title>{escape(tip)}</title></circle>"
@@ -111,12 +126,12 @@ def override_rate(point: str, daily: Sequence[Mapping[str, Any]], link: Link) ->
     for points in segments:
         if len(points) > 1:
             parts.insert(0, f'<polyline points="{" ".join(points)}" fill="none" stroke="#8e44ad" stroke-width="1.5" />')
-    return _svg("override-rate", f"{point}: override rate per day", "".join(parts))
+    return _svg("override-rate", gettext("%(point)s: override rate per day") % {"point": point}, "".join(parts))
 
 
 def rule_hits(point: str, rules: Sequence[Mapping[str, Any]], link: Link) -> str:
     """Horizontal bars: how often each rule held in the window (the part it decided darker)."""
-    rows = list(rules) or [{"key": "(no rule held)", "hits": 0, "decided": 0}]
+    rows = list(rules) or [{"key": gettext("(no rule held)"), "hits": 0, "decided": 0}]
     row_h, label_w = 20, 180
     height = PAD + row_h * len(rows)
     widest = max((r["hits"] for r in rows), default=0) or 1
@@ -126,7 +141,11 @@ def rule_hits(point: str, rules: Sequence[Mapping[str, Any]], link: Link) -> str
         y = 10 + i * row_h
         w = span * r["hits"] / widest
         d = span * r["decided"] / widest
-        tip = f"{r['key']}: held {r['hits']} times, decided {r['decided']}"
+        tip = gettext("%(rule)s: held %(hits)s times, decided %(decided)s") % {
+            "rule": r["key"],
+            "hits": r["hits"],
+            "decided": r["decided"],
+        }
         parts.append(f'<text x="4" y="{y + 12}" font-size="11">{escape(r["key"])}</text>')
         held = (
             f'<rect class="bar bar-held" x="{label_w}" y="{y}" width="{w:.1f}" height="14" fill="#aed6f1">'
@@ -140,4 +159,4 @@ def rule_hits(point: str, rules: Sequence[Mapping[str, Any]], link: Link) -> str
             )
             parts.append(_a(link(point=point, rule_key=r["key"]), won))
         parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" font-size="10">{r["hits"]}</text>')
-    return _svg("rule-hits", f"{point}: hits per rule", "".join(parts), height=height)
+    return _svg("rule-hits", gettext("%(point)s: hits per rule") % {"point": point}, "".join(parts), height=height)

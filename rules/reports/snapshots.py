@@ -12,6 +12,9 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 from rules.models import DecisionMapSnapshot
 
 OVERRIDE_RATE_MOVE = 0.05
@@ -63,18 +66,30 @@ def _pct(rate: float | None) -> str:
     return "—" if rate is None else f"{100 * rate:.1f}%"
 
 
+# The map's page shows the changes in the operator's language; the e-mail (Celery beat or manage.py) in English.
+GOVERNANCE_LABELS = {"controlled": _("controlled"), "partial": _("partial"), "naked": _("naked")}
+
+
+def _governance(value: str) -> str:
+    return str(GOVERNANCE_LABELS.get(value, value))
+
+
 def changes_lines(changes: Mapping[str, Any]) -> list[str]:
     """The changes as sentences, one per line; empty when nothing changed."""
     lines = []
     if changes["new_points"]:
-        lines.append("New points: " + ", ".join(changes["new_points"]))
+        lines.append(gettext("New points: %(points)s") % {"points": ", ".join(changes["new_points"])})
     if changes["removed_points"]:
-        lines.append("Removed points: " + ", ".join(changes["removed_points"]))
+        lines.append(gettext("Removed points: %(points)s") % {"points": ", ".join(changes["removed_points"])})
     for c in changes["governance_changes"]:
-        lines.append(f"Governance of {c['point']}: {c['from']} → {c['to']}")
+        lines.append(
+            gettext("Governance of %(point)s: %(was)s → %(now)s")
+            % {"point": c["point"], "was": _governance(c["from"]), "now": _governance(c["to"])}
+        )
     for m in changes["override_rate_moves"]:
         lines.append(
-            f"Override rate of {m['point']}: {_pct(m['from'])} → {_pct(m['to'])} ({100 * m['change']:+.1f} points)"
+            gettext("Override rate of %(point)s: %(was)s → %(now)s (%(change)s points)")
+            % {"point": m["point"], "was": _pct(m["from"]), "now": _pct(m["to"]), "change": f"{100 * m['change']:+.1f}"}
         )
     return lines
 

@@ -21,6 +21,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import PermissionsMixin
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 from kombu.exceptions import KombuError
 
 from rules.configio.diff import KIND_LABELS, RecordChange, config_diff, same
@@ -257,7 +258,9 @@ def change_request_propose(*, document: dict[str, Any], actor: Actor, reason: st
     a high-risk one waits for approval. ``NoChanges`` when it equals the live configuration.
     """
     if not _may(actor, PROPOSE_PERMISSION):
-        raise PermissionDenied("Only members of config_editors (or others with permission) may propose changes.")
+        raise PermissionDenied(
+            gettext("Only members of config_editors (or others with permission) may propose changes.")
+        )
     if not reason.strip():
         raise ConfigError(["reason: give the reason for the change"])
     from rules.configio.apply import config_apply
@@ -265,7 +268,7 @@ def change_request_propose(*, document: dict[str, Any], actor: Actor, reason: st
     live = config_document()
     changes = config_diff(live, document)
     if not changes:
-        raise NoChanges("The proposed configuration is the same as the live one.")
+        raise NoChanges(gettext("The proposed configuration is the same as the live one."))
     base = revision_latest()
     result = config_apply(document=document, actor=actor, reason=reason)
     if result.change_request is not None:
@@ -296,12 +299,12 @@ def change_request_update(
         if request.state != ChangeRequestState.PENDING:
             raise _not_open(request)
         if _user(actor) is None or request.author_id != actor.pk:  # type: ignore[union-attr]
-            raise PermissionDenied("Only the author may edit a change request.")
+            raise PermissionDenied(gettext("Only the author may edit a change request."))
         latest = revision_latest()
         live = config_document()
         changes = config_diff(live, document)
         if not changes:
-            raise NoChanges("The edited request would change nothing.")
+            raise NoChanges(gettext("The edited request would change nothing."))
         risks = change_risks(live, document, changes)
         withdrawn = list(request.approvals.values_list("user__username", flat=True))
         request.approvals.all().delete()
@@ -338,9 +341,9 @@ def change_request_approve(
     ``override_reason``."""
     # Self-approval is named as such even for an author who could not approve anyway.
     if request.author_id is not None and request.author_id == getattr(actor, "pk", None):
-        raise SelfApprovalForbidden("The author of a change request cannot approve it.")
+        raise SelfApprovalForbidden(gettext("The author of a change request cannot approve it."))
     if not _may(actor, APPROVE_PERMISSION):
-        raise PermissionDenied("Only members of risk_approvers may approve change requests.")
+        raise PermissionDenied(gettext("Only members of risk_approvers may approve change requests."))
     with transaction.atomic():
         request = _locked(request)
         if request.state != ChangeRequestState.PENDING:
@@ -348,7 +351,8 @@ def change_request_approve(
         broken = (request.impact or {}).get("broken_cases") or []
         if broken and not override_reason.strip():
             raise OverrideReasonRequired(
-                f"The change breaks {len(broken)} pinned regression case(s); approving it needs an override reason.",
+                gettext("The change breaks %(count)s pinned regression case(s); approving it needs an override reason.")
+                % {"count": len(broken)},
                 extra={"broken_cases": [case["id"] for case in broken]},
             )
         ChangeRequestApproval.objects.get_or_create(
@@ -370,7 +374,7 @@ def change_request_approve(
 
 def change_request_reject(*, request: ChangeRequest, actor: Actor, reason: str = "") -> ChangeRequest:
     if not _may(actor, APPROVE_PERMISSION):
-        raise PermissionDenied("Only members of risk_approvers may reject change requests.")
+        raise PermissionDenied(gettext("Only members of risk_approvers may reject change requests."))
     with transaction.atomic():
         request = _locked(request)
         if request.state not in OPEN_STATES:
@@ -387,7 +391,7 @@ def change_request_withdraw(*, request: ChangeRequest, actor: Actor, reason: str
         if request.state not in OPEN_STATES:
             raise _not_open(request)
         if _user(actor) is None or request.author_id != actor.pk:  # type: ignore[union-attr]
-            raise PermissionDenied("Only the author may withdraw a change request.")
+            raise PermissionDenied(gettext("Only the author may withdraw a change request."))
         request.state = ChangeRequestState.WITHDRAWN
         request.save(update_fields=["state", "updated_at"])
         _event(request, "withdrawn", actor, reason)
@@ -422,7 +426,10 @@ def change_request_apply(*, request: ChangeRequest, actor: Actor) -> ChangeReque
         latest = revision_latest()
         _supersede(request, stale, latest.number if latest else None)
         raise ChangeRequestSuperseded(
-            f"Change request {request.pk} can no longer be applied as it is: {stale} changed since it was made.",
+            gettext(
+                "Change request %(number)s can no longer be applied as it is: %(record)s changed since it was made."
+            )
+            % {"number": request.pk, "record": stale},
             extra={"superseded_by": request.superseded_by},
         )
     author = request.author
@@ -451,7 +458,7 @@ def change_request_break_glass(*, request: ChangeRequest, actor: Actor, reason: 
     """Apply a pending request at once, without approval, for an emergency. The request then carries
     an open retroactive review until a second person acknowledges it."""
     if not _may(actor, BREAK_GLASS_PERMISSION):
-        raise PermissionDenied("Only users with the break-glass permission may apply a request at once.")
+        raise PermissionDenied(gettext("Only users with the break-glass permission may apply a request at once."))
     if not reason.strip():
         raise ConfigError(["reason: say why the change cannot wait for approval"])
     with transaction.atomic():
@@ -468,13 +475,15 @@ def change_request_break_glass(*, request: ChangeRequest, actor: Actor, reason: 
 def change_request_acknowledge(*, request: ChangeRequest, actor: Actor, note: str = "") -> ChangeRequest:
     """A second person has looked at a break-glass change: its retroactive review is closed."""
     if not _may(actor, APPROVE_PERMISSION):
-        raise PermissionDenied("Only members of risk_approvers may close a retroactive review.")
+        raise PermissionDenied(gettext("Only members of risk_approvers may close a retroactive review."))
     with transaction.atomic():
         request = _locked(request)
         if not request.review_open:
-            raise NotPending(f"Change request {request.pk} has no open retroactive review.")
+            raise NotPending(
+                gettext("Change request %(number)s has no open retroactive review.") % {"number": request.pk}
+            )
         if request.break_glass_by_id == actor.pk or request.author_id == actor.pk:  # type: ignore[union-attr]
-            raise SelfApprovalForbidden("A second person must review a break-glass change.")
+            raise SelfApprovalForbidden(gettext("A second person must review a break-glass change."))
         request.review_acknowledged_by = actor  # type: ignore[assignment]
         request.review_acknowledged_at = timezone.now()
         request.save(update_fields=["review_acknowledged_by", "review_acknowledged_at", "updated_at"])
@@ -489,7 +498,7 @@ def change_request_schedule(*, request: ChangeRequest, actor: Actor, apply_at: A
         if request.state != ChangeRequestState.PENDING:
             raise _not_open(request)
         if _user(actor) is None or request.author_id != actor.pk:  # type: ignore[union-attr]
-            raise PermissionDenied("Only the author may schedule a change request.")
+            raise PermissionDenied(gettext("Only the author may schedule a change request."))
         request.apply_at = apply_at
         request.save(update_fields=["apply_at", "updated_at"])
         _event(request, "scheduled", actor, f"to apply at {apply_at.isoformat()}" if apply_at else "as approved")

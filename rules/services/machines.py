@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 from rules.models import DecisionPoint, StateMachine
 from rules.services.revisions import Actor, audited_delete, audited_save
@@ -18,7 +19,8 @@ def machine_delete(*, machine: StateMachine, actor: Actor, reason: str) -> None:
     points = sorted(DecisionPoint.objects.filter(machine=machine.key).values_list("key", flat=True))
     if points:
         raise ValidationError(
-            f"Decision points move sessions of {machine.key}: {', '.join(points)}; change them first."
+            gettext("Decision points move sessions of %(machine)s: %(points)s; change them first.")
+            % {"machine": machine.key, "points": ", ".join(points)}
         )
     for _, refusal in machine_deleting.send(sender=StateMachine, machine=machine):
         if refusal:

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext, gettext_noop
 
 from rules.conditions import unused_inputs
 from rules.engine.normalize import normalize_term
@@ -27,7 +28,11 @@ def threshold_save(*, threshold: Threshold, actor: Actor, reason: str) -> Thresh
 
 
 def threshold_delete(*, threshold: Threshold, actor: Actor, reason: str) -> None:
-    _refuse_if_used(threshold, "threshold", Condition.objects.filter(threshold=threshold))
+    _refuse_if_used(
+        threshold,
+        gettext_noop("The threshold %(record)s is used by rules %(rules)s; change those rules first."),
+        Condition.objects.filter(threshold=threshold),
+    )
     audited_delete(threshold, actor=actor, reason=reason)
 
 
@@ -52,7 +57,11 @@ def keyword_list_save(*, keyword_list: KeywordList, actor: Actor, reason: str) -
 
 
 def keyword_list_delete(*, keyword_list: KeywordList, actor: Actor, reason: str) -> None:
-    _refuse_if_used(keyword_list, "keyword list", Condition.objects.filter(keyword_list=keyword_list))
+    _refuse_if_used(
+        keyword_list,
+        gettext_noop("The keyword list %(record)s is used by rules %(rules)s; change those rules first."),
+        Condition.objects.filter(keyword_list=keyword_list),
+    )
     with config_change(actor=actor, reason=reason):
         for term in list(keyword_list.terms.all()):
             audited_delete(term, actor=actor, reason=reason)
@@ -78,7 +87,10 @@ def keyword_terms_add(*, keyword_list: KeywordList, terms: list[str], actor: Act
     same = same_terms([*existing, *normalised], keyword_list.match_mode)
     dupes = [normalised[i - len(existing)] for i in same if i >= len(existing)]
     if dupes:
-        raise ValidationError(f"Already in list {keyword_list.key}: {', '.join(sorted(set(dupes)))}.")
+        raise ValidationError(
+            gettext("Already in list %(list)s: %(terms)s.")
+            % {"list": keyword_list.key, "terms": ", ".join(sorted(set(dupes)))}
+        )
     created = []
     with config_change(actor=actor, reason=reason):
         for t in normalised:
@@ -127,7 +139,7 @@ def condition_delete(*, condition: Condition, actor: Actor, reason: str) -> None
     audited_delete(condition, actor=actor, reason=reason)
 
 
-def _refuse_if_used(instance: models.Model, what: str, conditions: models.QuerySet[Condition]) -> None:
+def _refuse_if_used(instance: models.Model, message: str, conditions: models.QuerySet[Condition]) -> None:
     users = sorted({str(c.rule) for c in conditions.select_related("rule__point")})
     if users:
-        raise ValidationError(f"The {what} {instance} is used by rules {', '.join(users)}; change those rules first.")
+        raise ValidationError(gettext(message) % {"record": instance, "rules": ", ".join(users)})

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from rules.engine import CompiledPoint
 from rules.engine.masking import masked_fact_names
@@ -74,10 +75,9 @@ def masked_facts_problem(point: CompiledPoint, masked_facts: dict[str, Any]) -> 
     read = sorted(masked_fact_names(masked_facts) & point.facts_read)
     if not read:
         return None
-    return (
-        f"rules of {point.spec.key} read {', '.join(read)}, masked in the log: "
-        "a case without their values cannot be checked"
-    )
+    return gettext(
+        "rules of %(point)s read %(facts)s, masked in the log: a case without their values cannot be checked"
+    ) % {"point": point.spec.key, "facts": ", ".join(read)}
 
 
 def regression_case_pin(
@@ -87,7 +87,8 @@ def regression_case_pin(
     outcome = (expected or record.decision).strip()
     point = engines.current().point(record.point)
     if point is not None and outcome not in point.spec.outcomes:
-        raise ConfigError([f"expected: '{outcome}' is not an outcome of {record.point}"])
+        wrong = gettext("expected: '%(outcome)s' is not an outcome of %(point)s")
+        raise ConfigError([wrong % {"outcome": outcome, "point": record.point}])
     if point is not None and (problem := masked_facts_problem(point, record.masked_facts)):
         raise ConfigError([problem])
     with transaction.atomic():

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from django.utils.translation import gettext
+
 from rules.engine import Candidate, CompiledPoint, Decision, evaluate, keyword_prepass
 from rules.engine.compiler import CompileError
 from rules.engine.masking import masked_fact_names
@@ -57,12 +59,17 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
     try:
         then = engines.for_revision(record.revision)
     except ConfigRevision.DoesNotExist as exc:
-        raise NotFound(f"Revision {record.revision} of the configuration no longer exists.") from exc
+        raise NotFound(
+            gettext("Revision %(revision)s of the configuration no longer exists.") % {"revision": record.revision}
+        ) from exc
     except CompileError as exc:
         raise EngineUnavailable(str(exc)) from exc
     point = then.point(record.point)
     if point is None:  # cannot happen for a revision the decision was made under; guard all the same
-        raise NotFound(f"Revision {record.revision} has no point '{record.point}'.")
+        raise NotFound(
+            gettext("Revision %(revision)s has no point '%(point)s'.")
+            % {"revision": record.revision, "point": record.point}
+        )
     replayed = reevaluate(point, record, exact=True)
     current_config = engines.current()
     current_point = current_config.point(record.point)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config, evaluate
 from rules.engine.compiler import CompileError
@@ -56,17 +57,18 @@ def simulation_config(*, revision: int | None = None, change_request: int | None
     """The compiled configuration to simulate under, and the revision number it is (or is based on)."""
     if revision is not None and change_request is not None:
         raise InvalidRequest(
-            "Choose a revision or a change request, not both.",
-            errors={"change_request": ["Send either revision or change_request, not both."]},
+            gettext("Choose a revision or a change request, not both."),
+            errors={"change_request": [gettext("Send either revision or change_request, not both.")]},
         )
     try:
         if change_request is not None:
             request = ChangeRequest.objects.filter(pk=change_request).first()
             if request is None:
-                raise NotFound(f"There is no change request #{change_request}.")
+                raise NotFound(gettext("There is no change request #%(number)s.") % {"number": change_request})
             if request.state not in OPEN_STATES:
                 raise NotPending(
-                    f"Change request #{change_request} is {request.state}: only open requests are simulated."
+                    gettext("Change request #%(number)s is %(state)s: only open requests are simulated.")
+                    % {"number": change_request, "state": request.state}
                 )
             live = config_document()
             current = engines.current().revision
@@ -76,7 +78,9 @@ def simulation_config(*, revision: int | None = None, change_request: int | None
             try:
                 return engines.for_revision(revision), revision
             except ConfigRevision.DoesNotExist as exc:
-                raise NotFound(f"There is no revision {revision} of the configuration.") from exc
+                raise NotFound(
+                    gettext("There is no revision %(revision)s of the configuration.") % {"revision": revision}
+                ) from exc
         config = engines.current()
         return config, config.revision
     except CompileError as exc:
@@ -95,7 +99,10 @@ def decision_simulate(
     config, number = simulation_config(revision=revision, change_request=change_request)
     point = config.point(request.point)
     if point is None:
-        raise UnknownPoint(f"There is no decision point '{request.point}' in {_where(number, change_request)}.")
+        raise UnknownPoint(
+            gettext("There is no decision point '%(point)s' in %(where)s.")
+            % {"point": request.point, "where": _where(number, change_request)}
+        )
     prepared = decision_prepare(point=point, request=request)
     started = time.perf_counter_ns()
     decision = evaluate(
@@ -137,7 +144,9 @@ def simulation_record(*, request: DecideRequest, simulation: Simulation, session
 
 
 def _where(revision: int, change_request: int | None) -> str:
-    return f"change request #{change_request}" if change_request is not None else f"revision {revision}"
+    if change_request is not None:
+        return gettext("change request #%(number)s") % {"number": change_request}
+    return gettext("revision %(number)s") % {"number": revision}
 
 
 def regression_case_from_simulation(
@@ -153,7 +162,7 @@ def regression_case_from_simulation(
     whenever it is checked (it has no logged time)."""
     point = engines.current().point(request.point)
     if point is None:
-        raise UnknownPoint(f"There is no decision point '{request.point}'.")
+        raise UnknownPoint(gettext("There is no decision point '%(point)s'.") % {"point": request.point})
     outcome = expected.strip()
     if outcome not in point.spec.outcomes:
         raise ConfigError([f"expected: '{outcome}' is not an outcome of {request.point}"])
