@@ -13,7 +13,7 @@ from django.utils.translation import gettext
 from agents.models import AgentRuntime, Anomaly, Session
 from agents.services.runtimes import agent_set_points
 from rules.models import DecisionPoint, DecisionRecord, StateMachine
-from rules.services.retention import delete_in_batches
+from rules.services.retention import queryset_delete_in_batches
 from rules.services.revisions import Actor
 
 
@@ -56,7 +56,7 @@ def machine_has_sessions(*, machine: StateMachine, **_: Any) -> str | None:
 
 
 def purge_anomalies(*, cutoff: dt.datetime, batch_size: int, **_: Any) -> int:
-    return delete_in_batches(
+    return queryset_delete_in_batches(
         Anomaly.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
     )
 

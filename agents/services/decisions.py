@@ -41,9 +41,9 @@ from rules.services.decide import (
     decision_evaluate,
     decision_prepare,
     decision_record_insert,
+    decision_result_from_record,
     decision_session_move_set,
     point_current,
-    result_from_record,
 )
 from rules.services.scope import point_allowed_check
 
@@ -69,7 +69,7 @@ def decision_make(
     if idempotency_key:
         existing = decision_get_by_idempotency_key(agent_id=principal.pk, key=idempotency_key, digest=digest)
         if existing is not None:
-            return result_from_record(existing)
+            return decision_result_from_record(existing)
     point, revision = point_current(point_key=request.point)
     point_allowed_check(agent=principal, point_key=request.point)
     prepared = decision_prepare(point=point, request=request)
@@ -118,10 +118,10 @@ def decision_make(
         if idempotency_key:
             existing = decision_get_by_idempotency_key(agent_id=principal.pk, key=idempotency_key, digest=digest)
             if existing is not None:
-                return result_from_record(existing)
+                return decision_result_from_record(existing)
         raise
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
-    return _counted(replace(result_from_record(record, replayed=False), feedback=feedback))
+    return _counted(replace(decision_result_from_record(record, replayed=False), feedback=feedback))
 
 
 def _counted(result: DecideResult) -> DecideResult:
@@ -182,7 +182,7 @@ def _decide_without_session(
             _record_anomalies(evaluated, None, principal, request, point, record)
     else:
         decision_record_insert(record=record)
-    return result_from_record(record, replayed=False)
+    return decision_result_from_record(record, replayed=False)
 
 
 def _record_anomalies(

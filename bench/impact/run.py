@@ -7,12 +7,12 @@ Logs ``--rows`` decisions of the engine benchmark's generated 200-rule point (it
 the live configuration, stored as the decide service stores them), proposes a change (``min_confidence``
 raised, so some decisions move), and times, in alternating rounds:
 
-- **replay only** — ``reevaluate`` over rows already read (what the engine costs per logged decision);
+- **replay only** — ``decision_reevaluate`` over rows already read (what the engine costs per logged decision);
 - **preview end to end** — ``impact_compute`` as the Celery task runs it: the rows read from the database
   in chunks, decided again, compared and counted;
 - **before, end to end** — the preview as it was before its fast path (commit 7b312d5): rows read with
   ``values_list`` through the ORM's converters (JSON, timestamp, UUID per row), each decided with
-  ``reevaluate``. Same compile, same counting; ``--no-before`` leaves it out.
+  ``decision_reevaluate``. Same compile, same counting; ``--no-before`` leaves it out.
 
 Both end-to-end variants must give the same result (the script asserts it). Two parts of the preview are
 also timed alone: reading the rows (the selector and the JSON decoding) and compiling the proposal.
@@ -92,8 +92,8 @@ def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datet
 
     from rules.engine import compile_config
     from rules.models import DecisionRecord
-    from rules.services.impact import MAX_EXAMPLES, affected_points
-    from rules.services.replay import reevaluate
+    from rules.services.impact import MAX_EXAMPLES, impact_points_affected
+    from rules.services.replay import decision_reevaluate
 
     fields = (
         "id",
@@ -130,7 +130,7 @@ def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datet
     evaluated = changed = 0
     matrix: dict[str, dict[str, int]] = {}
     examples: list[dict[str, Any]] = []
-    for key in affected_points(live, proposed):
+    for key in impact_points_affected(live, proposed):
         point = compiled.point(key)
         assert point is not None
         rows = (
@@ -141,7 +141,7 @@ def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datet
         for values in rows.iterator(chunk_size=2000):
             row = Row(*values)
             evaluated += 1
-            decision = reevaluate(point, row, exact=False)
+            decision = decision_reevaluate(point, row, exact=False)
             new = decision.decision or "(asks the LLM)"
             if new != row.decision:
                 changed += 1
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     from rules.engine.compiler import keyword_scanner
     from rules.models import DecisionRecord
     from rules.services.impact import impact_compute
-    from rules.services.replay import reevaluate
+    from rules.services.replay import decision_reevaluate
 
     snapshot = generated_point().snapshot
     proposed = _proposed(snapshot)
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 compile_config(proposed, revision=0, backend=settings.ARBITER_ENGINE)
             elif which == "replay":
                 for row in rows:
-                    reevaluate(point, row, exact=False)
+                    decision_reevaluate(point, row, exact=False)
             elif which == "preview":
                 result = impact_compute(live_document=snapshot, proposed_document=proposed, now=now)
             else:
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     names = {
         "preview": "preview end to end (impact_compute)",
         "before": "before: end to end as at 7b312d5",
-        "replay": "replay only (model instances in memory, `reevaluate`)",
+        "replay": "replay only (model instances in memory, `decision_reevaluate`)",
         "read": "part: reading the rows (selector + JSON)",
         "compile": "part: compiling the proposal (once per preview)",
     }

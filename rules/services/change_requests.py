@@ -76,7 +76,7 @@ def _without_rules(kind: str, record: dict[str, Any] | None) -> dict[str, Any] |
     return {k: v for k, v in record.items() if k != "rules"}
 
 
-def record_label(change: Mapping[str, Any]) -> str:
+def change_record_label(change: Mapping[str, Any]) -> str:
     point = change.get("point") or ""
     return f"{KIND_LABELS[change['kind']]} {point + '.' if point else ''}{change['key']}"
 
@@ -93,7 +93,7 @@ def change_request_diff(request: ChangeRequest) -> list[DiffRow]:
     """The request's change as rows of (record, field, before, after), for people and the API."""
     rows: list[DiffRow] = []
     for change in request.changes:
-        label = record_label(change)
+        label = change_record_label(change)
         before, after = change["before"] or {}, change["after"] or {}
         names = [*before, *(k for k in after if k not in before)]
         for name in names:
@@ -117,11 +117,11 @@ def _find(document: Mapping[str, Any], change: Mapping[str, Any]) -> dict[str, A
     return _without_rules(kind, found)
 
 
-def stale_record(request: ChangeRequest, document: Mapping[str, Any]) -> str | None:
+def change_request_stale_record(request: ChangeRequest, document: Mapping[str, Any]) -> str | None:
     """The first record the request touches that ``document`` no longer has as it was, if any."""
     for change in request.changes:
         if not same(_find(document, change), change["before"]):
-            return record_label(change)
+            return change_record_label(change)
     return None
 
 
@@ -421,7 +421,7 @@ def change_request_apply(*, request: ChangeRequest, actor: Actor) -> ChangeReque
     if request.state == ChangeRequestState.APPLIED:
         return request  # applied meanwhile (a retried task): applying twice would be wrong
     live = config_document()
-    stale = stale_record(request, live)
+    stale = change_request_stale_record(request, live)
     if stale is not None:
         latest = revision_latest()
         _supersede(request, stale, latest.number if latest else None)
@@ -531,7 +531,7 @@ def change_requests_supersede(
     if applying is not None:
         open_requests = open_requests.exclude(pk=applying.pk)
     for request in open_requests:
-        stale = stale_record(request, snapshot)
+        stale = change_request_stale_record(request, snapshot)
         if stale is not None:
             _supersede(request, stale, revision)
             marked.append(request.pk)

@@ -214,12 +214,12 @@ def decision_evaluate(
         session_state=session_state,
     )
     if prepared.parse_problem is not None:
-        decision = invalid_output_decision(point, decision, prepared.parse_problem)
+        decision = decision_for_invalid_output(point, decision, prepared.parse_problem)
     evaluated_us = (time.perf_counter_ns() - started) // 1000
     if decision.needs_candidate:
         _count_candidate_request(agent_id, agent_name, point.spec.key, now.date())
         return Evaluated(decision=decision, evaluated_us=evaluated_us, record=None)
-    record = _record(
+    record = decision_record_build(
         agent_id, agent_name, request, point, decision, revision, evaluated_us, now, idempotency_key, digest
     )
     record.session_state = session_state or ""
@@ -277,7 +277,7 @@ def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -
     record.save(update_fields=["session_move"])
 
 
-def invalid_output_decision(point: CompiledPoint, decision: Decision, problem: str) -> Decision:
+def decision_for_invalid_output(point: CompiledPoint, decision: Decision, problem: str) -> Decision:
     """Raw model output without a valid candidate: the default answers, unless a hard rule already did."""
     if decision.ruled_by == HARD_RULE:
         return decision
@@ -297,11 +297,11 @@ def invalid_output_decision(point: CompiledPoint, decision: Decision, problem: s
 
 
 def matched_rule_document(m: MatchedRule) -> dict[str, Any]:
-    """How a matched rule is stored in the log (and read back by ``record_decision``)."""
+    """How a matched rule is stored in the log (and read back by ``decision_from_record``)."""
     return {"key": m.key, "priority": m.priority, "category": m.category, "outcome": m.outcome, "shadow": m.shadow}
 
 
-def _record(
+def decision_record_build(
     agent_id: int,
     agent_name: str,
     request: DecideRequest,
@@ -367,12 +367,12 @@ def logged_candidate(decision: str, confidence: float | None, reason: str) -> Ca
     return Candidate(decision, confidence, reason)
 
 
-def record_candidate(record: Any) -> Candidate | None:
+def decision_record_candidate(record: Any) -> Candidate | None:
     """The candidate a logged request carried (a ``DecisionRecord`` or a row with its candidate fields)."""
     return logged_candidate(record.candidate_decision, record.candidate_confidence, record.candidate_reason)
 
 
-def record_decision(record: DecisionRecord) -> Decision:
+def decision_from_record(record: DecisionRecord) -> Decision:
     """The logged decision, read back as an engine ``Decision``."""
     matched = tuple(MatchedRule(**m) for m in record.matched_rules)
     rule = next((m for m in matched if m.key == record.rule_key and not m.shadow), None)
@@ -382,7 +382,7 @@ def record_decision(record: DecisionRecord) -> Decision:
         ruled_by=record.ruled_by,  # type: ignore[arg-type]
         rule=rule,
         matched_rules=matched,
-        candidate=record_candidate(record),
+        candidate=decision_record_candidate(record),
         overridden=record.overridden,
         needs_candidate=False,
         reason=record.reason,
@@ -390,10 +390,10 @@ def record_decision(record: DecisionRecord) -> Decision:
     )
 
 
-def result_from_record(record: DecisionRecord, *, replayed: bool = True) -> DecideResult:
+def decision_result_from_record(record: DecisionRecord, *, replayed: bool = True) -> DecideResult:
     """A logged decision as the answer to its request: what a retry with the same Idempotency-Key gets."""
     return DecideResult(
-        decision=record_decision(record),
+        decision=decision_from_record(record),
         revision=record.revision,
         evaluated_us=record.evaluated_us,
         record=record,

@@ -84,7 +84,7 @@ def _deciding_view(document: Mapping[str, Any], key: str) -> Any:
     return head, rules, thresholds, lists
 
 
-def affected_points(live: Mapping[str, Any], proposed: Mapping[str, Any]) -> list[str]:
+def impact_points_affected(live: Mapping[str, Any], proposed: Mapping[str, Any]) -> list[str]:
     """Live points that would decide differently for some request: they, their rules, or the thresholds
     and keyword lists they use change (or they are removed). New points have no traffic to replay."""
     keys = sorted(p["key"] for p in live.get("points", []))
@@ -225,7 +225,7 @@ def impact_compute(
     now = now or timezone.now()
     backend = settings.ARBITER_ENGINE
     proposed = compile_config(proposed_document, revision=0, backend=backend)
-    points = affected_points(live_document, proposed_document)
+    points = impact_points_affected(live_document, proposed_document)
     since = now - dt.timedelta(days=settings.ARBITER_IMPACT_DAYS)
     tally = _Tally(progress=progress)
     for key in points:

@@ -12,7 +12,7 @@ from rules.models import ChangeRequest, ChangeRequestState
 APPROVERS_GROUP = "risk_approvers"
 
 
-def approvers_to_notify(request: ChangeRequest) -> list[str]:
+def change_request_approver_emails(request: ChangeRequest) -> list[str]:
     """E-mail addresses of active approvers (the group, and users holding the permission directly),
     the author excluded."""
     User = get_user_model()
@@ -34,7 +34,7 @@ def change_request_notify_approvers(*, request_id: int) -> int:
     request = ChangeRequest.objects.filter(pk=request_id).first()
     if request is None or request.state != ChangeRequestState.PENDING:
         return 0
-    recipients = approvers_to_notify(request)
+    recipients = change_request_approver_emails(request)
     if not recipients:
         return 0
     records = ", ".join(sorted({r["record"] for r in request.risks})) or "configuration"

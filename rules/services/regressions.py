@@ -26,8 +26,8 @@ from rules.engine.masking import masked_fact_names
 from rules.errors import ConfigError
 from rules.models import DecisionRecord, RegressionCase
 from rules.runtime import engines
-from rules.services.decide import invalid_output_decision
-from rules.services.replay import reevaluate
+from rules.services.decide import decision_for_invalid_output
+from rules.services.replay import decision_reevaluate
 from rules.services.revisions import Actor
 
 
@@ -63,9 +63,9 @@ def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetim
         candidate_invalid=False,
         created_at=case.decided_at or now or timezone.now(),
     )
-    decision = reevaluate(point, request, exact=False)
+    decision = decision_reevaluate(point, request, exact=False)
     if case.candidate_invalid:
-        decision = invalid_output_decision(point, decision, "recorded as invalid")
+        decision = decision_for_invalid_output(point, decision, "recorded as invalid")
     return decision.decision or "(asks the LLM)"
 
 

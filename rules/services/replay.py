@@ -23,7 +23,7 @@ from rules.engine.masking import masked_fact_names
 from rules.errors import EngineUnavailable, NotFound
 from rules.models import ConfigRevision, DecisionRecord
 from rules.runtime import engines
-from rules.services.decide import invalid_output_decision, record_candidate, record_decision
+from rules.services.decide import decision_for_invalid_output, decision_from_record, decision_record_candidate
 
 
 def same_outcome(a: Decision, b: Decision | None) -> bool:
@@ -70,12 +70,12 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
             gettext("Revision %(revision)s has no point '%(point)s'.")
             % {"revision": record.revision, "point": record.point}
         )
-    replayed = reevaluate(point, record, exact=True)
+    replayed = decision_reevaluate(point, record, exact=True)
     current_config = engines.current()
     current_point = current_config.point(record.point)
-    current = reevaluate(current_point, record, exact=False) if current_point is not None else None
+    current = decision_reevaluate(current_point, record, exact=False) if current_point is not None else None
     return Replay(
-        recorded=record_decision(record),
+        recorded=decision_from_record(record),
         replayed=replayed,
         revision=record.revision,
         current=current,
@@ -88,7 +88,7 @@ _PLACEHOLDER = re.compile(r"\[[a-z][a-z0-9_]*\]")
 
 
 class LoggedRequest(Protocol):
-    """What ``reevaluate`` needs of a logged request: a ``DecisionRecord``, or anything with the same fields
+    """What ``decision_reevaluate`` needs of a logged request: a ``DecisionRecord``, or anything with the same fields
     (a regression case carries them too). The impact preview reads raw rows and calls ``replay_decision``."""
 
     @property
@@ -130,7 +130,7 @@ def _unmasked_facts(record: LoggedRequest) -> Mapping[str, Any]:
     return {name: value for name, value in record.facts.items() if name not in hidden}
 
 
-def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
+def decision_reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
     """Decide a logged request again (see ``replay_decision``)."""
     return replay_decision(
         point,
@@ -139,7 +139,7 @@ def reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> D
         keyword_hits=record.keyword_hits,
         facts=_unmasked_facts(record),
         session_state=record.session_state,
-        candidate=record_candidate(record),
+        candidate=decision_record_candidate(record),
         candidate_invalid=record.candidate_invalid,
         now=record.created_at,
         exact=exact,
@@ -204,5 +204,5 @@ def replay_decision(
         prepass=prepass,
     )
     if candidate_invalid:
-        decision = invalid_output_decision(point, decision, "recorded as invalid")
+        decision = decision_for_invalid_output(point, decision, "recorded as invalid")
     return decision

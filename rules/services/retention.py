@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 5000
 
 
-def delete_in_batches(queryset: models.QuerySet, *, order_by: str, batch_size: int) -> int:
+def queryset_delete_in_batches(queryset: models.QuerySet, *, order_by: str, batch_size: int) -> int:
     """Delete every row of ``queryset``, oldest first, ``batch_size`` primary keys at a time."""
     model = queryset.model
     total = 0
@@ -55,7 +55,7 @@ def decision_log_rows_purge(*, cutoff: dt.datetime, batch_size: int = DEFAULT_BA
 
     Anomalies and transitions pointing at them lose the link (``SET_NULL``); their idempotency keys go.
     """
-    return delete_in_batches(
+    return queryset_delete_in_batches(
         DecisionRecord.objects.filter(created_at__lt=cutoff), order_by="created_at", batch_size=batch_size
     )
 
@@ -93,7 +93,7 @@ def decision_log_purge(
     # After the rows went, before a report reads again: a rollup of a purged day would count rows that are
     # gone (on PostgreSQL the days of a month not yet dropped are then counted directly, as they still are).
     decision_rollups_forget_before(cutoff)
-    counters = delete_in_batches(
+    counters = queryset_delete_in_batches(
         CandidateRequestCount.objects.filter(day__lt=cutoff.date()), order_by="day", batch_size=batch_size
     )
     logger.info(

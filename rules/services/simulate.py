@@ -30,7 +30,7 @@ from rules.models.governance import OPEN_STATES
 from rules.runtime import engines
 from rules.selectors import config_document
 from rules.services.change_requests import config_document_apply
-from rules.services.decide import DecideRequest, _record, decision_prepare, invalid_output_decision
+from rules.services.decide import DecideRequest, decision_for_invalid_output, decision_prepare, decision_record_build
 from rules.services.regressions import masked_facts_problem
 from rules.services.revisions import Actor
 
@@ -114,7 +114,7 @@ def decision_simulate(
         session_state=session_state or None,
     )
     if prepared.parse_problem is not None:
-        decision = invalid_output_decision(point, decision, prepared.parse_problem)
+        decision = decision_for_invalid_output(point, decision, prepared.parse_problem)
     evaluated_us = (time.perf_counter_ns() - started) // 1000
     return Simulation(
         decision=decision, revision=number, change_request=change_request, evaluated_us=evaluated_us, point=point
@@ -127,7 +127,7 @@ SIMULATOR = "(simulator)"
 def simulation_record(*, request: DecideRequest, simulation: Simulation, session_state: str = "") -> DecisionRecord:
     """The log row the decision *would* have been, for the admin's why panel: built exactly as the decide
     service builds it (personal data masked), and never saved."""
-    record = _record(
+    record = decision_record_build(
         None,  # type: ignore[arg-type]  # no agent: the row is never saved
         SIMULATOR,
         request,

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from rules.engine import Candidate, compile_config, evaluate
 from rules.models import DecisionRecord
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
-from rules.services.decide import invalid_output_decision
-from rules.services.impact import MAX_EXAMPLES, affected_points, impact_compute, row_json
+from rules.services.decide import decision_for_invalid_output
+from rules.services.impact import MAX_EXAMPLES, impact_compute, impact_points_affected, row_json
 from rules.services.replay import _PLACEHOLDER
 
 NOW = dt.datetime(2026, 11, 20, 15, 30, tzinfo=dt.UTC)
@@ -32,7 +32,7 @@ def _reference(live: dict[str, Any], proposed: dict[str, Any], now: dt.datetime)
     evaluated = changed = 0
     matrix: dict[str, dict[str, int]] = {}
     examples: list[dict[str, Any]] = []
-    for key in affected_points(live, proposed):
+    for key in impact_points_affected(live, proposed):
         point = compiled.point(key)
         records = DecisionRecord.objects.filter(point=key, created_at__gte=since).order_by("-created_at")
         for r in records[: settings.ARBITER_IMPACT_DECISIONS]:
@@ -57,7 +57,7 @@ def _reference(live: dict[str, Any], proposed: dict[str, Any], now: dt.datetime)
                     known_hits=r.keyword_hits if r.masked else None,
                 )
                 if r.candidate_invalid:
-                    decision = invalid_output_decision(point, decision, "recorded as invalid")
+                    decision = decision_for_invalid_output(point, decision, "recorded as invalid")
                 new = decision.decision or "(asks the LLM)"
                 rule, by = (decision.rule.key if decision.rule else None), decision.ruled_by
             if new != r.decision:
