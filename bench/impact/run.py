@@ -101,6 +101,7 @@ def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datet
         "decision",
         "input",
         "masked",
+        "masked_facts",  # not read before fact masking; the replay needs it now
         "keyword_hits",
         "facts",
         "session_state",
@@ -117,6 +118,7 @@ def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datet
         decision: str
         input: str
         masked: dict[str, Any]
+        masked_facts: dict[str, Any]
         keyword_hits: dict[str, Any]
         facts: dict[str, Any]
         session_state: str
