@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Count, F, QuerySet, Value
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from agents.errors import (
@@ -455,6 +455,20 @@ _ANOMALY_HINTS = {
 }
 
 
+# The session's latest anomalies and overruled decisions, each grouped straight over its LIMIT subquery
+# (tables named as the models name them: tests/agents/services/test_sessions.py checks).
+_FEEDBACK_SQL = (
+    "SELECT 'anomaly', code, '', COUNT(*) FROM (SELECT code FROM agents_anomaly"
+    " WHERE agent_id = %s AND session_id = %s ORDER BY created_at DESC LIMIT %s) a"
+    " GROUP BY code HAVING COUNT(*) >= 2"
+    " UNION ALL"
+    " SELECT 'overruled', rule_key, decision, COUNT(*) FROM (SELECT rule_key, decision FROM rules_decisionrecord"
+    " WHERE agent_id = %s AND session_id = %s AND overridden = %s AND ruled_by = %s"
+    " ORDER BY created_at DESC LIMIT %s) d"
+    " GROUP BY rule_key, decision HAVING COUNT(*) >= 2"
+)
+
+
 def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
     """Short hints for the agent's next prompt when a session keeps going wrong the same way.
 
@@ -462,39 +476,26 @@ def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
     (``GROUP BY`` over a ``LIMIT`` subquery): only the kinds seen at least twice come back, not the rows
     (on the decide path with a session this was a third of the request's time; bench/RESULTS.md).
     """
-    latest_anomalies = (
-        Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
-        .order_by("-created_at")
-        .values("pk")[:limit]
+    # Grouped straight over each LIMIT subquery, in SQL written once: the ORM's form of this (``pk__in`` a
+    # sliced queryset, then a UNION) joined the log back to itself across every partition and took longer
+    # to compile in Python than to run (profile of the decide path with a session, bench/RESULTS.md).
+    sql = _FEEDBACK_SQL
+    params: tuple[int | str | bool, ...] = (
+        session.agent_id,
+        session.key,
+        limit,
+        session.agent_id,
+        session.key,
+        True,
+        "hard_rule",
+        limit,
     )
-    codes = (
-        Anomaly.objects.filter(pk__in=latest_anomalies)
-        .order_by()
-        .values("code")
-        .annotate(n=Count("pk"))
-        .filter(n__gte=2)
-        .annotate(kind=Value("anomaly"), decision=Value(""))
-        .values_list("kind", "code", "decision", "n")
-    )
-    latest_overruled = (
-        DecisionRecord.objects.filter(
-            agent_id=session.agent_id, session_id=session.key, overridden=True, ruled_by="hard_rule"
-        )
-        .order_by("-created_at")
-        .values("pk")[:limit]
-    )
-    overruled = (
-        DecisionRecord.objects.filter(pk__in=latest_overruled)
-        .order_by()
-        .values("rule_key", "decision")
-        .annotate(n=Count("pk"))
-        .filter(n__gte=2)
-        .annotate(kind=Value("overruled"))
-        .values_list("kind", "rule_key", "decision", "n")
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
     # One round trip for both counts: on the decide path every statement is a trip to the database.
     hints: list[str] = []
-    for kind, key, decision, n in sorted(codes.union(overruled, all=True)):
+    for kind, key, decision, n in sorted(rows):
         if kind == "anomaly":
             template = _ANOMALY_HINTS.get(key, "{n} anomalies '" + key + "' in this session.")
             hints.append(template.format(n=n))

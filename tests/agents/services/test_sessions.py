@@ -459,3 +459,24 @@ def test_feedback_after_two_overrides_by_the_same_rule(agent):
     assert "overruled 2 times by rule high_risk_keyword" in hint
     # Hints are per session.
     assert session_feedback(start(agent, "t", "after_sales")) == []
+
+
+def test_the_feedback_query_names_the_models_tables():
+    from agents.services.sessions import _FEEDBACK_SQL
+
+    # The hints are counted in SQL written by hand (one statement on the decide path): a table renamed in
+    # a migration must be renamed there too.
+    assert f"FROM {Anomaly._meta.db_table} " in _FEEDBACK_SQL
+    assert f"FROM {DecisionRecord._meta.db_table} " in _FEEDBACK_SQL
+
+
+def test_feedback_counts_only_the_latest_anomalies(agent):
+    start(agent, "s", "after_sales")
+    for code in ("schema_violation", "schema_violation", "invalid_candidate_output", "invalid_candidate_output"):
+        report(agent, "s", code)
+    session = Session.objects.get(key="s")
+    # The two latest are the two invalid outputs: the older schema violations fall outside the window.
+    assert session_feedback(session, limit=2) == [
+        hint for hint in session_feedback(session) if "schema_violation" not in hint
+    ]
+    assert len(session_feedback(session)) == 2
