@@ -56,6 +56,23 @@ def _label(kind: str, key: str, point: str = "") -> str:
     return f"{KIND_LABELS[kind]} {point + '.' if point else ''}{key}"
 
 
+def handoff_outcomes(point: Mapping[str, Any], machines: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The outcomes ``point`` maps to its machine's handoff state (a person takes the conversation)."""
+    machine = machines.get(point.get("machine", ""))
+    if machine is None:
+        return set()
+    return {outcome for outcome, state in point.get("state_map", {}).items() if state == machine.get("handoff")}
+
+
+def rule_high_risk(rule: Mapping[str, Any], handoff: set[str]) -> str | None:
+    """Why a rule is high-risk — its category, or an outcome in ``handoff`` — or None."""
+    if rule.get("category") in HIGH_RISK_CATEGORIES:
+        return f"a {rule['category']} rule"
+    if rule.get("outcome") in handoff:
+        return f"its outcome {rule['outcome']} hands the conversation to a person"
+    return None
+
+
 class _View:
     """One side of the change (before or after), indexed for the questions the rules ask."""
 
@@ -70,21 +87,14 @@ class _View:
         return next((r for r in found.get("rules", []) if r["key"] == key), None) if found else None
 
     def handoff_outcomes(self, point: Mapping[str, Any]) -> set[str]:
-        machine = self.machines.get(point.get("machine", ""))
-        if machine is None:
-            return set()
-        return {outcome for outcome, state in point.get("state_map", {}).items() if state == machine["handoff"]}
+        return handoff_outcomes(point, self.machines)
 
     def rule_risk(self, point_key: str, rule: Mapping[str, Any] | None) -> str | None:
         """Why ``rule`` (of ``point_key``, on this side) is high-risk, or None."""
         if rule is None:
             return None
-        if rule.get("category") in HIGH_RISK_CATEGORIES:
-            return f"a {rule['category']} rule"
         point = self.points.get(point_key)
-        if point is not None and rule.get("outcome") in self.handoff_outcomes(point):
-            return f"its outcome {rule['outcome']} hands the conversation to a person"
-        return None
+        return rule_high_risk(rule, self.handoff_outcomes(point) if point is not None else set())
 
     def high_risk_rules(self) -> list[tuple[str, dict[str, Any]]]:
         return [

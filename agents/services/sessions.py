@@ -40,7 +40,7 @@ from agents.errors import (
 from agents.models import Anomaly, Session, Transition, TransitionKind
 from decision_service import metrics
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
-from rules.models import DecisionRecord, StateMachine
+from rules.models import DecisionRecord, RuledBy, StateMachine
 
 
 class AgentRef(Protocol):
@@ -472,14 +472,11 @@ _FEEDBACK_SQL = (
 def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
     """Short hints for the agent's next prompt when a session keeps going wrong the same way.
 
-    Counted in the database over the session's latest ``limit`` anomalies and overruled decisions
-    (``GROUP BY`` over a ``LIMIT`` subquery): only the kinds seen at least twice come back, not the rows
-    (on the decide path with a session this was a third of the request's time; bench/RESULTS.md).
+    Counted in one statement over the session's latest ``limit`` anomalies and overruled decisions
+    (``GROUP BY`` straight over each ``LIMIT`` subquery): only the kinds seen at least twice come back, not
+    the rows. SQL written by hand: the ORM's form (``pk__in`` a sliced queryset, then a UNION) joined the
+    log back to itself across every partition and took longer to compile than to run (bench/RESULTS.md).
     """
-    # Grouped straight over each LIMIT subquery, in SQL written once: the ORM's form of this (``pk__in`` a
-    # sliced queryset, then a UNION) joined the log back to itself across every partition and took longer
-    # to compile in Python than to run (profile of the decide path with a session, bench/RESULTS.md).
-    sql = _FEEDBACK_SQL
     params: tuple[int | str | bool, ...] = (
         session.agent_id,
         session.key,
@@ -487,13 +484,12 @@ def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
         session.agent_id,
         session.key,
         True,
-        "hard_rule",
+        RuledBy.HARD_RULE.value,
         limit,
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_FEEDBACK_SQL, params)
         rows = cursor.fetchall()
-    # One round trip for both counts: on the decide path every statement is a trip to the database.
     hints: list[str] = []
     for kind, key, decision, n in sorted(rows):
         if kind == "anomaly":

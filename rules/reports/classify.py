@@ -34,12 +34,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rules.risk import handoff_outcomes, rule_high_risk
+
 CONTROLLED = "controlled"
 PARTIAL = "partial"
 NAKED = "naked"
 GOVERNANCE_KINDS = (CONTROLLED, PARTIAL, NAKED)
 
-HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 CONFIDENCE = "candidate_confidence_below"
 
 
@@ -71,10 +72,7 @@ class _Config:
         return None if found is None else float(found["value"])
 
     def handoff_outcomes(self, point: Mapping[str, Any]) -> set[str]:
-        machine = self.machines.get(point.get("machine", ""))
-        if machine is None:
-            return set()
-        return {outcome for outcome, state in point.get("state_map", {}).items() if state == machine.get("handoff")}
+        return handoff_outcomes(point, self.machines)
 
 
 def _when(value: Any) -> dt.datetime | None:
@@ -87,15 +85,6 @@ def rule_in_effect(rule: Mapping[str, Any], now: dt.datetime) -> bool:
     """Whether ``now`` is within the rule's effective dates (either end may be open)."""
     start, end = _when(rule.get("effective_from")), _when(rule.get("effective_until"))
     return (start is None or start <= now) and (end is None or now < end)
-
-
-def rule_high_risk(rule: Mapping[str, Any], handoff: set[str]) -> str | None:
-    """Why a rule is high-risk (as ``rules.risk`` judges it), or None."""
-    if rule.get("category") in HIGH_RISK_CATEGORIES:
-        return f"a {rule['category']} rule"
-    if rule.get("outcome") in handoff:
-        return f"its outcome {rule['outcome']} hands the conversation to a person"
-    return None
 
 
 def _confidence_guard(rule: Mapping[str, Any]) -> str | None:

@@ -23,13 +23,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from rules.engine import CompiledPoint, compile_config
-from rules.engine.masking import masked_fact_names
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.change_requests import config_document_apply
 from rules.services.decide import logged_candidate
 from rules.services.regressions import case_evaluate
-from rules.services.replay import Prepass, replay_decision
+from rules.services.replay import Prepass, facts_unmasked, replay_decision
 
 logger = logging.getLogger(__name__)
 
@@ -139,15 +138,10 @@ def _replay_point(
             masked = bool(row_json(masked_json))
             if clock:
                 at = row[11]
-            facts = row_json(facts_json) or {}
-            masked_facts = row_json(masked_facts_json)
-            if masked_facts:
-                # Masked facts are left out of the replay (their values are placeholders); a row whose
-                # rules read one is counted as an estimate.
-                hidden = masked_fact_names(masked_facts)
-                facts = {name: value for name, value in facts.items() if name not in hidden}
-                if hidden & point.facts_read:
-                    tally.approximate += 1
+            # Masked facts are left out of the replay; a row whose rules read one is counted as an estimate.
+            facts, hidden = facts_unmasked(row_json(facts_json) or {}, row_json(masked_facts_json))
+            if hidden & point.facts_read:
+                tally.approximate += 1
             decision = replay_decision(
                 point,
                 text=text,

@@ -122,12 +122,13 @@ def masked_facts_read(point: CompiledPoint, record: LoggedRequest) -> tuple[str,
     return tuple(sorted(masked_fact_names(record.masked_facts) & point.facts_read))
 
 
-def _unmasked_facts(record: LoggedRequest) -> Mapping[str, Any]:
-    """The logged facts without those masked before they were stored (their values are placeholders)."""
-    if not record.masked_facts:
-        return record.facts
-    hidden = masked_fact_names(record.masked_facts)
-    return {name: value for name, value in record.facts.items() if name not in hidden}
+def facts_unmasked(facts: Mapping[str, Any], masked_facts: Any) -> tuple[Mapping[str, Any], frozenset[str]]:
+    """The logged facts without those masked before they were stored (their values are placeholders),
+    and the names left out."""
+    if not masked_facts:
+        return facts, frozenset()
+    hidden = masked_fact_names(masked_facts)
+    return {name: value for name, value in facts.items() if name not in hidden}, hidden
 
 
 def decision_reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: bool) -> Decision:
@@ -137,7 +138,7 @@ def decision_reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: b
         text=record.input,
         masked=bool(record.masked),
         keyword_hits=record.keyword_hits,
-        facts=_unmasked_facts(record),
+        facts=facts_unmasked(record.facts, record.masked_facts)[0],
         session_state=record.session_state,
         candidate=decision_record_candidate(record),
         candidate_invalid=record.candidate_invalid,
