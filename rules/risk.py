@@ -223,9 +223,10 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
     if kind == "keyword_list":
         user = view.lists_of(view.high_risk_rules()).get(key)
         if user:
-            return gettext("Used by the high-risk rule %(rule)s: changing its terms or match mode needs approval.") % {
-                "rule": user
-            }
+            return gettext(
+                "Used by the high-risk rule %(rule)s: changing its terms, its match mode or its evasion options "
+                "needs approval."
+            ) % {"rule": user}
         return None
     if kind == "rule":
         why = view.rule_risk(point, view.rule(point, key))

@@ -507,6 +507,7 @@ class RegressionCaseAdmin(admin.ModelAdmin):
     """Pinned cases: made from the decision log, checked by every change request and check_regressions."""
 
     list_display = ("pk", "point", "expected", "input_short", "note_short", "created_by", "created")
+    list_select_related = ("created_by",)  # an optional key: Django would fetch it row by row
     list_filter = ("point", "expected")
     search_fields = ("note", "input")
     readonly_fields = (

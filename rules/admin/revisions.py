@@ -24,6 +24,7 @@ def _pretty(snapshot: Any) -> str:
 class ConfigRevisionAdmin(admin.ModelAdmin):
     list_display = ("number", "created", "created_by", "reason_short", "short_digest")
     list_display_links = ("number",)
+    list_select_related = ("created_by",)  # an optional key: Django would fetch it row by row
     list_filter = ("created_by", "created_at")
     search_fields = ("reason", "created_by__username", "digest")
     date_hierarchy = "created_at"

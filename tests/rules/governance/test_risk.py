@@ -174,6 +174,13 @@ def test_changing_the_terms_of_a_list_a_high_risk_rule_uses_is_high_risk():
     ]
 
 
+@pytest.mark.parametrize("option", ["fold_traditional", "ignore_cjk_gaps"])
+def test_turning_off_an_evasion_option_of_a_list_a_high_risk_rule_uses_is_high_risk(option):
+    risks = _risks(lambda d: keyword_list(d, "high_risk").__setitem__(option, False))
+    assert [record for record, _ in risks] == ["keyword list high_risk"]
+    assert "high-risk rule intent_routing.high_risk_keyword" in risks[0][1]
+
+
 def test_changing_the_terms_of_a_list_only_low_risk_rules_use_is_not():
     assert _risks(lambda d: keyword_list(d, "refund_triggers")["terms"].append("退订")) == []
 
@@ -202,6 +209,19 @@ def test_masking_less_personal_data_is_high_risk_and_masking_more_is_not():
         ("point intent_routing", "masks less personal data in the decision log")
     ]
     assert _risks(lambda d: point(d, "intent_routing").__setitem__("mask_patterns", {"order": "E[0-9]{10}"})) == []
+
+
+@pytest.mark.parametrize(
+    "edit", [lambda p: p.__setitem__("mask_patterns", {}), lambda p: p["mask_patterns"].__setitem__("order", "E[0-9]")]
+)
+def test_removing_or_loosening_an_own_mask_pattern_is_high_risk(edit):
+    before = copy.deepcopy(DEMO)
+    point(before, "intent_routing")["mask_patterns"] = {"order": "E[0-9]{10}"}
+    after = copy.deepcopy(before)
+    edit(point(after, "intent_routing"))
+    assert [(r.record, r.why) for r in change_risks(before, after, config_diff(before, after))] == [
+        ("point intent_routing", "masks less personal data in the decision log")
+    ]
 
 
 def _with_fact_path(doc):
