@@ -177,7 +177,7 @@ def wrk(port: int, p: Path_, token: str, *, seconds: float, connections: int, of
 
 def paced(port: int, p: Path_, token: str, *, rate: float, seconds: float, offset: int) -> Result:
     """Open loop: request i is sent at start + i/rate; its latency counts from then."""
-    n = int(rate * seconds)
+    n = max(1, int(rate * seconds))
     headers = {"Content-Type": "application/json"}
     if p.name != "bare":
         headers["Authorization"] = f"Bearer {token}"
@@ -310,7 +310,8 @@ def main() -> None:
                 + closed[p.name].errors
                 + sum(v for k, v in (warm.statuses + closed[p.name].statuses).items() if k != str(p.expect))
             )
-        rate = args.rate or round(min(r.rps for r in closed.values()) / 2)
+        # At least 1 req/s: a path slower than 2 req/s would round to a rate of 0 and send nothing.
+        rate = args.rate or max(1, round(min(r.rps for r in closed.values()) / 2))
         fixed: dict[str, Result] = {}
         paced_checks: dict[str, tuple[int, int]] = {}
         for p in PATHS:
