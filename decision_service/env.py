@@ -54,7 +54,14 @@ def parse_database_url(url: str) -> dict[str, Any]:
             "CONN_HEALTH_CHECKS": _bool("DATABASE_CONN_HEALTH_CHECKS", True),
             # A server that does not answer (a host gone, a dropped packet) costs a request this many
             # seconds, then a 503 database_unavailable, instead of the operating system's minutes.
-            "OPTIONS": {"connect_timeout": _int("DATABASE_CONNECT_TIMEOUT", 3)},
+            "OPTIONS": {
+                "connect_timeout": _int("DATABASE_CONNECT_TIMEOUT", 3),
+                # Django's own cursors bind on the client and never prepare; this lets the few statements
+                # run on a server-binding cursor (the session reads on the decide path) be prepared once
+                # per connection. DATABASE_PREPARED_STATEMENTS=false behind a pooler in transaction mode
+                # that does not carry prepared statements (PgBouncer before 1.21).
+                "prepare_threshold": 5 if _bool("DATABASE_PREPARED_STATEMENTS", True) else None,
+            },
         }
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute/path.db, as in the common URL convention.

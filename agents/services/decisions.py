@@ -24,8 +24,9 @@ from agents.services.sessions import (
     anomaly_record,
     session_allowed_targets,
     session_feedback,
+    session_lock,
     session_move,
-    sessions_lock,
+    session_read,
 )
 from decision_service import metrics
 from decision_service.errors import InvalidRequest
@@ -79,6 +80,12 @@ def decision_make(
             return _counted(
                 _decide_without_session(principal, request, point, revision, prepared, now, idempotency_key, digest)
             )
+        if not apply:
+            unlocked = _decide_reading_session(
+                principal, request, point, revision, prepared, now, idempotency_key, digest
+            )
+            if unlocked is not None:
+                return _counted(unlocked)
         with transaction.atomic():
             session = _session_for(principal, request.session_id, point, apply)
             evaluated = decision_evaluate(
@@ -185,6 +192,54 @@ def _decide_without_session(
     return decision_result_from_record(record, replayed=False)
 
 
+def _decide_reading_session(
+    principal: AgentPrincipal,
+    request: DecideRequest,
+    point: CompiledPoint,
+    revision: int,
+    prepared: Prepared,
+    now: dt.datetime,
+    idempotency_key: str,
+    digest: str,
+) -> DecideResult | None:
+    """A decide with a session that it does not move: the session read as last committed, without a
+    lock or a transaction, with what its feedback hints are counted from (rules see that state, and the log
+    row records it), then the log row in autocommit — two statements where the locked path sends five.
+
+    ``None`` when the model did something wrong: anomalies are counted on the session and may hand it
+    off, so the caller decides again under the session's lock (the unsaved row is dropped; nothing was
+    written). A point that asks for a candidate first only counts, as on every path.
+    """
+    session, basis = session_read(agent_id=principal.pk, key=request.session_id)
+    evaluated = decision_evaluate(
+        agent_id=principal.pk,
+        agent_name=principal.name,
+        point=point,
+        revision=revision,
+        request=request,
+        prepared=prepared,
+        session_state=session.state if session else None,
+        now=now,
+        idempotency_key=idempotency_key,
+        digest=digest,
+        save=False,
+    )
+    record = evaluated.record
+    if record is None:
+        return DecideResult(
+            decision=evaluated.decision,
+            revision=revision,
+            evaluated_us=evaluated.evaluated_us,
+            record=None,
+            feedback=basis.hints(),
+        )
+    if evaluated.anomalies:
+        return None
+    decision_record_insert(record=record)
+    # As after this decision's row: an overruled candidate counts in the hints it gets back.
+    return replace(decision_result_from_record(record, replayed=False), feedback=basis.hints(then=record))
+
+
 def _record_anomalies(
     evaluated: Evaluated,
     session: Session | None,
@@ -212,7 +267,7 @@ def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, a
         if apply:
             raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
         return None
-    session = sessions_lock(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
+    session = session_lock(agent_id=agent.pk, key=session_id)
     if not apply:
         return session
     if session is None:

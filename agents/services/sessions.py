@@ -16,13 +16,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
+import psycopg
 from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -59,6 +63,7 @@ MODEL_FAILURE = "model_failure"
 ILLEGAL_TRANSITION = "illegal_transition"
 ACTION_NOT_ALLOWED = "action_not_allowed"
 DECISION_MOVE_NOT_ALLOWED = "decision_move_not_allowed"
+FEEDBACK_LIMIT = 50  # the latest anomalies and overruled decisions of a session that its hints count
 
 
 @dataclass(frozen=True)
@@ -120,18 +125,169 @@ def sessions_lock(sessions: QuerySet[Session]) -> QuerySet[Session]:
     write lock up front, waiting its busy timeout for the others as a row lock would.
     """
     if connection.vendor == "sqlite":
-        try:
-            sessions.update(seq=F("seq"))
-        except OperationalError as exc:
-            if "locked" not in str(exc):
-                raise
-            # Other writers held the database for the whole busy timeout: the caller may retry.
-            raise SessionBusy("The database is busy with other moves; retry shortly.") from exc
+        _sqlite_write_lock(sessions)
     return sessions.select_for_update(of=("self",)).select_related("machine")
 
 
+def _sqlite_write_lock(sessions: QuerySet[Session]) -> None:
+    try:
+        sessions.update(seq=F("seq"))
+    except OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        # Other writers held the database for the whole busy timeout: the caller may retry.
+        raise SessionBusy("The database is busy with other moves; retry shortly.") from exc
+
+
+@dataclass(frozen=True)
+class _SessionStatement:
+    """A session and its machine read in one statement, with how to turn the row back into both."""
+
+    vendor: str
+    sql: str
+    session_fields: tuple[str, ...]
+    machine_fields: tuple[str, ...]
+    converters: dict[int, tuple[list[Any], Any]]
+
+
+# Per thread, as Django's connections are: the converters are bound to the connection that built them.
+_session_statements = threading.local()
+
+
+def _session_statement(*, lock: bool, with_feedback: bool = False) -> _SessionStatement:
+    """Built once per thread and database: the ORM compiled the same query on every request, which cost
+    more than running it (bench/RESULTS.md, "Where the time goes")."""
+    name = f"{connection.alias}:{'lock' if lock else 'read'}:{with_feedback}"
+    found: _SessionStatement | None = getattr(_session_statements, name, None)
+    if found is not None and found.vendor == connection.vendor:
+        return found
+    quote = connection.ops.quote_name
+    session_table, machine_table = Session._meta.db_table, StateMachine._meta.db_table
+    session_fields = Session._meta.concrete_fields
+    machine_fields = StateMachine._meta.concrete_fields
+    column = {f.name: quote(f.column) for f in session_fields}
+    selected = [f"s.{quote(f.column)}" for f in session_fields] + [f"m.{quote(f.column)}" for f in machine_fields]
+    if with_feedback:  # PostgreSQL only: what FeedbackBasis holds, as two JSON arrays
+        selected += [_FEEDBACK_ANOMALIES_PG, _FEEDBACK_OVERRULED_PG]
+    # Only names from the models' own metadata go into the statement; the values are parameters.
+    sql = (
+        f"SELECT {', '.join(selected)} FROM {quote(session_table)} s"  # noqa: S608
+        f" INNER JOIN {quote(machine_table)} m ON m.{quote(StateMachine._meta.pk.column)} = s.{column['machine']}"
+        f" WHERE s.{column['agent']} = %s AND s.{column['key']} = %s"
+    )
+    if lock and connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF s"
+    # The same converters the ORM applies to these columns (JSON decoding, aware datetimes on SQLite, …).
+    compiler = Session.objects.all().query.get_compiler(connection=connection)
+    cols = [f.get_col(session_table) for f in session_fields] + [f.get_col(machine_table) for f in machine_fields]
+    statement = _SessionStatement(
+        vendor=connection.vendor,
+        sql=sql,
+        session_fields=tuple(f.attname for f in session_fields),
+        machine_fields=tuple(f.attname for f in machine_fields),
+        converters=compiler.get_converters(cols),
+    )
+    setattr(_session_statements, name, statement)
+    return statement
+
+
+class _PreparingCursor(psycopg.Cursor[Any]):
+    """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
+
+    def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+    ) -> Any:
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+def _cursor() -> Any:
+    """A cursor for the session statements: on PostgreSQL one that prepares them on the server, planned
+    once per connection instead of on every decide (planning the read with its feedback columns cost the
+    server more than running it: bench/RESULTS.md). Django's own cursors bind on the client and cannot.
+    Wrapped as Django wraps its cursors: the same error translation and query log."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.ensure_connection()
+    cursor = _PreparingCursor(connection.connection)
+    return _PreparedDebugWrapper(cursor, connection) if connection.queries_logged else CursorWrapper(cursor, connection)
+
+
+class _PreparedDebugWrapper(CursorDebugWrapper):
+    """The query log (``DEBUG``, ``CaptureQueriesContext``) shows a prepared statement as written: the
+    backend's "last executed query" reads what psycopg sent, which for a prepared statement is its name."""
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self.debug_sql(sql, params):
+            return CursorWrapper.execute(self, sql, params)
+
+
+@overload
+def _session_fetch(statement: _SessionStatement, agent_id: Any, key: str) -> Session | None: ...
+@overload
+def _session_fetch(
+    statement: _SessionStatement, agent_id: Any, key: str, *, extra: tuple[Any, ...]
+) -> tuple[Session, tuple[Any, ...]] | None: ...
+def _session_fetch(
+    statement: _SessionStatement, agent_id: Any, key: str, *, extra: tuple[Any, ...] | None = None
+) -> Session | tuple[Session, tuple[Any, ...]] | None:
+    """Run ``statement``; with ``extra`` (the parameters of columns selected before the session's), the
+    values of those columns come back beside the session."""
+    with _cursor() as cursor:
+        cursor.execute(statement.sql, (*(extra or ()), agent_id, key))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for i, (converters, expression) in statement.converters.items():
+        for convert in converters:
+            values[i] = convert(values[i], expression, connection)
+    split = len(statement.session_fields)
+    end = split + len(statement.machine_fields)
+    db = connection.alias
+    session = Session.from_db(db, statement.session_fields, values[:split])
+    machine = StateMachine.from_db(db, statement.machine_fields, values[split:end])
+    Session.machine.field.set_cached_value(session, machine)
+    if extra is None:
+        return session
+    return session, tuple(values[end:])
+
+
+def session_lock(*, agent_id: Any, key: str) -> Session | None:
+    """The agent's session ``key`` with its machine, locked until the transaction ends (call inside
+    ``atomic``); ``None`` when the agent has no such session. The hot paths' form of ``sessions_lock``."""
+    if connection.vendor == "sqlite":
+        _sqlite_write_lock(Session.objects.filter(agent_id=agent_id, key=key))  # see sessions_lock
+    return _session_fetch(_session_statement(lock=True), agent_id, key)
+
+
+def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tuple[Session | None, FeedbackBasis]:
+    """The agent's session ``key`` with its machine as last committed, without a lock, and what its
+    feedback hints are counted from: for a caller that only reads the session (a decide that moves
+    nothing and records nothing against it). One statement on PostgreSQL; SQLite reads the two apart.
+    """
+    if connection.vendor != "postgresql":
+        session = _session_fetch(_session_statement(lock=False), agent_id, key)
+        return session, (_feedback_basis(session, limit) if session else FeedbackBasis())
+    statement = _session_statement(lock=False, with_feedback=True)
+    fetched = _session_fetch(statement, agent_id, key, extra=(limit, RuledBy.HARD_RULE.value, limit))
+    if fetched is None:
+        return None, FeedbackBasis()
+    session, (anomalies, overruled) = fetched
+    return session, FeedbackBasis(
+        anomalies=tuple((code, n) for code, n in _json(anomalies)),
+        overruled=tuple((rule, decision) for rule, decision in _json(overruled)),
+        limit=limit,
+    )
+
+
+def _json(value: Any) -> list[Any]:
+    if value is None:
+        return []  # an aggregate over no rows
+    return json.loads(value) if isinstance(value, str | bytes) else list(value)
+
+
 def _locked(agent: AgentRef, session_id: str) -> Session:
-    session = sessions_lock(Session.objects.filter(agent_id=agent.pk, key=session_id)).first()
+    session = session_lock(agent_id=agent.pk, key=session_id)
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")
     return session
@@ -455,41 +611,78 @@ _ANOMALY_HINTS = {
 }
 
 
-# The session's latest anomalies and overruled decisions, each grouped straight over its LIMIT subquery
-# (tables named as the models name them: tests/agents/services/test_sessions.py checks).
-_FEEDBACK_SQL = (
-    "SELECT 'anomaly', code, '', COUNT(*) FROM (SELECT code FROM agents_anomaly"
+# What a session's feedback hints are counted from, in one statement (tables named as the models name
+# them: tests/agents/services/test_sessions.py checks): the repeated anomalies grouped straight over their
+# LIMIT subquery, the overruled decisions one by one, newest first (so that a decision about to be logged
+# can be counted in, pushing the oldest out). Written by hand: the ORM's form (``pk__in`` a sliced
+# queryset, then a UNION) joined the log back to itself across every partition and took longer to
+# compile than to run (bench/RESULTS.md).
+_FEEDBACK_BASIS_SQL = (
+    "SELECT 'anomaly', code, '', COUNT(*), NULL FROM (SELECT code FROM agents_anomaly"
     " WHERE agent_id = %s AND session_id = %s ORDER BY created_at DESC LIMIT %s) a"
     " GROUP BY code HAVING COUNT(*) >= 2"
     " UNION ALL"
-    " SELECT 'overruled', rule_key, decision, COUNT(*) FROM (SELECT rule_key, decision FROM rules_decisionrecord"
-    " WHERE agent_id = %s AND session_id = %s AND overridden = %s AND ruled_by = %s"
+    " SELECT 'overruled', rule_key, decision, 1, created_at FROM (SELECT rule_key, decision, created_at"
+    " FROM rules_decisionrecord WHERE agent_id = %s AND session_id = %s AND overridden = %s AND ruled_by = %s"
     " ORDER BY created_at DESC LIMIT %s) d"
-    " GROUP BY rule_key, decision HAVING COUNT(*) >= 2"
+)
+# The same, as two columns of the session's own row (``session_read`` on PostgreSQL): one statement.
+_FEEDBACK_ANOMALIES_PG = (
+    "(SELECT json_agg(json_build_array(g.code, g.n)) FROM (SELECT code, COUNT(*) AS n FROM (SELECT code"
+    " FROM agents_anomaly WHERE agent_id = s.agent_id AND session_id = s.key ORDER BY created_at DESC LIMIT %s) a"
+    " GROUP BY code HAVING COUNT(*) >= 2) g)"
+)
+_FEEDBACK_OVERRULED_PG = (
+    "(SELECT json_agg(json_build_array(d.rule_key, d.decision) ORDER BY d.created_at DESC) FROM"
+    " (SELECT rule_key, decision, created_at FROM rules_decisionrecord WHERE agent_id = s.agent_id"
+    " AND session_id = s.key AND overridden AND ruled_by = %s ORDER BY created_at DESC LIMIT %s) d)"
 )
 
 
-def session_feedback(session: Session, *, limit: int = 50) -> list[str]:
-    """Short hints for the agent's next prompt when a session keeps going wrong the same way.
+@dataclass(frozen=True)
+class FeedbackBasis:
+    """A session's feedback counted before a decision is logged, to give the hints as they stand after it.
 
-    Counted in one statement over the session's latest ``limit`` anomalies and overruled decisions
-    (``GROUP BY`` straight over each ``LIMIT`` subquery): only the kinds seen at least twice come back, not
-    the rows. SQL written by hand: the ORM's form (``pk__in`` a sliced queryset, then a UNION) joined the
-    log back to itself across every partition and took longer to compile than to run (bench/RESULTS.md).
+    ``anomalies``: the codes seen at least twice among the session's latest ``limit`` anomalies, with
+    their counts; ``overruled``: the rule and outcome of its latest ``limit`` overruled decisions,
+    newest first.
     """
-    params: tuple[int | str | bool, ...] = (
-        session.agent_id,
-        session.key,
-        limit,
-        session.agent_id,
-        session.key,
-        True,
-        RuledBy.HARD_RULE.value,
-        limit,
-    )
+
+    anomalies: tuple[tuple[str, int], ...] = ()
+    overruled: tuple[tuple[str, str], ...] = ()
+    limit: int = FEEDBACK_LIMIT
+
+    def hints(self, *, then: DecisionRecord | None = None) -> list[str]:
+        """The hints once ``then`` (logged after this was read, with no anomaly of its own) is in the log:
+        what ``session_feedback`` would read at that moment."""
+        overruled = list(self.overruled)
+        if then is not None and then.overridden and then.ruled_by == RuledBy.HARD_RULE:
+            overruled.insert(0, (then.rule_key, then.decision))
+        counts = Counter(overruled[: self.limit])
+        rows = [("anomaly", code, "", n) for code, n in self.anomalies]
+        rows += [("overruled", rule, decision, n) for (rule, decision), n in counts.items() if n >= 2]
+        return _hints(rows)
+
+
+def _feedback_basis(session: Session, limit: int) -> FeedbackBasis:
+    params = (session.agent_id, session.key, limit, session.agent_id, session.key, True, RuledBy.HARD_RULE.value, limit)
     with connection.cursor() as cursor:
-        cursor.execute(_FEEDBACK_SQL, params)
+        cursor.execute(_FEEDBACK_BASIS_SQL, params)
         rows = cursor.fetchall()
+    anomalies = tuple((code, n) for kind, code, _, n, _ in rows if kind == "anomaly")
+    newest_first = sorted((row for row in rows if row[0] == "overruled"), key=lambda row: row[4], reverse=True)
+    return FeedbackBasis(
+        anomalies=anomalies, overruled=tuple((rule, decision) for _, rule, decision, _, _ in newest_first), limit=limit
+    )
+
+
+def session_feedback(session: Session, *, limit: int = FEEDBACK_LIMIT) -> list[str]:
+    """Short hints for the agent's next prompt when a session keeps going wrong the same way: the kinds of
+    anomaly and of overruled decision seen at least twice among the session's latest ``limit`` of each."""
+    return _feedback_basis(session, limit).hints()
+
+
+def _hints(rows: list[tuple[str, str, str, int]]) -> list[str]:
     hints: list[str] = []
     for kind, key, decision, n in sorted(rows):
         if kind == "anomaly":

@@ -102,6 +102,13 @@ class DecisionRecord(models.Model):
             models.Index(fields=["decision", "-created_at"], name="decision_outcome_time_idx"),
             models.Index(fields=["ruled_by", "-created_at"], name="decision_ruled_by_time_idx"),
             models.Index(fields=["agent_id", "-created_at"], name="decision_agent_time_idx"),
+            # A session's latest overruled decisions, read with the session on every decide that names one
+            # (its feedback hints): without it the planner ANDs two bitmaps over thousands of rows.
+            models.Index(
+                fields=["session_id", "-created_at"],
+                condition=models.Q(overridden=True, ruled_by="hard_rule"),
+                name="decision_session_overruled_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -16,7 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from agents.models import AgentRuntime
+from agents.models import AgentRuntime, Session
 from agents.services import agent_create, agent_rotate_token, agent_save, agent_set_points
 from agents.services.sessions import session_create
 from rules.configio.apply import config_import
@@ -52,7 +52,8 @@ def _statements(captured: CaptureQueriesContext) -> list[str]:
         verb = sql.split(None, 1)[0].upper()
         if verb in {"SAVEPOINT", "RELEASE"}:
             continue
-        table = next((t for t in TABLES if t in sql), "?")
+        # The table of the outer FROM (the ORM and the session read quote it), else the first one named.
+        table = next((t for t in TABLES if f'FROM "{t}"' in sql), None) or next((t for t in TABLES if t in sql), "?")
         if verb == "SELECT" and "FOR UPDATE" in sql:
             verb = "SELECT FOR UPDATE"
         if verb == "INSERT" and "ON CONFLICT" in sql:
@@ -125,16 +126,39 @@ def _lock() -> list[str]:
     return ["UPDATE agents_session", "SELECT agents_session"]  # SQLite: the write lock first (sessions_lock)
 
 
-def test_a_decide_with_a_session_locks_it_once_and_reads_it_once(db, settings):
+def _read() -> list[str]:
+    if connection.vendor == "postgresql":
+        return ["SELECT agents_session"]  # the feedback's counts are columns of the session's row
+    return ["SELECT agents_session", "SELECT rules_decisionrecord"]  # SQLite: the two apart
+
+
+def test_a_decide_with_a_session_it_does_not_move_reads_it_once_without_a_lock(transactional_db, settings):
     client, _ = _setup(settings)
     session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
     _decide(client, {**CANDIDATE, "session_id": "s1"})
     status, statements = _decide(client, {**HARD_RULE, "session_id": "s1"})
     assert status == 201
-    # The lock, the log row, then the feedback hints (the session's recent anomalies and overruled
-    # decisions: one UNION, labelled by the first table it names) read under the lock: no second read of
-    # the session.
-    assert statements == [*_lock(), "INSERT rules_decisionrecord", "SELECT rules_decisionrecord"]
+    # The session with its machine and what its feedback hints are counted from (no lock), then the log
+    # row, each in autocommit: no BEGIN, no COMMIT.
+    assert statements == [*_read(), "INSERT rules_decisionrecord"]
+    assert connection.get_autocommit()
+    assert DecisionRecord.objects.filter(session_id="s1").latest("created_at").session_state == "init"
+
+
+def test_a_decide_whose_candidate_is_an_anomaly_decides_again_under_the_lock(transactional_db, settings):
+    client, _ = _setup(settings)
+    session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
+    _decide(client, {**CANDIDATE, "session_id": "s1"})
+    wrong = {**CANDIDATE, "session_id": "s1", "candidate": {"decision": "no_such_outcome", "confidence": 0.9}}
+    status, statements = _decide(client, wrong)
+    assert status == 201
+    # The unlocked read saw an anomaly coming: nothing written, then the locked path (in a transaction)
+    # writes the row and the anomaly and counts it on the session.
+    assert statements[: len(_read())] == _read()
+    locked = [s for s in statements[len(_read()) :] if s not in ("BEGIN ?", "COMMIT ?")]
+    assert locked[: len(_lock()) + 2] == [*_lock(), "INSERT rules_decisionrecord", "INSERT agents_anomaly"]
+    assert DecisionRecord.objects.filter(session_id="s1").count() == 2
+    assert Session.objects.get(key="s1").anomaly_count == 1
 
 
 def test_a_decide_that_moves_the_session(db, settings):
@@ -222,3 +246,24 @@ def test_a_narrowed_scope_applies_within_the_window(db, settings):
     _after_window()
     answer = client.post("/api/v1/decisions", CANDIDATE, format="json")
     assert (answer.status_code, answer.json()["code"]) == (403, "point_not_allowed")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL's, per connection")
+def test_the_session_read_is_prepared_once_per_connection(transactional_db, settings):
+    """Planning the read (session, machine, feedback columns) cost the server more than running it."""
+    client, _ = _setup(settings)
+    session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
+    for _ in range(3):
+        assert _decide(client, {**HARD_RULE, "session_id": "s1"})[0] == 201
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    assert [runs for statement, runs in prepared if 'FROM "agents_session" s' in statement] == [3]
+
+
+def test_prepared_statements_can_be_turned_off_for_a_pooler(monkeypatch):
+    from decision_service.env import parse_database_url
+
+    assert parse_database_url("postgres://u@h/d")["OPTIONS"]["prepare_threshold"] is not None
+    monkeypatch.setenv("DATABASE_PREPARED_STATEMENTS", "false")
+    assert parse_database_url("postgres://u@h/d")["OPTIONS"]["prepare_threshold"] is None

@@ -24,12 +24,14 @@ from agents.services import decisions as decisions_module
 from agents.services.decisions import decision_make
 from agents.services.sessions import (
     SYSTEM_MODEL_FAILURE,
+    FeedbackBasis,
     Move,
     session_action,
     session_create,
     session_feedback,
     session_interrupt,
     session_move,
+    session_read,
     session_report_anomaly,
     session_resume,
     session_transition,
@@ -462,12 +464,17 @@ def test_feedback_after_two_overrides_by_the_same_rule(agent):
 
 
 def test_the_feedback_query_names_the_models_tables():
-    from agents.services.sessions import _FEEDBACK_SQL
+    from agents.services.sessions import (
+        _FEEDBACK_ANOMALIES_PG,
+        _FEEDBACK_BASIS_SQL,
+        _FEEDBACK_OVERRULED_PG,
+    )
 
     # The hints are counted in SQL written by hand (one statement on the decide path): a table renamed in
     # a migration must be renamed there too.
-    assert f"FROM {Anomaly._meta.db_table} " in _FEEDBACK_SQL
-    assert f"FROM {DecisionRecord._meta.db_table} " in _FEEDBACK_SQL
+    for sql in (_FEEDBACK_BASIS_SQL, _FEEDBACK_ANOMALIES_PG + _FEEDBACK_OVERRULED_PG):
+        assert f"FROM {Anomaly._meta.db_table} " in sql
+        assert f"FROM {DecisionRecord._meta.db_table} " in sql
 
 
 def test_feedback_counts_only_the_latest_anomalies(agent):
@@ -480,3 +487,40 @@ def test_feedback_counts_only_the_latest_anomalies(agent):
         hint for hint in session_feedback(session) if "schema_violation" not in hint
     ]
     assert len(session_feedback(session)) == 2
+
+
+# Overruled by three different rules, accepted, and with a candidate that is no outcome (an anomaly).
+TURNS = {
+    "complaint": {"input": "我要投诉", "candidate": cand("general_query", 0.95)},
+    "refund": {"input": "我要退款", "candidate": cand("general_query", 0.95)},
+    "unsure": {"input": "where is my parcel", "candidate": cand("general_query", 0.2)},
+    "accepted": {"input": "where is my parcel", "candidate": cand("general_query", 0.95)},
+    "not_an_outcome": {"input": "where is my parcel", "candidate": cand("no_such_outcome", 0.95)},
+}
+SEQUENCE = [
+    "complaint", "refund", "complaint", "accepted", "unsure", "unsure", "refund", "not_an_outcome",
+    "complaint", "not_an_outcome", "refund", "accepted", "unsure", "complaint", "complaint", "refund",
+]  # fmt: skip
+
+
+def test_feedback_read_before_a_decision_gives_the_hints_after_it(agent):
+    """A decide that does not move its session reads the feedback's basis with the session, before its
+    row is logged: the hints it answers with are those read after the row, window edges included."""
+    start(agent, "s", "after_sales")
+    for i, turn in enumerate(SEQUENCE):
+        before = {limit: session_read(agent_id=agent.pk, key="s", limit=limit) for limit in (2, 3)}
+        result = decide(agent, "s", apply=False, **TURNS[turn])
+        record = DecisionRecord.objects.get(pk=result.record.pk)
+        for limit, (session, basis) in before.items():
+            assert session is not None and basis.limit == limit
+            after = session_feedback(Session.objects.get(key="s"), limit=limit)
+            if turn != "not_an_outcome":  # an anomaly: the decide took the lock and counted after its row
+                assert basis.hints(then=record) == after, (i, turn, limit)
+        assert result.feedback == session_feedback(Session.objects.get(key="s")), (i, turn)
+    hints = session_feedback(Session.objects.get(key="s"))
+    assert any("high_risk_keyword" in h for h in hints) and any("refund_trigger" in h for h in hints)
+    assert any("candidate_not_an_outcome" in h or "not outcomes" in h for h in hints)
+
+
+def test_a_session_read_without_the_session(agent):
+    assert session_read(agent_id=agent.pk, key="nobody") == (None, FeedbackBasis())
