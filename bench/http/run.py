@@ -16,7 +16,8 @@ at ``--connections`` connections (closed loop, wrk), after a short warm-up:
 Then each path again at one fixed rate below saturation (half the slowest path's throughput), open loop
 (a request is sent on schedule whether or not earlier ones have been answered; latency is measured from
 its scheduled time), for p50/p99. After each path the database is checked: log rows (transition rows)
-added = 201 (200) answers.
+added = 201 (200) answers. During each wrk run the CPU time of the server's processes and of
+PostgreSQL's is read from /proc (``cpu_ticks``) and reported per request: where the time goes under load.
 """
 
 from __future__ import annotations
@@ -135,6 +136,27 @@ def counts() -> dict[str, int]:
         "decide": DecisionRecord.objects.filter(agent_name=AGENT).count(),
         "transition": Transition.objects.count(),
     }
+
+
+def cpu_ticks(server_pid: int) -> dict[str, int]:
+    """CPU time so far (clock ticks, user + system) of the server (bin/serve's process and its workers)
+    and of PostgreSQL's processes on this machine, from /proc: where a path's time goes under load."""
+    ticks = {"server": 0, "postgres": 0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # the process ended meanwhile
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid, ppid, used = int(entry.name), int(fields[1]), int(fields[11]) + int(fields[12])
+        if pid == server_pid or ppid == server_pid:
+            ticks["server"] += used
+        elif name.startswith("postgres"):
+            ticks["postgres"] += used
+    return ticks
 
 
 def wrk(port: int, p: Path_, token: str, *, seconds: float, connections: int, offset: int) -> Result:
@@ -291,15 +313,25 @@ def main() -> None:
             offsets[p.name] += used + 1000
 
         closed: dict[str, Result] = {}
+        cpu_ms: dict[str, dict[str, float]] = {}
         checks: dict[str, tuple[int, int]] = {}
         lost: dict[str, int] = {}
         for p in PATHS:
             before = counts()[rows[p.name]]
             warm = wrk(port, p, token, seconds=3, connections=args.connections, offset=offsets[p.name])
             advance(p, warm.requests)
+            ticks_before = cpu_ticks(server.pid)
             closed[p.name] = wrk(
                 port, p, token, seconds=args.duration, connections=args.connections, offset=offsets[p.name]
             )
+            ticks_after = cpu_ticks(server.pid)
+            cpu_ms[p.name] = {
+                k: (ticks_after[k] - ticks_before[k])
+                / os.sysconf("SC_CLK_TCK")
+                * 1000
+                / max(1, closed[p.name].requests)
+                for k in ticks_after
+            }
             advance(p, closed[p.name].requests)
             print(f"{p.name}: {closed[p.name]}", file=sys.stderr)
             answered = warm.statuses[str(p.expect)] + closed[p.name].statuses[str(p.expect)]
@@ -342,9 +374,9 @@ def main() -> None:
         f"{args.duration:g} s per path after a 3 s warm-up; fixed rate {rate:g} req/s for {args.paced_seconds:g} s.",
         "",
         "| path | req/s (wrk) | of bare | p50 / p99 ms (wrk, saturated) | p50 / p99 ms at "
-        f"{rate:g} req/s | answers | rows added − logged answers: "
-        "wrk runs (≥ 0) · fixed rate (= 0) |",
-        "| --- | ---: | ---: | --- | --- | --- | --- |",
+        f"{rate:g} req/s | CPU ms a request (wrk run): server · PostgreSQL | answers | rows added − logged "
+        "answers: wrk runs (≥ 0) · fixed rate (= 0) |",
+        "| --- | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
     # wrk stops with requests in flight (and gives up on some on the way): the server may log a row whose
     # answer wrk never reads. So a wrk run may add more rows than the answers it counted, never fewer (an
@@ -359,7 +391,8 @@ def main() -> None:
         errors = f", wrk errors or other statuses {lost[p.name]}" if lost[p.name] else ""
         lines.append(
             f"| {p.name} | {r.rps:,.0f} | {r.rps / bare:.0%} | {r.p50_ms:.1f} / {r.p99_ms:.1f} | "
-            f"{f.p50_ms:.1f} / {f.p99_ms:.1f} | {statuses}{errors} | "
+            f"{f.p50_ms:.1f} / {f.p99_ms:.1f} | {cpu_ms[p.name]['server']:.2f} · {cpu_ms[p.name]['postgres']:.2f} | "
+            f"{statuses}{errors} | "
             f"{added:,} − {answered:,} = {added - answered} · "
             f"{p_added:,} − {p_answered:,} = {p_added - p_answered} {ok} |"
         )
