@@ -138,10 +138,10 @@ def counts() -> dict[str, int]:
     }
 
 
-def cpu_ticks(server_pid: int) -> dict[str, int]:
+def cpu_ticks(server_pid: int) -> dict[int, tuple[str, int]]:
     """CPU time so far (clock ticks, user + system) of the server (bin/serve's process and its workers)
-    and of PostgreSQL's processes on this machine, from /proc: where a path's time goes under load."""
-    ticks = {"server": 0, "postgres": 0}
+    and of PostgreSQL's processes on this machine, by process, from /proc."""
+    ticks: dict[int, tuple[str, int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -153,10 +153,21 @@ def cpu_ticks(server_pid: int) -> dict[str, int]:
         fields = stat[stat.rindex(")") + 2 :].split()
         pid, ppid, used = int(entry.name), int(fields[1]), int(fields[11]) + int(fields[12])
         if pid == server_pid or ppid == server_pid:
-            ticks["server"] += used
+            ticks[pid] = ("server", used)
         elif name.startswith("postgres"):
-            ticks["postgres"] += used
+            ticks[pid] = ("postgres", used)
     return ticks
+
+
+def cpu_ms_per_request(
+    before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], requests: int
+) -> dict[str, float]:
+    """Where the time went between two ``cpu_ticks``: milliseconds a request for each group. A process
+    that ended in between (an autovacuum worker) is not counted: its last ticks are gone with it."""
+    used = {"server": 0, "postgres": 0}
+    for pid, (group, ticks) in after.items():
+        used[group] += ticks - before.get(pid, (group, 0))[1]
+    return {group: t / os.sysconf("SC_CLK_TCK") * 1000 / max(1, requests) for group, t in used.items()}
 
 
 def wrk(port: int, p: Path_, token: str, *, seconds: float, connections: int, offset: int) -> Result:
@@ -325,13 +336,7 @@ def main() -> None:
                 port, p, token, seconds=args.duration, connections=args.connections, offset=offsets[p.name]
             )
             ticks_after = cpu_ticks(server.pid)
-            cpu_ms[p.name] = {
-                k: (ticks_after[k] - ticks_before[k])
-                / os.sysconf("SC_CLK_TCK")
-                * 1000
-                / max(1, closed[p.name].requests)
-                for k in ticks_after
-            }
+            cpu_ms[p.name] = cpu_ms_per_request(ticks_before, ticks_after, closed[p.name].requests)
             advance(p, closed[p.name].requests)
             print(f"{p.name}: {closed[p.name]}", file=sys.stderr)
             answered = warm.statuses[str(p.expect)] + closed[p.name].statuses[str(p.expect)]
