@@ -9,7 +9,7 @@ anomalies and move commit together or not at all.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -74,32 +74,17 @@ def decision_make(
     point, revision = point_current(point_key=request.point)
     point_allowed_check(agent=principal, point_key=request.point)
     prepared = decision_prepare(point=point, request=request)
-    now = now or timezone.now()
+    turn = _Turn(principal, request, point, revision, prepared, now or timezone.now(), idempotency_key, digest)
     try:
         if not request.session_id and not apply:
-            return _counted(
-                _decide_without_session(principal, request, point, revision, prepared, now, idempotency_key, digest)
-            )
+            return _counted(_decide_without_session(turn))
         if not apply:
-            unlocked = _decide_reading_session(
-                principal, request, point, revision, prepared, now, idempotency_key, digest
-            )
+            unlocked = _decide_reading_session(turn)
             if unlocked is not None:
                 return _counted(unlocked)
         with transaction.atomic():
             session = _session_for(principal, request.session_id, point, apply)
-            evaluated = decision_evaluate(
-                agent_id=principal.pk,
-                agent_name=principal.name,
-                point=point,
-                revision=revision,
-                request=request,
-                prepared=prepared,
-                session_state=session.state if session else None,
-                now=now,
-                idempotency_key=idempotency_key,
-                digest=digest,
-            )
+            evaluated = turn.evaluate(session.state if session else None, save=True)
             record = evaluated.record
             if record is None:
                 return _counted(
@@ -149,59 +134,58 @@ def _counted(result: DecideResult) -> DecideResult:
     return result
 
 
-def _decide_without_session(
-    principal: AgentPrincipal,
-    request: DecideRequest,
-    point: CompiledPoint,
-    revision: int,
-    prepared: Prepared,
-    now: dt.datetime,
-    idempotency_key: str,
-    digest: str,
-) -> DecideResult:
+@dataclass(frozen=True)
+class _Turn:
+    """One decide's inputs, settled before any session is read; evaluated the same way on every path."""
+
+    principal: AgentPrincipal
+    request: DecideRequest
+    point: CompiledPoint
+    revision: int
+    prepared: Prepared
+    now: dt.datetime
+    idempotency_key: str
+    digest: str
+
+    def evaluate(self, session_state: str | None, *, save: bool) -> Evaluated:
+        return decision_evaluate(
+            agent_id=self.principal.pk,
+            agent_name=self.principal.name,
+            point=self.point,
+            revision=self.revision,
+            request=self.request,
+            prepared=self.prepared,
+            session_state=session_state,
+            now=self.now,
+            idempotency_key=self.idempotency_key,
+            digest=self.digest,
+            save=save,
+        )
+
+
+def _decide_without_session(turn: _Turn) -> DecideResult:
     """No session: the log row is the only write, one INSERT in autocommit (no BEGIN, no COMMIT, no lock);
     with an Idempotency-Key, the key's row and the log row in one transaction.
 
     Anomalies (raw output without a candidate, a candidate that is no outcome) are written with the row
     in one transaction; a point that asks for a candidate first only counts (one upsert).
     """
-    evaluated = decision_evaluate(
-        agent_id=principal.pk,
-        agent_name=principal.name,
-        point=point,
-        revision=revision,
-        request=request,
-        prepared=prepared,
-        session_state=None,
-        now=now,
-        idempotency_key=idempotency_key,
-        digest=digest,
-        save=False,
-    )
+    evaluated = turn.evaluate(None, save=False)
     record = evaluated.record
     if record is None:
         return DecideResult(
-            decision=evaluated.decision, revision=revision, evaluated_us=evaluated.evaluated_us, record=None
+            decision=evaluated.decision, revision=turn.revision, evaluated_us=evaluated.evaluated_us, record=None
         )
     if evaluated.anomalies:
         with transaction.atomic():
             decision_record_insert(record=record)
-            _record_anomalies(evaluated, None, principal, request, point, record)
+            _record_anomalies(evaluated, None, turn.principal, turn.request, turn.point, record)
     else:
         decision_record_insert(record=record)
     return decision_result_from_record(record, replayed=False)
 
 
-def _decide_reading_session(
-    principal: AgentPrincipal,
-    request: DecideRequest,
-    point: CompiledPoint,
-    revision: int,
-    prepared: Prepared,
-    now: dt.datetime,
-    idempotency_key: str,
-    digest: str,
-) -> DecideResult | None:
+def _decide_reading_session(turn: _Turn) -> DecideResult | None:
     """A decide with a session that it does not move: the session read as last committed, without a
     lock or a transaction, with what its feedback hints are counted from (rules see that state, and the log
     row records it), then the log row in autocommit — two statements where the locked path sends five.
@@ -210,25 +194,13 @@ def _decide_reading_session(
     off, so the caller decides again under the session's lock (the unsaved row is dropped; nothing was
     written). A point that asks for a candidate first only counts, as on every path.
     """
-    session, basis = session_read(agent_id=principal.pk, key=request.session_id)
-    evaluated = decision_evaluate(
-        agent_id=principal.pk,
-        agent_name=principal.name,
-        point=point,
-        revision=revision,
-        request=request,
-        prepared=prepared,
-        session_state=session.state if session else None,
-        now=now,
-        idempotency_key=idempotency_key,
-        digest=digest,
-        save=False,
-    )
+    session, basis = session_read(agent_id=turn.principal.pk, key=turn.request.session_id)
+    evaluated = turn.evaluate(session.state if session else None, save=False)
     record = evaluated.record
     if record is None:
         return DecideResult(
             decision=evaluated.decision,
-            revision=revision,
+            revision=turn.revision,
             evaluated_us=evaluated.evaluated_us,
             record=None,
             feedback=basis.hints(),
