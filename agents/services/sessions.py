@@ -202,13 +202,19 @@ class _PreparingCursor(psycopg.Cursor[Any]):
 
 def _cursor() -> Any:
     """A cursor for the session statements: on PostgreSQL one that prepares them on the server, planned
-    once per connection instead of on every decide (planning the read with its feedback columns cost the
+    once per connection (again after a rollback on it: psycopg forgets its prepared statements then)
+    instead of on every decide (planning the read with its feedback columns cost the
     server more than running it: bench/RESULTS.md). Django's own cursors bind on the client and cannot.
     Wrapped as Django wraps its cursors: the same error translation and query log."""
     if connection.vendor != "postgresql":
         return connection.cursor()
+    # What connection.cursor() does before it makes a cursor: this read is often a request's first statement,
+    # and the health check is what makes a restarted database server invisible (decision_service/env.py).
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
-    cursor = _PreparingCursor(connection.connection)
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        cursor = _PreparingCursor(connection.connection)
     return _PreparedDebugWrapper(cursor, connection) if connection.queries_logged else CursorWrapper(cursor, connection)
 
 
@@ -269,7 +275,7 @@ def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tup
         session = _session_fetch(_session_statement(lock=False), agent_id, key)
         return session, (_feedback_basis(session, limit) if session else FeedbackBasis())
     statement = _session_statement(lock=False, with_feedback=True)
-    fetched = _session_fetch(statement, agent_id, key, extra=(limit, RuledBy.HARD_RULE.value, limit))
+    fetched = _session_fetch(statement, agent_id, key, extra=(limit, limit))
     if fetched is None:
         return None, FeedbackBasis()
     session, (anomalies, overruled) = fetched
@@ -632,10 +638,13 @@ _FEEDBACK_ANOMALIES_PG = (
     " FROM agents_anomaly WHERE agent_id = s.agent_id AND session_id = s.key ORDER BY created_at DESC LIMIT %s) a"
     " GROUP BY code HAVING COUNT(*) >= 2) g)"
 )
+# ``ruled_by`` is written out (RuledBy.HARD_RULE), not a parameter: the statement is prepared, and a generic
+# plan can use the partial index decision_session_overruled_idx only when its predicate is in the text.
 _FEEDBACK_OVERRULED_PG = (
     "(SELECT json_agg(json_build_array(d.rule_key, d.decision) ORDER BY d.created_at DESC) FROM"
     " (SELECT rule_key, decision, created_at FROM rules_decisionrecord WHERE agent_id = s.agent_id"
-    " AND session_id = s.key AND overridden AND ruled_by = %s ORDER BY created_at DESC LIMIT %s) d)"
+    " AND session_id = s.key AND overridden AND ruled_by = 'hard_rule'"
+    " ORDER BY created_at DESC LIMIT %s) d)"
 )
 
 

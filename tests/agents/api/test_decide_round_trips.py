@@ -267,3 +267,26 @@ def test_prepared_statements_can_be_turned_off_for_a_pooler(monkeypatch):
     assert parse_database_url("postgres://u@h/d")["OPTIONS"]["prepare_threshold"] is not None
     monkeypatch.setenv("DATABASE_PREPARED_STATEMENTS", "false")
     assert parse_database_url("postgres://u@h/d")["OPTIONS"]["prepare_threshold"] is None
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the server closes a PostgreSQL connection")
+def test_the_session_read_reconnects_when_the_server_closed_the_connection(transactional_db, settings):
+    """The session read is often a request's first statement: like Django's own cursors, it runs the
+    connection health check first, so a database restarted since the last request goes unnoticed."""
+    import psycopg
+
+    from agents.services.sessions import session_read
+
+    _setup(settings)
+    agent = AgentRuntime.objects.get(name="bot")
+    session_create(agent=agent, machine_key="after_sales", session_id="s1")
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    params = connection.get_connection_params()
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    connection.health_check_enabled = True  # CONN_HEALTH_CHECKS, as in production
+    connection.health_check_done = False  # as at the start of a request
+    session, _ = session_read(agent_id=agent.pk, key="s1")
+    assert session is not None and session.state == "init"
+    assert connection.connection.info.backend_pid != pid
