@@ -83,6 +83,31 @@ def test_the_migrated_log_is_partitioned_with_this_month_and_two_ahead():
     assert ensure_task.name == "rules.tasks.decision_log_partitions_ensure"
 
 
+def overruled_indexes() -> dict[str, tuple[str, bool]]:
+    """Each table of the log that has the overruled-decisions index (migration rules 0017): its name, valid?"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.relname, i.relname, x.indisvalid FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid"
+            " JOIN pg_class i ON i.oid = x.indexrelid"
+            " WHERE t.relname LIKE %s AND pg_get_indexdef(x.indexrelid) LIKE %s",
+            [f"{TABLE}%", "%(session_id, created_at DESC) WHERE (overridden AND%"],
+        )
+        return {table: (index, valid) for table, index, valid in cursor.fetchall()}
+
+
+def test_the_overruled_index_is_built_on_every_partition_and_on_new_ones():
+    """Built partition by partition (CONCURRENTLY) and attached: the parent's index is valid only once
+    every partition's is attached, and a month created later gets it from the parent."""
+    before = overruled_indexes()
+    assert before[TABLE] == ("decision_session_overruled_idx", True)
+    assert set(before) == tables()
+    # Named by the migration, partition by partition: not created through the parent in one blocking build.
+    assert all(index == f"{table}_overruled" and valid for table, (index, valid) in before.items() if table != TABLE)
+    decision_log_partitions_ensure(now=at(2034, 3, 1))
+    after = overruled_indexes()
+    assert after[f"{TABLE}_p2034_03"][1] is True and all(valid for _, valid in after.values())
+
+
 def test_partitions_are_created_ahead_once():
     assert decision_log_partitions_ensure(now=at(2031, 11, 20)) == [
         f"{TABLE}_p2031_11",
