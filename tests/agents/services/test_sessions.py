@@ -526,3 +526,18 @@ def test_feedback_read_before_a_decision_gives_the_hints_after_it(agent):
 
 def test_a_session_read_without_the_session(agent):
     assert session_read(agent_id=agent.pk, key="nobody") == (None, FeedbackBasis())
+
+
+def test_the_hints_at_the_window_edge(agent):
+    """Counted by hand: with a window of two, a second refund pushes the last complaint out."""
+    start(agent, "s", "after_sales")
+    for turn in ("complaint", "complaint", "refund"):
+        decide(agent, "s", apply=False, **TURNS[turn])
+    _, basis = session_read(agent_id=agent.pk, key="s", limit=2)
+    assert basis.overruled == (("refund_trigger", "refund_review"), ("high_risk_keyword", "human_handoff"))
+    assert basis.hints() == []  # one of each in the window
+    result = decide(agent, "s", apply=False, **TURNS["refund"])
+    assert basis.hints(then=DecisionRecord.objects.get(pk=result.record.pk)) == [
+        "Your candidate was overruled 2 times by rule refund_trigger, which decided refund_review: "
+        "messages like these are not yours to settle."
+    ]
