@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, overload
+from typing import Any, Protocol
 
 import psycopg
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -143,7 +143,6 @@ def _sqlite_write_lock(sessions: QuerySet[Session]) -> None:
 class _SessionStatement:
     """A session and its machine read in one statement, with how to turn the row back into both."""
 
-    vendor: str
     sql: str
     session_fields: tuple[str, ...]
     machine_fields: tuple[str, ...]
@@ -159,7 +158,7 @@ def _session_statement(*, lock: bool, with_feedback: bool = False) -> _SessionSt
     more than running it (bench/RESULTS.md, "Where the time goes")."""
     name = f"{connection.alias}:{'lock' if lock else 'read'}:{with_feedback}"
     found: _SessionStatement | None = getattr(_session_statements, name, None)
-    if found is not None and found.vendor == connection.vendor:
+    if found is not None:
         return found
     quote = connection.ops.quote_name
     session_table, machine_table = Session._meta.db_table, StateMachine._meta.db_table
@@ -181,7 +180,6 @@ def _session_statement(*, lock: bool, with_feedback: bool = False) -> _SessionSt
     compiler = Session.objects.all().query.get_compiler(connection=connection)
     cols = [f.get_col(session_table) for f in session_fields] + [f.get_col(machine_table) for f in machine_fields]
     statement = _SessionStatement(
-        vendor=connection.vendor,
         sql=sql,
         session_fields=tuple(f.attname for f in session_fields),
         machine_fields=tuple(f.attname for f in machine_fields),
@@ -227,19 +225,13 @@ class _PreparedDebugWrapper(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
-@overload
-def _session_fetch(statement: _SessionStatement, agent_id: Any, key: str) -> Session | None: ...
-@overload
 def _session_fetch(
-    statement: _SessionStatement, agent_id: Any, key: str, *, extra: tuple[Any, ...]
-) -> tuple[Session, tuple[Any, ...]] | None: ...
-def _session_fetch(
-    statement: _SessionStatement, agent_id: Any, key: str, *, extra: tuple[Any, ...] | None = None
-) -> Session | tuple[Session, tuple[Any, ...]] | None:
-    """Run ``statement``; with ``extra`` (the parameters of columns selected before the session's), the
-    values of those columns come back beside the session."""
+    statement: _SessionStatement, agent_id: Any, key: str, *, extra: tuple[Any, ...] = ()
+) -> tuple[Session, tuple[Any, ...]] | None:
+    """Run ``statement``: the session with its machine, and the values of any columns selected after them
+    (``extra``: their parameters, which come before the session's)."""
     with _cursor() as cursor:
-        cursor.execute(statement.sql, (*(extra or ()), agent_id, key))
+        cursor.execute(statement.sql, (*extra, agent_id, key))
         row = cursor.fetchone()
     if row is None:
         return None
@@ -253,8 +245,6 @@ def _session_fetch(
     session = Session.from_db(db, statement.session_fields, values[:split])
     machine = StateMachine.from_db(db, statement.machine_fields, values[split:end])
     Session.machine.field.set_cached_value(session, machine)
-    if extra is None:
-        return session
     return session, tuple(values[end:])
 
 
@@ -263,7 +253,8 @@ def session_lock(*, agent_id: Any, key: str) -> Session | None:
     ``atomic``); ``None`` when the agent has no such session. The hot paths' form of ``sessions_lock``."""
     if connection.vendor == "sqlite":
         _sqlite_write_lock(Session.objects.filter(agent_id=agent_id, key=key))  # see sessions_lock
-    return _session_fetch(_session_statement(lock=True), agent_id, key)
+    fetched = _session_fetch(_session_statement(lock=True), agent_id, key)
+    return fetched[0] if fetched else None
 
 
 def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tuple[Session | None, FeedbackBasis]:
@@ -272,7 +263,8 @@ def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tup
     nothing and records nothing against it). One statement on PostgreSQL; SQLite reads the two apart.
     """
     if connection.vendor != "postgresql":
-        session = _session_fetch(_session_statement(lock=False), agent_id, key)
+        fetched = _session_fetch(_session_statement(lock=False), agent_id, key)
+        session = fetched[0] if fetched else None
         return session, (_feedback_basis(session, limit) if session else FeedbackBasis())
     statement = _session_statement(lock=False, with_feedback=True)
     fetched = _session_fetch(statement, agent_id, key, extra=(limit, limit))
