@@ -57,8 +57,9 @@ def parse_database_url(url: str) -> dict[str, Any]:
             "OPTIONS": {
                 "connect_timeout": _int("DATABASE_CONNECT_TIMEOUT", 3),
                 # Django's own cursors bind on the client and never prepare; this lets the few statements
-                # run on a server-binding cursor (the session reads on the decide path) be prepared per
-                # connection (they ask for it; only None, which forbids it, matters here).
+                # run on a server-binding cursor (decision_service/db.py: the decide path's session
+                # statements and log insert) be prepared per connection (they ask for it; only None,
+                # which forbids it, matters here).
                 # DATABASE_PREPARED_STATEMENTS=false behind a pooler in transaction mode that does not
                 # carry prepared statements (PgBouncer before 1.21, or with max_prepared_statements = 0).
                 "prepare_threshold": 5 if _bool("DATABASE_PREPARED_STATEMENTS", True) else None,

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from agents.services.sessions import sessions_seen_forget
 from rules.runtime import engines
 from tests.support import load_demo
 
@@ -14,6 +15,15 @@ def _fresh_engines():
     engines.clear()
     yield
     engines.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session_guesses():
+    # The states decides last saw sessions in are kept per process by (agent id, session key); ids come
+    # again in another test's database, and a guess from there would change what a test counts.
+    sessions_seen_forget()
+    yield
+    sessions_seen_forget()
 
 
 @pytest.fixture

@@ -21,12 +21,15 @@ from agents.models import AgentRuntime, Session
 from agents.selectors import agent_principal
 from agents.services.sessions import (
     DECISION_MOVE_NOT_ALLOWED,
+    FeedbackBasis,
     anomaly_record,
     session_allowed_targets,
     session_feedback,
     session_lock,
+    session_log_if_state,
     session_move,
     session_read,
+    session_state_seen,
 )
 from decision_service import metrics
 from decision_service.errors import InvalidRequest
@@ -147,7 +150,7 @@ class _Turn:
     idempotency_key: str
     digest: str
 
-    def evaluate(self, session_state: str | None, *, save: bool) -> Evaluated:
+    def evaluate(self, session_state: str | None, *, save: bool, count: bool = True) -> Evaluated:
         return decision_evaluate(
             agent_id=self.principal.pk,
             agent_name=self.principal.name,
@@ -160,6 +163,7 @@ class _Turn:
             idempotency_key=self.idempotency_key,
             digest=self.digest,
             save=save,
+            count=count,
         )
 
 
@@ -186,16 +190,38 @@ def _decide_without_session(turn: _Turn) -> DecideResult:
 
 
 def _decide_reading_session(turn: _Turn) -> DecideResult | None:
-    """A decide with a session that it does not move: the session read as last committed, without a
-    lock or a transaction, with what its feedback hints are counted from (rules see that state, and the log
-    row records it), then the log row in autocommit — two statements where the locked path sends five.
+    """A decide with a session that it does not move: rules see the session as last committed, without a
+    lock or a transaction, and the log row records that state.
+
+    When this process has seen the session before (PostgreSQL), the rules decide in the state it was last
+    seen in, and one statement logs the row only if the session is still in it, with what the feedback
+    hints are counted from — one round trip. Otherwise, or when the session has moved meanwhile, the
+    session is read (with its feedback basis) and the row inserted: two.
 
     ``None`` when the model did something wrong: anomalies are counted on the session and may hand it
     off, so the caller decides again under the session's lock (the unsaved row is dropped; nothing was
     written). A point that asks for a candidate first only counts, as on every path.
     """
-    session, basis = session_read(agent_id=turn.principal.pk, key=turn.request.session_id)
-    evaluated = turn.evaluate(session.state if session else None, save=False)
+    agent_id, key = turn.principal.pk, turn.request.session_id
+    # A keyed decide writes its key's row with the log row (decision_record_insert), which the folded
+    # statement does not carry: it reads first, as it already looked its key up before deciding.
+    seen = None if turn.idempotency_key else session_state_seen(agent_id=agent_id, key=key)
+    if seen is not None:
+        # Nothing written on a guess, not even the "ask your LLM" counter: it may be decided again.
+        evaluated = turn.evaluate(seen, save=False, count=False)
+        record = evaluated.record
+        if record is not None and not evaluated.anomalies:
+            found = session_log_if_state(agent_id=agent_id, key=key, state=seen, record=record)
+            if found.logged:
+                return _answered(record, found.basis)
+            return _decide_in(turn, found.state, found.basis)
+    session, basis = session_read(agent_id=agent_id, key=key)
+    return _decide_in(turn, session.state if session else None, basis)
+
+
+def _decide_in(turn: _Turn, state: str | None, basis: FeedbackBasis) -> DecideResult | None:
+    """Decide in ``state``, read as last committed with ``basis``, and log the row (see above)."""
+    evaluated = turn.evaluate(state, save=False)
     record = evaluated.record
     if record is None:
         return DecideResult(
@@ -208,6 +234,10 @@ def _decide_reading_session(turn: _Turn) -> DecideResult | None:
     if evaluated.anomalies:
         return None
     decision_record_insert(record=record)
+    return _answered(record, basis)
+
+
+def _answered(record: DecisionRecord, basis: FeedbackBasis) -> DecideResult:
     # As after this decision's row: an overruled candidate counts in the hints it gets back.
     return replace(decision_result_from_record(record, replayed=False), feedback=basis.hints(then=record))
 

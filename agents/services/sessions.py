@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-import psycopg
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -43,8 +41,10 @@ from agents.errors import (
 )
 from agents.models import Anomaly, Session, Transition, TransitionKind
 from decision_service import metrics
+from decision_service.db import prepared_cursor
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
 from rules.models import DecisionRecord, RuledBy, StateMachine
+from rules.services.decide import decision_log_insert
 
 
 class AgentRef(Protocol):
@@ -189,48 +189,12 @@ def _session_statement(*, lock: bool, with_feedback: bool = False) -> _SessionSt
     return statement
 
 
-class _PreparingCursor(psycopg.Cursor[Any]):
-    """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
-
-    def execute(
-        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
-    ) -> Any:
-        return super().execute(query, params, prepare=True, binary=binary)
-
-
-def _cursor() -> Any:
-    """A cursor for the session statements: on PostgreSQL one that prepares them on the server, planned
-    once per connection (again after a rollback on it: psycopg forgets its prepared statements then)
-    instead of on every decide (planning the read with its feedback columns cost the
-    server more than running it: bench/RESULTS.md). Django's own cursors bind on the client and cannot.
-    Wrapped as Django wraps its cursors: the same error translation and query log."""
-    if connection.vendor != "postgresql":
-        return connection.cursor()
-    # What connection.cursor() does before it makes a cursor: this read is often a request's first statement,
-    # and the health check is what makes a restarted database server invisible (decision_service/env.py).
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        cursor = _PreparingCursor(connection.connection)
-    return _PreparedDebugWrapper(cursor, connection) if connection.queries_logged else CursorWrapper(cursor, connection)
-
-
-class _PreparedDebugWrapper(CursorDebugWrapper):
-    """The query log (``DEBUG``, ``CaptureQueriesContext``) shows a prepared statement as written: the
-    backend's "last executed query" reads what psycopg sent, which for a prepared statement is its name."""
-
-    def execute(self, sql: Any, params: Any = None) -> Any:
-        with self.debug_sql(sql, params):
-            return CursorWrapper.execute(self, sql, params)
-
-
 def _session_fetch(
     statement: _SessionStatement, agent_id: Any, key: str, *, extra: tuple[Any, ...] = ()
 ) -> tuple[Session, tuple[Any, ...]] | None:
     """Run ``statement``: the session with its machine, and the values of any columns selected after them
     (``extra``: their parameters, which come before the session's)."""
-    with _cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(statement.sql, (*extra, agent_id, key))
         row = cursor.fetchone()
     if row is None:
@@ -271,7 +235,97 @@ def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tup
     if fetched is None:
         return None, FeedbackBasis()
     session, (anomalies, overruled) = fetched
-    return session, FeedbackBasis(
+    _seen(agent_id, key, session.state)
+    return session, _basis_from_columns(anomalies, overruled, limit)
+
+
+# -- a decide's read folded into its log insert (PostgreSQL) -----------------------------------------
+
+# The state each session was last seen in by this process (a decide's read, a move it committed): a
+# guess that lets the next decide of the session evaluate before reading it, never an answer
+# (``session_log_if_state`` logs only if the session is still in that state, checked in the same
+# statement). Bounded by emptying it when full: a session not in it costs a read first, as every decide
+# with a session did before.
+SEEN_STATES_MAX = 10_000
+_seen_states: dict[tuple[str, Any, str], str] = {}
+
+
+def session_state_seen(*, agent_id: Any, key: str) -> str | None:
+    """The state this process last saw the session in; ``None`` when it saw none (on SQLite always: the
+    guess is only checked by PostgreSQL's writable CTEs)."""
+    return _seen_states.get((connection.alias, agent_id, key))
+
+
+def sessions_seen_forget() -> None:
+    """Forget every state seen (the next decide of each session reads it first)."""
+    _seen_states.clear()
+
+
+def _seen(agent_id: Any, key: str, state: str) -> None:
+    if len(_seen_states) >= SEEN_STATES_MAX:
+        _seen_states.clear()
+    _seen_states[(connection.alias, agent_id, key)] = state
+
+
+@dataclass(frozen=True)
+class LoggedIfState:
+    """What ``session_log_if_state`` found: whether it logged, and the session as committed when it ran."""
+
+    logged: bool
+    state: str | None  # None: the agent has no such session
+    basis: FeedbackBasis
+
+
+_log_if_state: dict[str, str] = {}
+
+
+def _log_if_state_sql() -> str:
+    found = _log_if_state.get(connection.alias)
+    if found is not None:
+        return found
+    quote = connection.ops.quote_name
+    column = {f.name: quote(f.column) for f in Session._meta.concrete_fields}
+    log = decision_log_insert()
+    # One snapshot for all three parts: the INSERT is made only if the state read is the one the rules saw,
+    # and the feedback columns are counted as before the row (a writable CTE's rows are not visible to
+    # the rest of its statement), which is what FeedbackBasis.hints(then=…) expects.
+    sql = (
+        f"WITH current AS (SELECT s.{column['state']} AS state, {_FEEDBACK_ANOMALIES_PG}, {_FEEDBACK_OVERRULED_PG}"  # noqa: S608
+        f" FROM {quote(Session._meta.db_table)} s WHERE s.{column['agent']} = %s AND s.{column['key']} = %s),"
+        f" logged AS (INSERT INTO {log.table} ({log.columns}) SELECT {log.typed_values} FROM current"
+        " WHERE current.state = %s::text RETURNING 1)"
+        " SELECT current.*, (SELECT COUNT(*) FROM logged) FROM current"
+    )
+    _log_if_state[connection.alias] = sql
+    return sql
+
+
+def session_log_if_state(
+    *, agent_id: Any, key: str, state: str, record: DecisionRecord, limit: int = FEEDBACK_LIMIT
+) -> LoggedIfState:
+    """PostgreSQL only: in one statement, read the agent's session ``key`` as last committed with what its
+    feedback hints are counted from (as ``session_read``), and insert ``record``'s log row only if the
+    session is in ``state`` — the state ``record`` was decided in. A decide that guessed its session's
+    state right makes one statement where it made two; one that guessed wrong learns the state and logs
+    nothing, and decides again from what it learnt.
+    """
+    log = decision_log_insert()
+    with prepared_cursor() as cursor:
+        cursor.execute(_log_if_state_sql(), (limit, limit, agent_id, key, *log.params(record), state))
+        row = cursor.fetchone()
+    if row is None:
+        _seen_states.pop((connection.alias, agent_id, key), None)
+        return LoggedIfState(logged=False, state=None, basis=FeedbackBasis())
+    current, anomalies, overruled, logged = row
+    _seen(agent_id, key, current)
+    if logged:
+        log.saved(record)
+    return LoggedIfState(logged=bool(logged), state=current, basis=_basis_from_columns(anomalies, overruled, limit))
+
+
+def _basis_from_columns(anomalies: Any, overruled: Any, limit: int) -> FeedbackBasis:
+    """A FeedbackBasis from the two JSON columns of ``_FEEDBACK_ANOMALIES_PG`` and ``_FEEDBACK_OVERRULED_PG``."""
+    return FeedbackBasis(
         anomalies=tuple((code, n) for code, n in _json(anomalies)),
         overruled=tuple((rule, decision) for rule, decision in _json(overruled)),
         limit=limit,
@@ -343,6 +397,8 @@ def session_move(
         request_digest=request_digest,
     )
     transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
+    if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
+        transaction.on_commit(partial(_seen, session.agent_id, session.key, to))
     for name, value in fields.items():
         setattr(session, name, value)
     return Move(from_state=from_state, state=to, seq=seq, kind=kind)

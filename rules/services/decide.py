@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models.sql import InsertQuery
 
+from decision_service.db import prepared_cursor
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
@@ -196,13 +196,15 @@ def decision_evaluate(
     idempotency_key: str = "",
     digest: str = "",
     save: bool = True,
+    count: bool = True,
 ) -> Evaluated:
     """Evaluate the request and log the decision, in the caller's transaction.
 
     A point that needs a candidate first logs nothing (its "ask your LLM" counter goes up). Anything
     the model did wrong is returned as ``anomalies`` for the caller to record against the session.
     With ``save=False`` the log row is returned unsaved, for a caller that inserts it itself (outside a
-    transaction when it is the only write).
+    transaction when it is the only write); with ``count=False`` as well, nothing is written at all, for
+    a caller that evaluates in a state it has only guessed and will evaluate again if the guess was wrong.
     """
     started = time.perf_counter_ns()
     decision = evaluate(
@@ -217,7 +219,8 @@ def decision_evaluate(
         decision = decision_for_invalid_output(point, decision, prepared.parse_problem)
     evaluated_us = (time.perf_counter_ns() - started) // 1000
     if decision.needs_candidate:
-        _count_candidate_request(agent_id, agent_name, point.spec.key, now.date())
+        if count:
+            _count_candidate_request(agent_id, agent_name, point.spec.key, now.date())
         return Evaluated(decision=decision, evaluated_us=evaluated_us, record=None)
     record = decision_record_build(
         agent_id, agent_name, request, point, decision, revision, evaluated_us, now, idempotency_key, digest
@@ -235,40 +238,98 @@ def decision_evaluate(
     return Evaluated(decision=decision, evaluated_us=evaluated_us, record=record, anomalies=tuple(anomalies))
 
 
+@dataclass(frozen=True)
+class LogInsert:
+    """The decision log's INSERT, written once from the model's own metadata instead of compiled by the ORM
+    on every decide (the compile cost more Python than the rest of the insert: bench/RESULTS.md).
+
+    ``values`` is the INSERT's ``VALUES`` list; ``typed_values`` the same with each parameter cast to its
+    column's type, for an ``INSERT … SELECT`` (where nothing else types a parameter): text columns are
+    cast to ``text``, not ``varchar(n)``, so that a value too long is refused by the column as in a plain
+    INSERT instead of cut short by the cast.
+    """
+
+    table: str
+    columns: str
+    values: str
+    typed_values: str
+    fields: tuple[Any, ...]
+
+    def params(self, record: DecisionRecord) -> list[Any]:
+        """The row's values as the ORM would send them (``pre_save``, then the field's database form)."""
+        return [f.get_db_prep_save(f.pre_save(record, True), connection) for f in self.fields]
+
+    @staticmethod
+    def saved(record: DecisionRecord) -> None:
+        """Mark ``record`` as in the database, as ``save()`` does after its INSERT."""
+        record._state.adding = False
+        record._state.db = connection.alias
+
+
+_log_inserts: dict[str, LogInsert] = {}
+
+
+def decision_log_insert() -> LogInsert:
+    """The log INSERT for the current database (built once per alias: it depends only on the models)."""
+    found = _log_inserts.get(connection.alias)
+    if found is not None:
+        return found
+    quote = connection.ops.quote_name
+    fields = tuple(DecisionRecord._meta.concrete_fields)
+
+    def cast(f: Any) -> str:
+        kind = "text" if f.get_internal_type() in ("CharField", "TextField") else f.db_type(connection)
+        return f"%s::{kind}"
+
+    built = LogInsert(
+        table=quote(DecisionRecord._meta.db_table),
+        columns=", ".join(quote(f.column) for f in fields),
+        values=", ".join("%s" for _ in fields),
+        typed_values=", ".join(cast(f) for f in fields),
+        fields=fields,
+    )
+    _log_inserts[connection.alias] = built
+    return built
+
+
 def decision_record_insert(*, record: DecisionRecord) -> None:
     """Insert a log row; with an Idempotency-Key, its key row too, both or neither.
 
-    Requests without a key: one INSERT (in autocommit when the caller holds no transaction). A key costs
-    one more INSERT: the log is partitioned on PostgreSQL, so (agent, key) cannot be a unique index on it
-    and lives in ``DecisionIdempotencyKey``. On PostgreSQL both inserts are one statement (the key's in a
-    writable CTE), so a keyed decide without a session is still one round trip in autocommit; SQLite has
-    no writable CTEs and runs the two in a transaction. Of two requests racing with one key, the second
-    waits on the key's unique index until the first commits, then fails with IntegrityError having
-    written nothing, and the caller answers it with the first one's decision.
+    Requests without a key: one INSERT (in autocommit when the caller holds no transaction), prepared on
+    PostgreSQL (``decision_service.db``). A key costs one more INSERT: the log is partitioned on
+    PostgreSQL, so (agent, key) cannot be a unique index on it and lives in ``DecisionIdempotencyKey``. On
+    PostgreSQL both inserts are one statement (the key's in a writable CTE), so a keyed decide without a
+    session is still one round trip in autocommit; SQLite has no writable CTEs and runs the two in a
+    transaction. Of two requests racing with one key, the second waits on the key's unique index until
+    the first commits, then fails with IntegrityError having written nothing, and the caller answers it
+    with the first one's decision.
     """
-    if not record.idempotency_key or record.agent_id is None:  # a key is always an agent's
-        record.save(force_insert=True)
-        return
-    key = (record.agent_id, record.idempotency_key, record.pk, record.created_at)
+    agent_id = record.agent_id
+    keyed = bool(record.idempotency_key) and agent_id is not None  # a key is always an agent's
     if connection.vendor != "postgresql":
+        if not keyed or agent_id is None:
+            record.save(force_insert=True)
+            return
         with transaction.atomic():
-            agent_id, idempotency_key, decision_id, created_at = key
             DecisionIdempotencyKey.objects.create(
-                agent_id=agent_id, key=idempotency_key, decision_id=decision_id, created_at=created_at
+                agent_id=agent_id, key=record.idempotency_key, decision_id=record.pk, created_at=record.created_at
             )
             record.save(force_insert=True)
         return
-    query = InsertQuery(DecisionRecord)
-    query.insert_values(list(DecisionRecord._meta.concrete_fields), [record])
-    [(insert, params)] = query.get_compiler(connection=connection).as_sql()
-    table = DecisionIdempotencyKey._meta.db_table
-    # Built from table names and Django's own INSERT: every value is a parameter.
-    statement = f'WITH idempotency AS (INSERT INTO "{table}" (agent_id, key, decision_id, created_at) VALUES '  # noqa: S608
-    statement += f"(%s, %s, %s, %s)) {insert}"
-    with connection.cursor() as cursor:
-        cursor.execute(statement, [*key, *params])
-    record._state.adding = False
-    record._state.db = connection.alias
+    log = decision_log_insert()
+    # Built from table and column names of the models' metadata: every value is a parameter.
+    statement = f"INSERT INTO {log.table} ({log.columns}) VALUES ({log.values})"  # noqa: S608
+    params = log.params(record)
+    if keyed:
+        table = connection.ops.quote_name(DecisionIdempotencyKey._meta.db_table)
+        statement = (
+            f"WITH idempotency AS (INSERT INTO {table} (agent_id, key, decision_id, created_at)"  # noqa: S608
+            f" VALUES (%s, %s, %s, %s)) {statement}"
+        )
+        params = [record.agent_id, record.idempotency_key, record.pk, record.created_at, *params]
+    with prepared_cursor() as cursor:
+        cursor.execute(statement, params)
+    log.saved(record)
 
 
 def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -> None:

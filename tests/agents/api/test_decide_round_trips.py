@@ -13,12 +13,13 @@ import uuid
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from agents.models import AgentRuntime, Session
 from agents.services import agent_create, agent_rotate_token, agent_save, agent_set_points
-from agents.services.sessions import session_create
+from agents.services.sessions import session_create, session_transition
 from rules.configio.apply import config_import
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from tests.support import DEMO
@@ -135,7 +136,7 @@ def _read() -> list[str]:
 def test_a_decide_with_a_session_it_does_not_move_reads_it_once_without_a_lock(transactional_db, settings):
     client, _ = _setup(settings)
     session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
-    _decide(client, {**CANDIDATE, "session_id": "s1"})
+    _decide(client, {**CANDIDATE, "session_id": "s0"})  # warms the engine and the token cache
     status, statements = _decide(client, {**HARD_RULE, "session_id": "s1"})
     assert status == 201
     # The session with its machine and what its feedback hints are counted from (no lock), then the log
@@ -143,6 +144,47 @@ def test_a_decide_with_a_session_it_does_not_move_reads_it_once_without_a_lock(t
     assert statements == [*_read(), "INSERT rules_decisionrecord"]
     assert connection.get_autocommit()
     assert DecisionRecord.objects.filter(session_id="s1").latest("created_at").session_state == "init"
+
+
+def _logged_if_state() -> list[str]:
+    if connection.vendor == "postgresql":
+        return ["WITH agents_session"]  # the read and the INSERT, one statement
+    return [*_read(), "INSERT rules_decisionrecord"]  # SQLite keeps no guesses: it reads every time
+
+
+def test_the_next_decide_of_a_session_is_one_statement_and_a_moved_session_costs_one_more(transactional_db, settings):
+    client, _ = _setup(settings)
+    agent = AgentRuntime.objects.get(name="bot")
+    session_create(agent=agent, machine_key="after_sales", session_id="s1")
+    _decide(client, {**CANDIDATE, "session_id": "s0"})  # warms the engine and the token cache
+    assert _decide(client, {**HARD_RULE, "session_id": "s1"}) == (201, [*_read(), "INSERT rules_decisionrecord"])
+    # This process saw the session in "init": the rules decide in it, and one statement logs the row only
+    # if the session is still there, returning its feedback basis.
+    assert _decide(client, {**HARD_RULE, "session_id": "s1"}) == (201, _logged_if_state())
+    assert connection.get_autocommit()
+    # Moved by this process: its guess follows the move once it commits.
+    session_transition(agent=agent, session_id="s1", to="received", expected_state="init")
+    assert _decide(client, {**HARD_RULE, "session_id": "s1"}) == (201, _logged_if_state())
+    # Moved by another worker (written as its move would commit it): the guess is wrong, the statement
+    # logs nothing and returns the state and the basis; the rules decide again in that state, and the
+    # row is inserted.
+    Session.objects.filter(key="s1").update(state="refund_review", seq=F("seq") + 1)
+    status, statements = _decide(client, {**HARD_RULE, "session_id": "s1"})
+    assert status == 201
+    if connection.vendor == "postgresql":
+        assert statements == ["WITH agents_session", "INSERT rules_decisionrecord"]
+    rows = DecisionRecord.objects.filter(session_id="s1").order_by("created_at")
+    assert [r.session_state for r in rows] == ["init", "init", "received", "refund_review"]
+    # …and the guess follows: the next decide is one statement again.
+    assert _decide(client, {**HARD_RULE, "session_id": "s1"}) == (201, _logged_if_state())
+    assert DecisionRecord.objects.filter(session_id="s1").latest("created_at").session_state == "refund_review"
+    # A keyed decide writes its key's row with the log row: it reads the session first, guess or not.
+    with CaptureQueriesContext(connection) as captured:
+        keyed = client.post(
+            "/api/v1/decisions", {**HARD_RULE, "session_id": "s1"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
+        )
+    assert keyed.status_code == 201
+    assert _statements(captured)[: 1 + len(_read())] == ["SELECT rules_decisionrecord", *_read()]
 
 
 def test_a_decide_whose_candidate_is_an_anomaly_decides_again_under_the_lock(transactional_db, settings):
@@ -249,16 +291,35 @@ def test_a_narrowed_scope_applies_within_the_window(db, settings):
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL's, per connection")
-def test_the_session_read_is_prepared_once_per_connection(transactional_db, settings):
-    """Planning the read (session, machine, feedback columns) cost the server more than running it."""
+def test_the_hot_statements_are_prepared_once_per_connection(transactional_db, settings):
+    """Planning the session read (session, machine, feedback columns) cost the server more than running
+    it; the log INSERT and the read folded into it are prepared as well."""
     client, _ = _setup(settings)
     session_create(agent=AgentRuntime.objects.get(name="bot"), machine_key="after_sales", session_id="s1")
-    for _ in range(3):
+    for _ in range(4):
         assert _decide(client, {**HARD_RULE, "session_id": "s1"})[0] == 201
+    for _ in range(2):
+        assert _decide(client, CANDIDATE)[0] == 201
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
-        prepared = cursor.fetchall()
-    assert [runs for statement, runs in prepared if 'FROM "agents_session" s' in statement] == [3]
+        runs: dict[str, int] = {}
+        # psycopg prepares a statement again for each set of parameter types it sends (an int small or
+        # large, a NULL): one text can be several prepared statements, each planned once.
+        for statement, n in cursor:
+            runs[_prepared_kind(statement)] = runs.get(_prepared_kind(statement), 0) + n
+    # The first decide of the session reads it, then inserts; the next three guess its state and fold the
+    # read into the INSERT; the two without a session insert.
+    assert runs == {"session read": 1, "session read + log insert": 3, "log insert": 3}
+
+
+def _prepared_kind(statement: str) -> str:
+    if statement.startswith("WITH current AS") and 'INSERT INTO "rules_decisionrecord"' in statement:
+        return "session read + log insert"
+    if statement.startswith("SELECT") and 'FROM "agents_session" s' in statement:
+        return "session read"
+    if statement.startswith('INSERT INTO "rules_decisionrecord"'):
+        return "log insert"
+    return statement
 
 
 def test_prepared_statements_can_be_turned_off_for_a_pooler(monkeypatch):

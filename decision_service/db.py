@@ -1,0 +1,56 @@
+"""Statements the request path sends on every decide, prepared on the PostgreSQL server.
+
+Django's cursors bind on the client and never prepare, so PostgreSQL plans each of their statements
+again on every request. For the few statements a decide sends every time (the session read, the log
+insert), planning cost the server about as much as running them (bench/RESULTS.md). These run on a
+server-binding psycopg cursor that prepares each one on first use, once per connection (again after a
+rollback on it: psycopg forgets its prepared statements then).
+
+``DATABASE_PREPARED_STATEMENTS=false`` (decision_service/env.py: ``prepare_threshold`` None) turns the
+preparing off behind a pooler that cannot carry prepared statements; the cursor still binds on the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from django.db import connection
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+
+
+class _PreparingCursor(psycopg.Cursor[Any]):
+    """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
+
+    def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+    ) -> Any:
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+class _PreparedDebugWrapper(CursorDebugWrapper):
+    """The query log (``DEBUG``, ``CaptureQueriesContext``) shows a prepared statement as written: the
+    backend's "last executed query" reads what psycopg sent, which for a prepared statement is its name."""
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self.debug_sql(sql, params):
+            return CursorWrapper.execute(self, sql, params)
+
+
+def prepared_cursor() -> Any:
+    """A cursor for a hot statement: on PostgreSQL one that prepares it on the server; elsewhere Django's.
+
+    Wrapped as Django wraps its cursors: the same error translation and query log. Parameters are
+    written ``%s`` as for any Django cursor; on the server they are typed from where they are used, so a
+    parameter whose use does not fix its type needs a cast in the statement.
+    """
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    # What connection.cursor() does before it makes a cursor: such a statement is often a request's first,
+    # and the health check is what makes a restarted database server invisible (decision_service/env.py).
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        cursor = _PreparingCursor(connection.connection)
+    return _PreparedDebugWrapper(cursor, connection) if connection.queries_logged else CursorWrapper(cursor, connection)
