@@ -4,7 +4,8 @@ Django's cursors bind on the client and never prepare, so PostgreSQL plans each 
 again on every request. For the few statements a decide sends every time (the session read, the log
 insert), planning cost the server about as much as running them (bench/RESULTS.md). These run on a
 server-binding psycopg cursor that prepares each one on first use, once per connection (again after a
-rollback on it: psycopg forgets its prepared statements then).
+rollback on it: psycopg forgets its prepared statements then), and once more for each pattern of NULLs
+among its parameters (a log row with or without a rule, a candidate, token counts: a handful of forms).
 
 ``DATABASE_PREPARED_STATEMENTS=false`` (decision_service/env.py: ``prepare_threshold`` None) turns the
 preparing off behind a pooler that cannot carry prepared statements; the cursor still binds on the server.
@@ -17,10 +18,18 @@ from typing import Any
 import psycopg
 from django.db import connection
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+from psycopg.types.numeric import Int8Dumper
 
 
 class _PreparingCursor(psycopg.Cursor[Any]):
     """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
+
+    def __init__(self, connection: psycopg.Connection[Any], **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        # psycopg prepares a statement once per text *and* set of parameter types, and types a Python int
+        # as int2, int4 or int8 by its size: one type for every int keeps a statement to one prepared form
+        # for each pattern of NULLs in its parameters, instead of one more for every size of a number.
+        self.adapters.register_dumper(int, Int8Dumper)
 
     def execute(
         self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import IntegrityError, NotSupportedError, OperationalError, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -44,7 +44,7 @@ from decision_service import metrics
 from decision_service.db import prepared_cursor
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
 from rules.models import DecisionRecord, RuledBy, StateMachine
-from rules.services.decide import decision_log_insert
+from rules.services.decide import decision_log_insert_statement
 
 
 class AgentRef(Protocol):
@@ -244,15 +244,17 @@ def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tup
 # The state each session was last seen in by this process (a decide's read, a move it committed): a
 # guess that lets the next decide of the session evaluate before reading it, never an answer
 # (``session_log_if_state`` logs only if the session is still in that state, checked in the same
-# statement). Bounded by emptying it when full: a session not in it costs a read first, as every decide
-# with a session did before.
+# statement). Bounded: past SEEN_STATES_MAX the session seen longest ago is forgotten; a session not in
+# it costs a read first, as every decide with a session did before.
 SEEN_STATES_MAX = 10_000
 _seen_states: dict[tuple[str, Any, str], str] = {}
 
 
 def session_state_seen(*, agent_id: Any, key: str) -> str | None:
-    """The state this process last saw the session in; ``None`` when it saw none (on SQLite always: the
-    guess is only checked by PostgreSQL's writable CTEs)."""
+    """The state this process last saw the session in; ``None`` when it saw none, and on SQLite always:
+    only PostgreSQL can check a guess (``session_log_if_state`` needs a writable CTE)."""
+    if connection.vendor != "postgresql":
+        return None
     return _seen_states.get((connection.alias, agent_id, key))
 
 
@@ -262,9 +264,13 @@ def sessions_seen_forget() -> None:
 
 
 def _seen(agent_id: Any, key: str, state: str) -> None:
-    if len(_seen_states) >= SEEN_STATES_MAX:
-        _seen_states.clear()
-    _seen_states[(connection.alias, agent_id, key)] = state
+    seen = (connection.alias, agent_id, key)
+    _seen_states.pop(seen, None)  # to the end: the dict's order is the order last seen in
+    _seen_states[seen] = state
+    while len(_seen_states) > SEEN_STATES_MAX:
+        # The session seen longest ago goes first. Each step is one dict operation (atomic under the GIL):
+        # threads of one worker can only race to forget one more guess, never corrupt the dict.
+        _seen_states.pop(next(iter(_seen_states), seen), None)
 
 
 @dataclass(frozen=True)
@@ -285,7 +291,7 @@ def _log_if_state_sql() -> str:
         return found
     quote = connection.ops.quote_name
     column = {f.name: quote(f.column) for f in Session._meta.concrete_fields}
-    log = decision_log_insert()
+    log = decision_log_insert_statement()
     # One snapshot for all three parts: the INSERT is made only if the state read is the one the rules saw,
     # and the feedback columns are counted as before the row (a writable CTE's rows are not visible to
     # the rest of its statement), which is what FeedbackBasis.hints(then=…) expects.
@@ -309,7 +315,9 @@ def session_log_if_state(
     state right makes one statement where it made two; one that guessed wrong learns the state and logs
     nothing, and decides again from what it learnt.
     """
-    log = decision_log_insert()
+    if connection.vendor != "postgresql":
+        raise NotSupportedError("A guessed state is checked by a writable CTE: PostgreSQL only.")
+    log = decision_log_insert_statement()
     with prepared_cursor() as cursor:
         cursor.execute(_log_if_state_sql(), (limit, limit, agent_id, key, *log.params(record), state))
         row = cursor.fetchone()

@@ -12,12 +12,15 @@ import datetime as dt
 import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
+from django.db.models import NOT_PROVIDED
 
 from decision_service.db import prepared_cursor
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
@@ -244,9 +247,9 @@ class LogInsert:
     on every decide (the compile cost more Python than the rest of the insert: bench/RESULTS.md).
 
     ``values`` is the INSERT's ``VALUES`` list; ``typed_values`` the same with each parameter cast to its
-    column's type, for an ``INSERT … SELECT`` (where nothing else types a parameter): text columns are
-    cast to ``text``, not ``varchar(n)``, so that a value too long is refused by the column as in a plain
-    INSERT instead of cut short by the cast.
+    column's type, for an ``INSERT … SELECT`` (where nothing else types a parameter): cast without a
+    length (``varchar``, not ``varchar(64)``), so that a value too long is refused by the column as in a
+    plain INSERT instead of cut short by the cast.
     """
 
     table: str
@@ -269,7 +272,7 @@ class LogInsert:
 _log_inserts: dict[str, LogInsert] = {}
 
 
-def decision_log_insert() -> LogInsert:
+def decision_log_insert_statement() -> LogInsert:
     """The log INSERT for the current database (built once per alias: it depends only on the models)."""
     found = _log_inserts.get(connection.alias)
     if found is not None:
@@ -277,9 +280,14 @@ def decision_log_insert() -> LogInsert:
     quote = connection.ops.quote_name
     fields = tuple(DecisionRecord._meta.concrete_fields)
 
+    for f in fields:
+        # The ORM leaves such columns out of an INSERT for the database to fill: this statement names all.
+        if f.generated or f.db_default is not NOT_PROVIDED:
+            raise ImproperlyConfigured(f"The log INSERT cannot write {f.name}: generated or a database default.")
+
     def cast(f: Any) -> str:
-        kind = "text" if f.get_internal_type() in ("CharField", "TextField") else f.db_type(connection)
-        return f"%s::{kind}"
+        # Without the length: an explicit cast to varchar(n) cuts a value short where the column refuses it.
+        return "%s::" + re.sub(r"\(\d+\)$", "", f.db_type(connection))
 
     built = LogInsert(
         table=quote(DecisionRecord._meta.db_table),
@@ -307,7 +315,7 @@ def decision_record_insert(*, record: DecisionRecord) -> None:
     agent_id = record.agent_id
     keyed = bool(record.idempotency_key) and agent_id is not None  # a key is always an agent's
     if connection.vendor != "postgresql":
-        if not keyed or agent_id is None:
+        if not keyed or agent_id is None:  # (agent_id again: what mypy needs to see it is set below)
             record.save(force_insert=True)
             return
         with transaction.atomic():
@@ -316,7 +324,7 @@ def decision_record_insert(*, record: DecisionRecord) -> None:
             )
             record.save(force_insert=True)
         return
-    log = decision_log_insert()
+    log = decision_log_insert_statement()
     # Built from table and column names of the models' metadata: every value is a parameter.
     statement = f"INSERT INTO {log.table} ({log.columns}) VALUES ({log.values})"  # noqa: S608
     params = log.params(record)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 
 import pytest
 from django.db import connection
-from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
@@ -146,6 +146,18 @@ def test_a_decide_with_a_session_it_does_not_move_reads_it_once_without_a_lock(t
     assert DecisionRecord.objects.filter(session_id="s1").latest("created_at").session_state == "init"
 
 
+def _elsewhere(statement: str) -> None:
+    """Run ``statement`` as another process would: on a connection of its own, committed at once."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:  # SQLite: one file, and this test's connection is in autocommit
+            cursor.execute(statement)
+        return
+    import psycopg
+
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute(statement)
+
+
 def _logged_if_state() -> list[str]:
     if connection.vendor == "postgresql":
         return ["WITH agents_session"]  # the read and the INSERT, one statement
@@ -165,10 +177,10 @@ def test_the_next_decide_of_a_session_is_one_statement_and_a_moved_session_costs
     # Moved by this process: its guess follows the move once it commits.
     session_transition(agent=agent, session_id="s1", to="received", expected_state="init")
     assert _decide(client, {**HARD_RULE, "session_id": "s1"}) == (201, _logged_if_state())
-    # Moved by another worker (written as its move would commit it): the guess is wrong, the statement
-    # logs nothing and returns the state and the basis; the rules decide again in that state, and the
-    # row is inserted.
-    Session.objects.filter(key="s1").update(state="refund_review", seq=F("seq") + 1)
+    # Moved by another worker (its own connection, committed): the guess is wrong, the statement logs
+    # nothing and returns the state and the basis; the rules decide again in that state, and the row is
+    # inserted.
+    _elsewhere("UPDATE agents_session SET state = 'refund_review', seq = seq + 1 WHERE key = 's1'")
     status, statements = _decide(client, {**HARD_RULE, "session_id": "s1"})
     assert status == 201
     if connection.vendor == "postgresql":
@@ -302,14 +314,17 @@ def test_the_hot_statements_are_prepared_once_per_connection(transactional_db, s
         assert _decide(client, CANDIDATE)[0] == 201
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
-        runs: dict[str, int] = {}
-        # psycopg prepares a statement again for each set of parameter types it sends (an int small or
-        # large, a NULL): one text can be several prepared statements, each planned once.
+        runs: Counter[str] = Counter()
+        forms: Counter[str] = Counter()
         for statement, n in cursor:
-            runs[_prepared_kind(statement)] = runs.get(_prepared_kind(statement), 0) + n
+            runs[_prepared_kind(statement)] += n
+            forms[_prepared_kind(statement)] += 1
     # The first decide of the session reads it, then inserts; the next three guess its state and fold the
     # read into the INSERT; the two without a session insert.
     assert runs == {"session read": 1, "session read + log insert": 3, "log insert": 3}
+    # One prepared form a statement, and one more for each pattern of NULLs: the log rows with a rule and
+    # without one (tests/test_db.py: a number's size makes no other form).
+    assert forms == {"session read": 1, "session read + log insert": 1, "log insert": 2}
 
 
 def _prepared_kind(statement: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from django.db import DataError, connection
+from django.db import DataError, NotSupportedError, connection
 from django.db.models import F
 from django.utils import timezone
 from hypothesis import HealthCheck, example, given
@@ -65,13 +65,19 @@ def agent(db) -> AgentRuntime:
     return bot
 
 
-def decide(agent: AgentRuntime, key: str, text: str = "你们几点下班", candidate: Candidate | None = GUESS) -> Any:
+def decide(
+    agent: AgentRuntime, key: str, text: str = "你们几点下班", candidate: Candidate | None = GUESS, now: Any = None
+) -> Any:
     return decision_make(
-        agent=agent, request=DecideRequest(point="intent_routing", session_id=key, input=text, candidate=candidate)
+        agent=agent,
+        request=DecideRequest(point="intent_routing", session_id=key, input=text, candidate=candidate),
+        now=now,
     )
 
 
-def expected(agent: AgentRuntime, state: str | None, text: str, candidate: Candidate | None) -> tuple[str, str, str]:
+def expected(
+    agent: AgentRuntime, state: str | None, text: str, candidate: Candidate | None, now: Any
+) -> tuple[str, str, str]:
     """What the rules answer in ``state``: evaluated apart, from the state read by the test, counting nothing."""
     point, revision = point_current(point_key="intent_routing")
     request = DecideRequest(point="intent_routing", input=text, candidate=candidate)
@@ -83,7 +89,7 @@ def expected(agent: AgentRuntime, state: str | None, text: str, candidate: Candi
         request=request,
         prepared=decision_prepare(point=point, request=request),
         session_state=state,
-        now=timezone.now(),
+        now=now,
         idempotency_key="",
         digest="",
         save=False,
@@ -147,13 +153,23 @@ def test_a_session_gone_since_it_was_seen_is_no_session(agent):
 
 
 @postgresql_only
-def test_the_guesses_are_bounded(agent, monkeypatch):
+def test_the_guesses_are_bounded_and_the_one_seen_longest_ago_goes_first(agent, monkeypatch):
     monkeypatch.setattr(sessions_module, "SEEN_STATES_MAX", 2)
     for key in ("a", "b", "c"):
         session_create(agent=agent, machine_key="after_sales", session_id=key)
+    for key in ("a", "b", "a", "c"):  # "a" seen again after "b": "b" is the one seen longest ago
         decide(agent, key)
-    # Full at the third: emptied, then the third kept.
-    assert [session_state_seen(agent_id=agent.pk, key=k) for k in ("a", "b", "c")] == [None, None, "init"]
+    assert [session_state_seen(agent_id=agent.pk, key=k) for k in ("a", "b", "c")] == ["init", None, "init"]
+
+
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="what SQLite does instead; PostgreSQL's tests are above")
+def test_sqlite_never_guesses(agent):
+    session_create(agent=agent, machine_key="after_sales", session_id="s1")
+    first = decide(agent, "s1")
+    sessions_module._seen(agent.pk, "s1", "init")  # even a guess left there is not used
+    assert session_state_seen(agent_id=agent.pk, key="s1") is None
+    with pytest.raises(NotSupportedError):
+        session_log_if_state(agent_id=agent.pk, key="s1", state="init", record=first.record)
 
 
 @postgresql_only
@@ -216,11 +232,14 @@ def test_whatever_was_guessed_the_rules_see_the_committed_state_and_one_row_is_l
             key, text, candidate = keys[step[1]], step[2], step[3]
             state = committed_state(agent, key)
             rows, asks = DecisionRecord.objects.filter(session_id=key).count(), asked()
-            answer = decide(agent, key, text, candidate)
+            now = timezone.now()
+            answer = decide(agent, key, text, candidate, now)
             d = answer.decision
             assert (d.decision or "", d.ruled_by or "", d.rule.key if d.rule else "") == expected(
-                agent, state, text, candidate
+                agent, state, text, candidate, now
             )
+            if connection.vendor == "postgresql":  # the guess follows what the decide saw
+                assert session_state_seen(agent_id=agent.pk, key=key) == state
             if d.needs_candidate:  # counted once, whatever was guessed; nothing logged
                 assert (DecisionRecord.objects.filter(session_id=key).count(), asked()) == (rows, asks + 1)
             else:
