@@ -9,7 +9,12 @@ at ``--connections`` connections (closed loop, wrk), after a short warm-up:
 - ``bare``: ``POST /bench/bare``, a plain Django view that parses the JSON body and inserts one row into
   the decision log's table (the benchmark's own URLconf, ``bench/http/urls.py``; not in the product);
 - ``decide_hard_rule_session``: ``POST /api/v1/decisions`` whose input holds a high-risk word (a hard
-  rule decides), with the ``session_id`` of an existing session (round robin over 200);
+  rule decides), with the ``session_id`` of an existing session (round robin over 200: after the
+  warm-up, every worker has seen each of them, so each decide is one statement that checks the state
+  the worker last saw the session in);
+- ``decide_session_first_seen``: the same with a session no worker has seen before (each used once): the
+  session is read, then the row inserted — what a conversation's first turn on a worker costs, and what
+  any decide costs whose session moved since its worker last saw it;
 - ``decide_candidate``: the LLM's candidate accepted, no session;
 - ``transition``: ``POST /api/v1/sessions/{id}/transitions``, each request moving a fresh session.
 
@@ -45,6 +50,7 @@ LUA = Path(__file__).with_name("load.lua")
 DEMO = ROOT / "demo" / "after_sales.yaml"
 AGENT = "bench_agent"
 DECIDE_SESSIONS = 200
+FIRST_SEEN_SESSIONS = 80_000  # each decided once: at least this many, more for a long run (main)
 TRANSITION_SESSIONS = 120_000
 
 
@@ -66,6 +72,13 @@ PATHS = [
         ' "candidate": {"decision": "general_query", "confidence": 0.9}}',
         201,
         mod=DECIDE_SESSIONS,
+    ),
+    Path_(
+        "decide_session_first_seen",
+        "/api/v1/decisions",
+        '{"point": "intent_routing", "input": "我要投诉你们 %d", "session_id": "n%d",'
+        ' "candidate": {"decision": "general_query", "confidence": 0.9}}',
+        201,
     ),
     Path_(
         "decide_candidate",
@@ -98,7 +111,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def prepare() -> str:
+def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
     """Empty the database, load the demo, one agent, its sessions; return the agent's token."""
     import django
     from django.core.management import call_command
@@ -119,6 +132,7 @@ def prepare() -> str:
     machine = StateMachine.objects.get(key="after_sales")
     now = timezone.now()
     keys = [f"d{i}" for i in range(DECIDE_SESSIONS)] + [f"t{i}" for i in range(TRANSITION_SESSIONS)]
+    keys += [f"n{i}" for i in range(first_seen)]
     Session.objects.bulk_create(
         [Session(agent=agent, key=k, machine=machine, state="init", state_entered_at=now) for k in keys],
         batch_size=5000,
@@ -292,7 +306,10 @@ def main() -> None:
     os.environ.pop("CELERY_BROKER_URL", None)
     if args.workers:
         os.environ["WEB_CONCURRENCY"] = str(args.workers)
-    token = prepare()
+    # decide_session_first_seen uses each session once: enough for its warm-up, wrk and fixed-rate runs
+    # at 4,000 req/s, well above what two cores serve; checked after the run.
+    first_seen = max(FIRST_SEEN_SESSIONS, round((3 + args.duration + args.paced_seconds) * 4000))
+    token = prepare(first_seen)
     from decision_service import serving
 
     log = tempfile.NamedTemporaryFile(prefix="arbiter-bench-serve-", suffix=".log", delete=False)  # noqa: SIM115
@@ -316,6 +333,7 @@ def main() -> None:
         rows = {
             "bare": "bare",
             "decide_hard_rule_session": "decide",
+            "decide_session_first_seen": "decide",
             "decide_candidate": "decide",
             "transition": "transition",
         }
@@ -362,6 +380,8 @@ def main() -> None:
         shutil.rmtree(static, ignore_errors=True)
         print(f"server log: {log.name}", file=sys.stderr)
 
+    if offsets["decide_session_first_seen"] > first_seen:
+        sys.exit(f"decide_session_first_seen ran past its {first_seen:,} sessions: its numbers are not valid.")
     from django.db import connection
 
     with connection.cursor() as cursor:
