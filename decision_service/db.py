@@ -13,7 +13,8 @@ preparing off behind a pooler that cannot carry prepared statements; the cursor 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import psycopg
 from django.db import connection
@@ -63,3 +64,20 @@ def prepared_cursor() -> Any:
     with connection.wrap_database_errors:
         cursor = _PreparingCursor(connection.connection)
     return _PreparedDebugWrapper(cursor, connection) if connection.queries_logged else CursorWrapper(cursor, connection)
+
+
+T = TypeVar("T")
+
+
+def built_per_database(build: Callable[[], T]) -> Callable[[], T]:
+    """``build``'s result, made once for each database alias (on first use with that alias) and kept: for a
+    statement written from the models' metadata, which depends only on the models and the backend."""
+    built: dict[str, T] = {}
+
+    def get() -> T:
+        found = built.get(connection.alias)
+        if found is None:
+            found = built[connection.alias] = build()
+        return found
+
+    return get

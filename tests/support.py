@@ -19,6 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo" / "after_sales.yaml"
 DEMO_TEXT = DEMO.read_text(encoding="utf-8")
 DEMO_POINTS = ("intent_routing", "refund_approval")
+# A rule of intent_routing that only a session's state can trigger: in any other state it answers otherwise.
+UNDER_REVIEW_RULE = {
+    "key": "under_review",
+    "description": "While a refund is reviewed, everything goes to a person.",
+    "priority": 5,
+    "category": "business",
+    "outcome": "human_handoff",
+    "conditions": [{"session_state_in": ["refund_review"]}],
+}
 
 
 def load_demo(*, actor: Any = None, reason: str = "test demo") -> None:

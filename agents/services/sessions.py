@@ -41,7 +41,7 @@ from agents.errors import (
 )
 from agents.models import Anomaly, Session, Transition, TransitionKind
 from decision_service import metrics
-from decision_service.db import prepared_cursor
+from decision_service.db import built_per_database, prepared_cursor
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
 from rules.models import DecisionRecord, RuledBy, StateMachine
 from rules.services.decide import decision_log_insert_statement
@@ -282,28 +282,23 @@ class LoggedIfState:
     basis: FeedbackBasis
 
 
-_log_if_state: dict[str, str] = {}
-
-
-def _log_if_state_sql() -> str:
-    found = _log_if_state.get(connection.alias)
-    if found is not None:
-        return found
+def _log_if_state_build() -> str:
     quote = connection.ops.quote_name
     column = {f.name: quote(f.column) for f in Session._meta.concrete_fields}
     log = decision_log_insert_statement()
     # One snapshot for all three parts: the INSERT is made only if the state read is the one the rules saw,
     # and the feedback columns are counted as before the row (a writable CTE's rows are not visible to
     # the rest of its statement), which is what FeedbackBasis.hints(then=…) expects.
-    sql = (
+    return (
         f"WITH current AS (SELECT s.{column['state']} AS state, {_FEEDBACK_ANOMALIES_PG}, {_FEEDBACK_OVERRULED_PG}"  # noqa: S608
         f" FROM {quote(Session._meta.db_table)} s WHERE s.{column['agent']} = %s AND s.{column['key']} = %s),"
         f" logged AS (INSERT INTO {log.table} ({log.columns}) SELECT {log.typed_values} FROM current"
         " WHERE current.state = %s::text RETURNING 1)"
         " SELECT current.*, (SELECT COUNT(*) FROM logged) FROM current"
     )
-    _log_if_state[connection.alias] = sql
-    return sql
+
+
+_log_if_state_sql = built_per_database(_log_if_state_build)
 
 
 def session_log_if_state(

@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.db.models import NOT_PROVIDED
 
-from decision_service.db import prepared_cursor
+from decision_service.db import built_per_database, prepared_cursor
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
@@ -269,14 +269,7 @@ class LogInsert:
         record._state.db = connection.alias
 
 
-_log_inserts: dict[str, LogInsert] = {}
-
-
-def decision_log_insert_statement() -> LogInsert:
-    """The log INSERT for the current database (built once per alias: it depends only on the models)."""
-    found = _log_inserts.get(connection.alias)
-    if found is not None:
-        return found
+def _log_insert_build() -> LogInsert:
     quote = connection.ops.quote_name
     fields = tuple(DecisionRecord._meta.concrete_fields)
 
@@ -289,15 +282,17 @@ def decision_log_insert_statement() -> LogInsert:
         # Without the length: an explicit cast to varchar(n) cuts a value short where the column refuses it.
         return "%s::" + re.sub(r"\(\d+\)$", "", f.db_type(connection))
 
-    built = LogInsert(
+    return LogInsert(
         table=quote(DecisionRecord._meta.db_table),
         columns=", ".join(quote(f.column) for f in fields),
         values=", ".join("%s" for _ in fields),
         typed_values=", ".join(cast(f) for f in fields),
         fields=fields,
     )
-    _log_inserts[connection.alias] = built
-    return built
+
+
+# The log INSERT for the current database.
+decision_log_insert_statement = built_per_database(_log_insert_build)
 
 
 def decision_record_insert(*, record: DecisionRecord) -> None:

@@ -36,7 +36,7 @@ from rules.configio.apply import config_import
 from rules.engine import Candidate
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.services.decide import DecideRequest, decision_evaluate, decision_prepare, point_current
-from tests.support import DEMO
+from tests.support import DEMO, UNDER_REVIEW_RULE
 
 pytestmark = pytest.mark.django_db
 
@@ -49,17 +49,7 @@ STATES = ("init", "received", "refund_review", "intent_clarify", "escalated")
 def agent(db) -> AgentRuntime:
     document = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
     point = next(p for p in document["points"] if p["key"] == "intent_routing")
-    # A rule that only the session's state can trigger: a decide in the wrong state answers otherwise.
-    point["rules"].append(
-        {
-            "key": "under_review",
-            "description": "While a refund is reviewed, everything goes to a person.",
-            "priority": 5,
-            "category": "business",
-            "outcome": "human_handoff",
-            "conditions": [{"session_state_in": ["refund_review"]}],
-        }
-    )
+    point["rules"].append(dict(UNDER_REVIEW_RULE))
     config_import(text=yaml.safe_dump(document, allow_unicode=True), source="test", actor=None, reason="test")
     bot, _ = agent_create(name="support_bot", point_keys=["intent_routing"], actor=None, reason="t")
     return bot

@@ -42,7 +42,7 @@ from rules.errors import InvalidRequest
 from rules.models import CandidateRequestCount, DecisionRecord, RuledBy, StateMachine
 from rules.services.decide import DecideRequest
 from rules.services.machines import machine_save
-from tests.support import DEMO
+from tests.support import DEMO, UNDER_REVIEW_RULE
 
 pytestmark = pytest.mark.django_db
 
@@ -406,16 +406,7 @@ def test_decision_move_and_log_commit_together_or_not_at_all(agent, monkeypatch,
 
 def test_session_state_conditions_see_the_sessions_state(agent):
     document = demo_document()
-    point_of(document, "intent_routing")["rules"].append(
-        {
-            "key": "under_review",
-            "description": "While a refund is reviewed, everything goes to a person.",
-            "priority": 5,
-            "category": "business",
-            "outcome": "human_handoff",
-            "conditions": [{"session_state_in": ["refund_review"]}],
-        }
-    )
+    point_of(document, "intent_routing")["rules"].append(dict(UNDER_REVIEW_RULE))
     import_document(document)
     start(agent, "review", "after_sales", "received", "refund_review")
     start(agent, "fresh", "after_sales", "received")
