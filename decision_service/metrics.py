@@ -78,6 +78,12 @@ TRANSITIONS = Counter(
     "model_failure, timeout, return, resolve).",
     ["machine", "kind"],
 )
+SESSION_READS = Counter(
+    "arbiter_decide_session_reads",
+    "Decides with a session they do not move, by how the session was read: guessed (the state last seen "
+    "here was right: one statement), guessed_wrong (it had moved: two), read (no usable guess: two).",
+    ["read"],
+)
 RATE_LIMITED = Counter("arbiter_rate_limited_requests", "Requests refused with 429 rate_limited, by agent.", ["agent"])
 REQUEST_SECONDS = Histogram(
     "arbiter_http_request_duration_seconds",
@@ -134,6 +140,10 @@ def anomaly_recorded(*, code: str) -> None:
 
 def session_moved(*, machine: str, kind: str) -> None:
     TRANSITIONS.labels(machine, kind).inc()
+
+
+def decide_session_read(*, read: str) -> None:
+    SESSION_READS.labels(read).inc()
 
 
 def request_rate_limited(*, agent: str) -> None:

@@ -7,10 +7,12 @@ The registry is the process's: tests read how much a value moved, not its absolu
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.db.models import F
 from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
-from agents.models import AgentRuntime
+from agents.models import AgentRuntime, Session
 from agents.services import agent_create
 from agents.services.sessions import session_create, session_transition
 from rules.configio.validate import config_from_yaml
@@ -181,3 +183,28 @@ def test_only_get_and_head(client):
     assert refused["Allow"] == "GET, HEAD"
     assert refused.json()["code"] == "method_not_allowed"
     assert client.head("/metrics").status_code == 200
+
+
+def test_how_decides_read_their_sessions_is_counted(client, demo, django_capture_on_commit_callbacks):
+    api = agent_api("reads_bot")
+    agent = AgentRuntime.objects.get(name="reads_bot")
+    session_create(agent=agent, machine_key="after_sales", session_id="r1")
+    candidate = {"decision": "close_order", "confidence": 0.95}
+    body = {"point": "intent_routing", "input": "hi", "session_id": "r1", "candidate": candidate}
+    before = scrape(client)
+    for _ in range(3):  # the first reads the session; on PostgreSQL the next two guess its state right
+        assert api.post("/api/v1/decisions", body, format="json").status_code == 201
+    # Moved behind this process's back (an update, as another worker's move commits it): the guess is wrong.
+    Session.objects.filter(key="r1").update(state="received", seq=F("seq") + 1)
+    assert api.post("/api/v1/decisions", body, format="json").status_code == 201
+    after = scrape(client)
+
+    def moved(read: str) -> float:
+        return value(after, "arbiter_decide_session_reads_total", read=read) - value(
+            before, "arbiter_decide_session_reads_total", read=read
+        )
+
+    if connection.vendor == "postgresql":
+        assert (moved("read"), moved("guessed"), moved("guessed_wrong")) == (1, 2, 1)
+    else:  # SQLite cannot check a guess: every such decide reads first
+        assert (moved("read"), moved("guessed"), moved("guessed_wrong")) == (4, 0, 0)

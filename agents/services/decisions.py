@@ -212,9 +212,12 @@ def _decide_reading_session(turn: _Turn) -> DecideResult | None:
         record = evaluated.record
         if record is not None and not evaluated.anomalies:
             found = session_log_if_state(agent_id=agent_id, key=key, state=seen, record=record)
+            # How often guesses hold in real traffic decides how much this path saves: counted.
+            metrics.decide_session_read(read="guessed" if found.logged else "guessed_wrong")
             if found.logged:
                 return _answered(record, found.basis)
             return _decide_in(turn, found.state, found.basis)
+    metrics.decide_session_read(read="read")
     session, basis = session_read(agent_id=agent_id, key=key)
     return _decide_in(turn, session.state if session else None, basis)
 
