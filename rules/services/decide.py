@@ -246,16 +246,18 @@ class LogInsert:
     """The decision log's INSERT, written once from the model's own metadata instead of compiled by the ORM
     on every decide (the compile cost more Python than the rest of the insert: bench/RESULTS.md).
 
-    ``values`` is the INSERT's ``VALUES`` list; ``typed_values`` the same with each parameter cast to its
-    column's type, for an ``INSERT … SELECT`` (where nothing else types a parameter): cast without a
-    length (``varchar``, not ``varchar(64)``), so that a value too long is refused by the column as in a
-    plain INSERT instead of cut short by the cast.
+    ``insert`` is the statement, ``keyed_insert`` the same after the Idempotency-Key row's INSERT (a
+    writable CTE: its four parameters come first). ``typed_values`` is the ``VALUES`` list with each
+    parameter cast to its column's type, for an ``INSERT … SELECT`` (where nothing else types a
+    parameter): cast without a length (``varchar``, not ``varchar(64)``), so that a value too long is
+    refused by the column as in a plain INSERT instead of cut short by the cast.
     """
 
     table: str
     columns: str
-    values: str
     typed_values: str
+    insert: str
+    keyed_insert: str
     fields: tuple[Any, ...]
 
     def params(self, record: DecisionRecord) -> list[Any]:
@@ -282,11 +284,17 @@ def _log_insert_build() -> LogInsert:
         # Without the length: an explicit cast to varchar(n) cuts a value short where the column refuses it.
         return "%s::" + re.sub(r"\(\d+\)$", "", f.db_type(connection))
 
+    table, columns = quote(DecisionRecord._meta.db_table), ", ".join(quote(f.column) for f in fields)
+    # Built from table and column names of the models' metadata: every value is a parameter.
+    insert = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('%s' for _ in fields)})"  # noqa: S608
+    keys = quote(DecisionIdempotencyKey._meta.db_table)
     return LogInsert(
-        table=quote(DecisionRecord._meta.db_table),
-        columns=", ".join(quote(f.column) for f in fields),
-        values=", ".join("%s" for _ in fields),
+        table=table,
+        columns=columns,
         typed_values=", ".join(cast(f) for f in fields),
+        insert=insert,
+        keyed_insert=f"WITH idempotency AS (INSERT INTO {keys} (agent_id, key, decision_id, created_at)"  # noqa: S608
+        f" VALUES (%s, %s, %s, %s)) {insert}",
         fields=fields,
     )
 
@@ -307,29 +315,24 @@ def decision_record_insert(*, record: DecisionRecord) -> None:
     the first commits, then fails with IntegrityError having written nothing, and the caller answers it
     with the first one's decision.
     """
-    agent_id = record.agent_id
-    keyed = bool(record.idempotency_key) and agent_id is not None  # a key is always an agent's
     if connection.vendor != "postgresql":
-        if not keyed or agent_id is None:  # (agent_id again: what mypy needs to see it is set below)
+        if not record.idempotency_key or record.agent_id is None:  # a key is always an agent's
             record.save(force_insert=True)
             return
         with transaction.atomic():
             DecisionIdempotencyKey.objects.create(
-                agent_id=agent_id, key=record.idempotency_key, decision_id=record.pk, created_at=record.created_at
+                agent_id=record.agent_id,
+                key=record.idempotency_key,
+                decision_id=record.pk,
+                created_at=record.created_at,
             )
             record.save(force_insert=True)
         return
     log = decision_log_insert_statement()
-    # Built from table and column names of the models' metadata: every value is a parameter.
-    statement = f"INSERT INTO {log.table} ({log.columns}) VALUES ({log.values})"  # noqa: S608
-    params = log.params(record)
-    if keyed:
-        table = connection.ops.quote_name(DecisionIdempotencyKey._meta.db_table)
-        statement = (
-            f"WITH idempotency AS (INSERT INTO {table} (agent_id, key, decision_id, created_at)"  # noqa: S608
-            f" VALUES (%s, %s, %s, %s)) {statement}"
-        )
-        params = [record.agent_id, record.idempotency_key, record.pk, record.created_at, *params]
+    statement, params = log.insert, log.params(record)
+    if record.idempotency_key and record.agent_id is not None:
+        key = [record.agent_id, record.idempotency_key, record.pk, record.created_at]
+        statement, params = log.keyed_insert, key + params
     with prepared_cursor() as cursor:
         cursor.execute(statement, params)
     log.saved(record)
