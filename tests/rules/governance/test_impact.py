@@ -20,6 +20,7 @@ from rules.services.change_requests import change_request_approve
 from rules.services.decide import DecideRequest
 from rules.services.impact import change_request_impact_run
 from rules.services.regressions import regression_case_pin, regressions_check
+from tests.support import reviewed_digest
 
 from .conftest import make_user
 
@@ -90,8 +91,10 @@ def test_a_request_that_breaks_a_pinned_case_needs_an_override_reason(bot, edito
         {"id": case.pk, "point": "refund_approval", "expected": "human_handoff", "got": "auto_approve"}
     ]
     with pytest.raises(OverrideReasonRequired):
-        change_request_approve(request=request, actor=approver)
-    done = change_request_approve(request=request, actor=approver, override_reason="the limit moved on purpose")
+        change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)
+    done = change_request_approve(
+        request=request, digest=reviewed_digest(request), actor=approver, override_reason="the limit moved on purpose"
+    )
     assert done.state == "applied" and done.override_reason == "the limit moved on purpose"
 
 
