@@ -205,3 +205,22 @@ def test_break_glass_against_reject_ends_one_way_or_the_other(people, db):
         assert _codes(results) == ["not_pending", "ok"]
         stored = _assert_consistent(request, revisions_before=before, live_before=live)
         assert stored.state in ("applied", "rejected")
+
+
+def test_two_requests_on_one_record_approved_at_once_apply_one_and_supersede_the_other(people):
+    # Applying one supersedes the other, writing its row while holding the configuration writers' lock;
+    # the other's approver holds that row's lock. Taken in two orders, the two locks would deadlock.
+    editor, approver, approver2 = people
+    for round_ in range(ROUNDS):
+        first, second = _propose(editor, 1100 + round_), _propose(editor, 1200 + round_)
+        one, two = reviewed_digest(first), reviewed_digest(second)
+        before, live = ConfigRevision.objects.count(), _limit()
+        results = _at_once(
+            lambda r=first, d=one: change_request_approve(request=r, actor=approver, digest=d),
+            lambda r=second, d=two: change_request_approve(request=r, actor=approver2, digest=d),
+        )
+        assert _codes(results) == ["change_request_superseded", "ok"]
+        ends = sorted(ChangeRequest.objects.get(pk=r.pk).state for r in (first, second))
+        assert ends == ["applied", "superseded"]
+        applied = first if ChangeRequest.objects.get(pk=first.pk).state == "applied" else second
+        _assert_consistent(applied, revisions_before=before, live_before=live)
