@@ -23,15 +23,17 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="Show the difference and check it; write nothing.")
         parser.add_argument(
             "--user",
-            help="The active staff user the change is made as: recorded as its author in history and on any change "
-            "request it files (the shell is trusted to name them; the history says it came from the shell).",
+            help="Required (except with --dry-run): the active staff user the change is made as, recorded as its "
+            "author in history and on any change request it files. The shell is trusted to name them; the "
+            "request's history says the change came from import_config (shell).",
         )
         parser.add_argument("--reason", help="Change reason recorded in history (default: 'import_config FILE').")
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = options["file"]
         text = _read(path)
-        actor = shell_user(options["user"])
+        # A dry run writes nothing, so it needs no author; anything else is made as a named staff user.
+        actor = None if options["dry_run"] and not options.get("user") else shell_user(options["user"])
         reason = options.get("reason") or f"import_config {path}"
         try:
             with change_request_via("import_config (shell)"):
