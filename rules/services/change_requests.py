@@ -117,11 +117,14 @@ def _risks_document(risks: Iterable[RiskReason]) -> list[dict[str, str]]:
     return [{"record": r.record, "why": r.why} for r in risks]
 
 
-def _refuse_duplicate(changes: list[Mapping[str, Any]], *, besides: int | None = None) -> None:
+def _refuse_duplicate(changes: Iterable[Mapping[str, Any]], *, besides: int | None = None) -> None:
     """Refuse a change an open request already proposes, exactly (under the writers' lock, so that two
     identical proposals at once cannot both pass)."""
     digest = change_request_digest(changes)
-    for other in ChangeRequest.objects.filter(state__in=OPEN_STATES).exclude(pk=besides).order_by("pk"):
+    open_requests = ChangeRequest.objects.filter(state__in=OPEN_STATES).order_by("pk")
+    if besides is not None:
+        open_requests = open_requests.exclude(pk=besides)
+    for other in open_requests:
         if change_request_digest(other.changes) == digest:
             raise DuplicateChangeRequest(other)
 
