@@ -207,6 +207,33 @@ def test_break_glass_against_reject_ends_one_way_or_the_other(people, db):
         assert stored.state in ("applied", "rejected")
 
 
+def test_the_scheduler_against_reject_of_an_approved_request_ends_one_way_or_the_other(people):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from rules.services.change_requests import change_request_schedule, change_requests_apply_due
+
+    editor, approver, approver2 = people
+    for round_ in range(ROUNDS):
+        request = _propose(editor, 1300 + round_)
+        soon = timezone.now() + dt.timedelta(minutes=5)
+        change_request_schedule(request=request, actor=editor, apply_at=soon)
+        approved = change_request_approve(request=request, actor=approver, digest=reviewed_digest(request))
+        assert approved.state == "approved"
+        before, live = ConfigRevision.objects.count(), _limit()
+        results = _at_once(
+            lambda s=soon: change_requests_apply_due(now=s + dt.timedelta(minutes=1)),
+            lambda r=request: change_request_reject(request=r, actor=approver2, reason="no"),
+        )
+        stored = _assert_consistent(request, revisions_before=before, live_before=live)
+        applied, rejected = results
+        if stored.state == "applied":
+            assert applied == [request.pk] and isinstance(rejected, DomainError) and rejected.code == "not_pending"
+        else:
+            assert stored.state == "rejected" and applied == [] and not isinstance(rejected, DomainError)
+
+
 def test_two_requests_on_one_record_approved_at_once_apply_one_and_supersede_the_other(people):
     # Applying one supersedes the other, writing its row while holding the configuration writers' lock;
     # the other's approver holds that row's lock. Taken in two orders, the two locks would deadlock.
