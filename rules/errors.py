@@ -33,6 +33,8 @@ class RulesErrorCode(StrEnum):
     CHANGE_REQUEST_SUPERSEDED = "change_request_superseded"
     NO_CHANGES = "no_changes"
     OVERRIDE_REASON_REQUIRED = "override_reason_required"
+    CHANGE_REQUEST_CHANGED = "change_request_changed"
+    DUPLICATE_CHANGE_REQUEST = "duplicate_change_request"
 
 
 class ConfigError(DomainError):
@@ -100,6 +102,33 @@ class ChangeRequestSuperseded(DomainError):
     title = "Change request superseded"
 
 
+class ChangeRequestChanged(DomainError):
+    """The approval names a digest that is not the request's current one: it was edited after the
+    approver read it. The refusal carries the current ``digest`` and ``diff`` to review again."""
+
+    code: str = RulesErrorCode.CHANGE_REQUEST_CHANGED.value
+    status = 409
+    title = "Change request changed"
+
+
+class DuplicateChangeRequest(Deferred):
+    """The same change already waits in an open request (``change_request`` names it): nothing new is
+    filed. A deferral, not a plain refusal: the change is on record, to be made once that one is approved;
+    but a 409, since the caller's request itself was not taken."""
+
+    code: str = RulesErrorCode.DUPLICATE_CHANGE_REQUEST.value
+    status = 409
+    title = "Duplicate change request"
+
+    def __init__(self, open_request: ChangeRequest) -> None:
+        self.change_request = open_request
+        super().__init__(
+            f"Change request {open_request.pk} ({open_request.state}) already proposes exactly this change; "
+            "nothing new was filed.",
+            extra={"change_request": open_request.pk},
+        )
+
+
 class NoChanges(DomainError):
     code: str = RulesErrorCode.NO_CHANGES.value
     status = 422
@@ -116,10 +145,12 @@ class OverrideReasonRequired(DomainError):
 
 __all__ = [
     "ApprovalRequired",
+    "ChangeRequestChanged",
     "ChangeRequestSuperseded",
     "ConfigError",
     "Deferred",
     "DomainError",
+    "DuplicateChangeRequest",
     "EngineUnavailable",
     "IdempotencyConflict",
     "InvalidRequest",

@@ -223,7 +223,11 @@ def point_body(point: CompiledPoint, revision: int) -> dict[str, Any]:
 
 def change_request_body(request: ChangeRequest) -> dict[str, Any]:
     """A change request as the staff API shows it."""
-    from rules.services.change_requests import change_request_approvals_required, change_request_diff
+    from rules.services.change_requests import (
+        change_request_approvals_required,
+        change_request_diff_rows,
+        change_request_digest,
+    )
 
     impact = dict(request.impact or {})
     impact.setdefault("status", request.impact_status or None)
@@ -238,10 +242,9 @@ def change_request_body(request: ChangeRequest) -> dict[str, Any]:
         "base_revision": request.base_revision,
         "applied_revision": request.applied_revision,
         "risks": list(request.risks),
-        "diff": [
-            {"record": row.record, "field": row.field, "before": row.before, "after": row.after}
-            for row in change_request_diff(request)
-        ],
+        # What an approval must name (POST …/approve {"digest"}): it changes whenever the request is edited.
+        "digest": change_request_digest(request.changes),
+        "diff": change_request_diff_rows(request),
         "approvals": [
             {"user": a.user.get_username(), "at": timestamp(a.at)} for a in request.approvals.select_related("user")
         ],

@@ -80,6 +80,8 @@ class ChangeRequestDetailApi(StaffApi):
 
 class ChangeRequestApproveApi(StaffApi):
     class InputSerializer(_DecisionSerializer):
+        # The request's digest as the approver read it (GET …/<id>): an approval is of that change only.
+        digest = StrictCharField(max_length=2000)
         override_reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
 
     def post(self, request: Request, request_id: int) -> Response:
@@ -87,6 +89,7 @@ class ChangeRequestApproveApi(StaffApi):
         done = change_request_approve(
             request=_request(request_id),
             actor=request.user,
+            digest=data["digest"],
             reason=data["reason"],
             override_reason=data["override_reason"],
         )
@@ -108,7 +111,7 @@ class ChangeRequestWithdrawApi(StaffApi):
 
 
 def _valid(serializer_class: type[serializers.Serializer], request: Request) -> Any:
-    # Every field is optional: no body at all is the same as {}.
+    # No body at all is the same as {} (then a required field is named as missing).
     empty = request.META.get("CONTENT_LENGTH") in (None, "", "0") and "HTTP_TRANSFER_ENCODING" not in request.META
     serializer = serializer_class(data={} if empty else request.data)
     serializer.is_valid(raise_exception=True)

@@ -41,3 +41,11 @@ def agent_api(name: str = "support_bot", points: Iterable[str] = DEMO_POINTS, *,
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return client
+
+
+def reviewed_digest(request: Any) -> str:
+    """The digest of a change request as stored now: what an approver who just read it would name."""
+    from rules.models import ChangeRequest
+    from rules.services.change_requests import change_request_digest
+
+    return change_request_digest(ChangeRequest.objects.get(pk=request.pk).changes)

@@ -12,8 +12,8 @@ from django.utils.translation import gettext
 
 from decision_service.admin.kit import AuditedAdmin, AuditedInline
 from decision_service.errors import Deferred
-from rules.admin.change_requests import pending_notice
-from rules.errors import ApprovalRequired
+from rules.admin.change_requests import duplicate_text, pending_notice
+from rules.errors import ApprovalRequired, DuplicateChangeRequest
 from rules.risk import record_approval_note
 from rules.selectors import change_requests_touching, config_document
 from rules.services.revisions import Actor, config_change
@@ -52,6 +52,10 @@ class ConfigAdmin(AuditedAdmin):
         return config_change(actor=actor, reason=reason)
 
     def deferred_response(self, request: HttpRequest, deferred: Deferred) -> HttpResponse:
+        if isinstance(deferred, DuplicateChangeRequest):
+            # The same change already waits: the page to go to is that request's.
+            self.message_user(request, duplicate_text(deferred), messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:rules_changerequest_change", args=[deferred.change_request.pk]))
         if not isinstance(deferred, ApprovalRequired):
             return super().deferred_response(request, deferred)
         pk = deferred.change_request.pk

@@ -25,6 +25,7 @@ from decision_service.errors import DomainError
 from rules.configio.diff import show
 from rules.configio.export import document_yaml
 from rules.configio.validate import config_from_yaml
+from rules.errors import ChangeRequestChanged, DuplicateChangeRequest
 from rules.models import ChangeRequest, ChangeRequestState
 from rules.selectors import config_document
 from rules.services.change_requests import (
@@ -35,6 +36,8 @@ from rules.services.change_requests import (
     change_request_approve,
     change_request_break_glass,
     change_request_diff,
+    change_request_digest,
+    change_request_event_line,
     change_request_reject,
     change_request_schedule,
     change_request_update,
@@ -158,7 +161,11 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
         try:
             if action == "approve":
                 done = change_request_approve(
-                    request=obj, actor=user, reason=reason, override_reason=str(request.POST.get("override_reason", ""))
+                    request=obj,
+                    actor=user,
+                    digest=str(request.POST.get("digest", "")),
+                    reason=reason,
+                    override_reason=str(request.POST.get("override_reason", "")),
                 )
                 said = (
                     gettext("Approved.")
@@ -190,6 +197,20 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
                 said = gettext("Scheduled.") if moment else gettext("It will apply as soon as it is approved.")
             else:
                 raise DomainError(gettext("Unknown action %(action)r.") % {"action": action})
+        except ChangeRequestChanged:
+            # The page this comes back to shows the change as it is now: that is what to review again.
+            self.message_user(
+                request,
+                gettext(
+                    "Not approved: the request was edited after you opened it. What it changes now is shown "
+                    "below; review it and approve again if it is right."
+                ),
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(url)
+        except DuplicateChangeRequest as exc:
+            self.message_user(request, duplicate_text(exc), messages.ERROR)
+            return HttpResponseRedirect(url)
         except DomainError as exc:
             self.message_user(request, gettext("Not done. %(why)s") % {"why": refusal_text(exc)}, messages.ERROR)
             return HttpResponseRedirect(url)
@@ -219,6 +240,8 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
     return {
         "obj": obj,
         "act_url": reverse("admin:rules_changerequest_act", args=[obj.pk]),
+        # Posted back by the approve button: the approval is of the diff this page shows, nothing else.
+        "digest": change_request_digest(obj.changes),
         "diff": [
             {"record": r.record, "field": r.field, "before": show(r.before), "after": show(r.after)}
             for r in change_request_diff(obj)
@@ -226,7 +249,7 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
         "risks": obj.risks,
         "approvals": list(obj.approvals.select_related("user")),
         "required": change_request_approvals_required(),
-        "events": list(obj.events.all()),
+        "events": [{"at": e.at, **change_request_event_line(e)} for e in obj.events.all()],
         "impact": impact,
         "impact_running": obj.impact_status == "running",
         "matrix_chart": mark_safe(bar_chart_svg(cells, title=gettext("Decisions that would change, from → to"))),  # noqa: S308
@@ -241,6 +264,12 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
         "can_acknowledge": obj.review_open and approver and user.pk not in (obj.break_glass_by_id, obj.author_id),
         "proposal_yaml": document_yaml(config_document_apply(live, obj.changes)) if pending and is_author else "",
         "superseded": obj.superseded_by,
+    }
+
+
+def duplicate_text(exc: DuplicateChangeRequest) -> str:
+    return gettext("Nothing was changed: change request %(number)s already proposes exactly this change.") % {
+        "number": exc.change_request.pk
     }
 
 

@@ -186,6 +186,9 @@ class ChangeRequestEvent(models.Model):
     user_name = models.CharField(max_length=150, blank=True, verbose_name=_("user name"))
     kind = models.CharField(max_length=32, verbose_name=_("kind"))
     detail = models.TextField(blank=True, verbose_name=_("detail"))
+    # What Arbiter itself says about the step, as a message key and its values (rendered in the reader's
+    # language when shown); ``detail`` holds only what a person typed. Rows from before have it empty.
+    params = models.JSONField(default=dict, blank=True, verbose_name=_("parameters"))
 
     class Meta:
         verbose_name = _("change request event")

@@ -20,12 +20,13 @@ from typing import Any
 
 import msgspec
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from rules.engine import CompiledPoint, compile_config
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
-from rules.services.change_requests import config_document_apply
+from rules.services.change_requests import change_request_digest, config_document_apply
 from rules.services.decide import logged_candidate
 from rules.services.regressions import case_evaluate
 from rules.services.replay import Prepass, facts_unmasked, replay_decision
@@ -246,16 +247,24 @@ def impact_compute(
 
 
 def change_request_impact_run(*, request_id: int) -> dict[str, Any]:
-    """Compute and store a request's impact preview (the Celery task's body; safe to run again)."""
+    """Compute and store a request's impact preview (the Celery task's body; safe to run again).
+
+    What it stores is about the change it read: if the author edits the request meanwhile (its edit
+    queues a fresh preview), this run's results are dropped, so a preview of the old change — with its
+    broken regression cases, or without them — never stands for the new one."""
     request = ChangeRequest.objects.get(pk=request_id)
-    ChangeRequest.objects.filter(pk=request_id).update(
-        impact_status=ImpactStatus.RUNNING, impact={"status": ImpactStatus.RUNNING.value, "evaluated": 0}
-    )
+    previewed = change_request_digest(request.changes)
+
+    def store(**fields: Any) -> None:
+        with transaction.atomic():  # the row lock alone, briefly: nothing else is locked meanwhile
+            current = ChangeRequest.objects.select_for_update().filter(pk=request_id).first()
+            if current is not None and change_request_digest(current.changes) == previewed:
+                ChangeRequest.objects.filter(pk=request_id).update(**fields)
+
+    store(impact_status=ImpactStatus.RUNNING, impact={"status": ImpactStatus.RUNNING.value, "evaluated": 0})
 
     def progress(evaluated: int) -> None:
-        ChangeRequest.objects.filter(pk=request_id).update(
-            impact={"status": ImpactStatus.RUNNING.value, "evaluated": evaluated}
-        )
+        store(impact={"status": ImpactStatus.RUNNING.value, "evaluated": evaluated})
 
     try:
         live = config_document()
@@ -265,5 +274,5 @@ def change_request_impact_run(*, request_id: int) -> dict[str, Any]:
     except Exception as exc:
         logger.exception("impact preview of change request %s failed", request_id)
         impact = {"status": ImpactStatus.FAILED.value, "error": str(exc)[:2000]}
-    ChangeRequest.objects.filter(pk=request_id).update(impact_status=impact["status"], impact=impact)
+    store(impact_status=impact["status"], impact=impact)
     return impact

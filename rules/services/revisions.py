@@ -66,7 +66,9 @@ class Proposal:
 _current: contextvars.ContextVar[ConfigChange | None] = contextvars.ContextVar("config_change", default=None)
 
 
-def _lock_writers() -> None:
+def config_writers_lock() -> None:
+    """Take the lock that serialises configuration writers until the transaction ends (re-entrant).
+    Change request services take it before a request's row lock (``rules.services.change_request_events``)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CONFIG_LOCK_KEY])
@@ -90,7 +92,7 @@ def config_change(*, actor: Actor, reason: str, change_request: ChangeRequest | 
     held: Proposal | None = None
     try:
         with transaction.atomic():
-            _lock_writers()
+            config_writers_lock()
             yield change
             if change.dirty:
                 snapshot = config_document()
@@ -184,7 +186,7 @@ def snapshot_digest(snapshot: dict[str, Any]) -> str:
 def revision_create(*, actor: Actor, reason: str, snapshot: dict[str, Any] | None = None) -> ConfigRevision:
     """Snapshot the live configuration as the next revision, unless it equals the latest one."""
     with transaction.atomic():
-        _lock_writers()
+        config_writers_lock()
         snapshot = config_document() if snapshot is None else snapshot
         digest = snapshot_digest(snapshot)
         latest = revision_latest()

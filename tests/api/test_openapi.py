@@ -25,9 +25,11 @@ from decision_service.errors import DatabaseUnavailable
 from rules import staff_apis
 from rules import urls as rules_urls
 from rules.errors import (
+    ChangeRequestChanged,
     ChangeRequestSuperseded,
     ConfigError,
     DomainError,
+    DuplicateChangeRequest,
     EngineUnavailable,
     IdempotencyConflict,
     InvalidRequest,
@@ -192,6 +194,8 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
         NotPending,
         SelfApprovalForbidden,
         ChangeRequestSuperseded,
+        ChangeRequestChanged,
+        DuplicateChangeRequest,
         OverrideReasonRequired,
         PermissionDenied,
     }

@@ -91,3 +91,51 @@ def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
     threshold.refresh_from_db()
     assert threshold.value == Decimal("750")
     assert ChangeRequest.objects.get().state == "applied"
+
+
+def test_the_approve_button_approves_the_diff_the_page_showed_and_nothing_else(
+    live_server,
+    transactional_db,
+    chromium_page,  # noqa: F811
+    monkeypatch,
+):
+    """Issue 20 item 2 in a real browser: the page shows 555; the author edits the request to 77777 while
+    it is open; the approver's click is refused and the page then shows 77777, which a second click
+    approves."""
+    from decision_service.celery import app as celery_app
+    from rules.errors import ApprovalRequired
+    from rules.selectors import config_document
+    from rules.services import records
+    from rules.services.change_requests import change_request_update, config_document_apply
+
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    editor, _approver = _user("li_editor", "config_editors"), _user("wang_approver", "risk_approvers")
+    config_import(text=DEMO.read_text("utf-8"), source="demo", actor=editor, reason="demo")
+    threshold = Threshold.objects.get(key="auto_refund_limit")
+    threshold.value = Decimal("555")
+    with pytest.raises(ApprovalRequired) as held:
+        records.threshold_save(threshold=threshold, actor=editor, reason="raise the limit to 555")
+    request = held.value.change_request
+    page = chromium_page
+
+    _log_in(page, live_server.url, "wang_approver")
+    page.goto(f"{live_server.url}/admin/rules/changerequest/{request.pk}/change/")
+    assert page.inner_text("#diff .arbiter-after") == "555"
+
+    proposal = config_document_apply(config_document(), request.changes)
+    next(t for t in proposal["thresholds"] if t["key"] == "auto_refund_limit")["value"] = 77777
+    change_request_update(request=request, document=proposal, actor=editor)
+
+    page.fill("#approve-form input[name=reason]", "reviewed 555")
+    page.click("#approve-form input[type=submit]")
+    refusal = page.wait_for_selector(".messagelist .error").inner_text()
+    assert "the request was edited after you opened it" in refusal
+    assert page.inner_text("#diff .arbiter-after") == "77777"
+    assert ChangeRequest.objects.get().state == "pending"
+    threshold.refresh_from_db()
+    assert threshold.value == Decimal("500")
+
+    page.click("#approve-form input[type=submit]")
+    assert "Approved and applied." in page.wait_for_selector(".messagelist .success").inner_text()
+    threshold.refresh_from_db()
+    assert threshold.value == Decimal("77777")

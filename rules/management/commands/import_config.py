@@ -3,11 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rules.configio.apply import config_import
-from rules.errors import ConfigError
+from rules.errors import ConfigError, DuplicateChangeRequest
+from rules.services.change_requests import change_request_via
+from rules.shell import shell_user
 
 
 class Command(BaseCommand):
@@ -20,24 +21,32 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="The YAML configuration file.")
         parser.add_argument("--dry-run", action="store_true", help="Show the difference and check it; write nothing.")
-        parser.add_argument("--user", help="Username recorded as the author in history (must exist).")
+        parser.add_argument(
+            "--user",
+            help="Required (except with --dry-run): the active staff user the change is made as, recorded as its "
+            "author in history and on any change request it files. The shell is trusted to name them; the "
+            "request's history says the change came from import_config (shell).",
+        )
         parser.add_argument("--reason", help="Change reason recorded in history (default: 'import_config FILE').")
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = options["file"]
         text = _read(path)
-        actor = None
-        if options.get("user"):
-            actor = get_user_model().objects.filter(username=options["user"]).first()
-            if actor is None:
-                raise CommandError(f"There is no user '{options['user']}'.")
+        # A dry run writes nothing, so it needs no author; anything else is made as a named staff user.
+        actor = None if options["dry_run"] and not options.get("user") else shell_user(options["user"])
         reason = options.get("reason") or f"import_config {path}"
         try:
-            result = config_import(text=text, source=path, actor=actor, reason=reason, dry_run=options["dry_run"])
+            with change_request_via("import_config (shell)"):
+                result = config_import(text=text, source=path, actor=actor, reason=reason, dry_run=options["dry_run"])
         except ConfigError as exc:
             for problem in exc.problems:
                 self.stderr.write(problem)
             raise CommandError(f"{len(exc.problems)} problem(s) in {path}; nothing was written.") from exc
+        except DuplicateChangeRequest as exc:
+            raise CommandError(
+                f"change request {exc.change_request.pk} ({exc.change_request.state}) already proposes exactly this "
+                "change; nothing was filed."
+            ) from exc
         if not result.changed:
             self.stdout.write(f"No changes: the live configuration already matches {path}.")
             return

@@ -62,8 +62,8 @@ def test_validate_config_of_a_missing_file(tmp_path):
 
 
 @pytest.mark.django_db
-def test_export_config_writes_stdout_or_a_file(write, tmp_path):
-    call("import_config", write(FULL_YAML))
+def test_export_config_writes_stdout_or_a_file(write, tmp_path, staff_user):
+    call("import_config", write(FULL_YAML), "--user", "ops")
     out, _ = call("export_config")
     target = tmp_path / "out.yaml"
     call("export_config", "-o", str(target))
@@ -72,11 +72,11 @@ def test_export_config_writes_stdout_or_a_file(write, tmp_path):
 
 
 @pytest.mark.django_db
-def test_export_then_import_through_the_commands_is_byte_identical(write, tmp_path):
-    call("import_config", str(DEMO_FILE))
+def test_export_then_import_through_the_commands_is_byte_identical(write, tmp_path, staff_user):
+    call("import_config", str(DEMO_FILE), "--user", "ops")
     target = tmp_path / "exported.yaml"
     call("export_config", "-o", str(target))
-    out, _ = call("import_config", str(target))
+    out, _ = call("import_config", str(target), "--user", "ops")
     assert out == f"No changes: the live configuration already matches {target}.\n"
     again, _ = call("export_config")
     assert again == target.read_text(encoding="utf-8")
@@ -95,14 +95,14 @@ def test_import_config_prints_the_diff_and_the_revision(write, staff_user):
     assert (revision.created_by, revision.reason) == (staff_user, "demo")
     assert Threshold.history.first().history_user == staff_user
 
-    out, _ = call("import_config", write(DEMO.replace("value: 0.65", "value: 0.6")))
+    out, _ = call("import_config", write(DEMO.replace("value: 0.65", "value: 0.6")), "--user", "ops")
     assert out.splitlines() == ["~ threshold min_confidence: value 0.65 → 0.6", "Applied 1 change(s) as revision 2."]
     assert ConfigRevision.objects.get(number=2).reason.startswith("import_config ")
-    assert ConfigRevision.objects.get(number=2).created_by is None
+    assert ConfigRevision.objects.get(number=2).created_by == staff_user
 
 
 @pytest.mark.django_db
-def test_import_config_dry_run_writes_nothing(write):
+def test_import_config_dry_run_writes_nothing(write, staff_user):
     before = db_state()
     out, _ = call("import_config", str(DEMO_FILE), "--dry-run")
     assert out.splitlines()[-1] == (
@@ -112,25 +112,25 @@ def test_import_config_dry_run_writes_nothing(write):
 
 
 @pytest.mark.django_db
-def test_import_config_of_an_invalid_file_fails_and_writes_nothing(write):
-    call("import_config", str(DEMO_FILE))
+def test_import_config_of_an_invalid_file_fails_and_writes_nothing(write, staff_user):
+    call("import_config", str(DEMO_FILE), "--user", "ops")
     before = db_state()
     path = write(DEMO.replace("outcome: refund_review", "outcome: refund"))
     err = io.StringIO()
     with pytest.raises(CommandError, match=r"1 problem\(s\) in .*; nothing was written\."):
-        call_command("import_config", path, stderr=err)
+        call_command("import_config", path, "--user", "ops", stderr=err)
     assert err.getvalue() == "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 98)\n"
     assert db_state() == before
 
 
 @pytest.mark.django_db
-def test_import_config_fails_with_exit_status_1(write):
+def test_import_config_fails_with_exit_status_1(write, staff_user):
     # execute_from_command_line would close the test's database connection; CommandError carries the
     # status the command line exits with.
     path = write(DEMO.replace("      - 投诉\n", "      - 投诉\n      - 投诉\n"))
     err = io.StringIO()
     with pytest.raises(CommandError) as exc:
-        call_command("import_config", path, stderr=err)
+        call_command("import_config", path, "--user", "ops", stderr=err)
     assert exc.value.returncode == 1
     assert err.getvalue() == "keyword_lists[0].terms[1]: '投诉' is listed twice (also at terms[0]) (line 37)\n"
     assert config_document()["points"] == []

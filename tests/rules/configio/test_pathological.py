@@ -183,11 +183,11 @@ def test_validate_config_lists_the_problem_and_exits_non_zero(tmp_path, capsys, 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", [HUGE, "[" * 5_000 + "]" * 5_000, '"\\0"', '"\\ud800"'])
-def test_import_config_refuses_and_writes_nothing(tmp_path, capsys, value):
+def test_import_config_refuses_and_writes_nothing(tmp_path, capsys, value, staff_user):
     path = tmp_path / "config.yaml"
     path.write_text(with_value(value), encoding="utf-8")
     with pytest.raises(CommandError, match="nothing was written"):
-        call_command("import_config", str(path))
+        call_command("import_config", str(path), "--user", "ops")
     assert "(line 4)" in capsys.readouterr().err
     with pytest.raises(ConfigError):
         config_import(text=with_value(value), source="t", actor=None, reason="t")

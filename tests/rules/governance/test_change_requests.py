@@ -27,6 +27,7 @@ from rules.services.change_requests import (
     change_request_acknowledge,
     change_request_approve,
     change_request_break_glass,
+    change_request_event_line,
     change_request_reject,
     change_request_schedule,
     change_request_update,
@@ -34,6 +35,7 @@ from rules.services.change_requests import (
     change_requests_apply_due,
     config_document_apply,
 )
+from tests.support import reviewed_digest
 
 from .conftest import make_user
 
@@ -88,7 +90,7 @@ def test_the_author_cannot_approve_whatever_their_groups(demo, db):
     both = make_user("both", "config_editors", "risk_approvers")
     request = _raise_limit(both)
     with pytest.raises(SelfApprovalForbidden):
-        change_request_approve(request=request, actor=both)
+        change_request_approve(request=request, digest=reviewed_digest(request), actor=both)
     assert ChangeRequest.objects.get(pk=request.pk).state == "pending"
 
 
@@ -96,7 +98,7 @@ def test_only_risk_approvers_approve_or_reject(demo, editor):
     request = _raise_limit(editor)
     other_editor = make_user("other_editor", "config_editors")
     with pytest.raises(PermissionDenied):
-        change_request_approve(request=request, actor=other_editor)
+        change_request_approve(request=request, digest=reviewed_digest(request), actor=other_editor)
     with pytest.raises(PermissionDenied):
         change_request_reject(request=request, actor=other_editor)
     assert _limit() == 500
@@ -104,7 +106,9 @@ def test_only_risk_approvers_approve_or_reject(demo, editor):
 
 def test_approval_applies_it_as_one_revision_whose_history_names_the_request(demo, editor, approver):
     request = _raise_limit(editor)
-    done = change_request_approve(request=request, actor=approver, reason="checked with finance")
+    done = change_request_approve(
+        request=request, digest=reviewed_digest(request), actor=approver, reason="checked with finance"
+    )
     assert (done.state, done.applied_revision) == ("applied", 2)
     assert _limit() == 1000
     revision = ConfigRevision.objects.get(number=2)
@@ -119,28 +123,30 @@ def test_approval_applies_it_as_one_revision_whose_history_names_the_request(dem
 def test_it_needs_as_many_approvals_as_the_setting_says(demo, editor, approver, approver2, settings):
     settings.ARBITER_REQUIRED_APPROVALS = 2
     request = _raise_limit(editor)
-    assert change_request_approve(request=request, actor=approver).state == "pending"
-    again = change_request_approve(request=request, actor=approver)  # the same person twice is one approval
+    assert change_request_approve(request=request, digest=reviewed_digest(request), actor=approver).state == "pending"
+    again = change_request_approve(
+        request=request, digest=reviewed_digest(request), actor=approver
+    )  # the same person twice is one approval
     assert (again.state, again.approvals.count(), _limit()) == ("pending", 1, 500)
-    assert change_request_approve(request=request, actor=approver2).state == "applied"
+    assert change_request_approve(request=request, digest=reviewed_digest(request), actor=approver2).state == "applied"
     assert _limit() == 1000
 
 
 def test_editing_a_pending_request_withdraws_its_approvals(demo, editor, approver, approver2, settings):
     settings.ARBITER_REQUIRED_APPROVALS = 2
     request = _raise_limit(editor)
-    change_request_approve(request=request, actor=approver)
+    change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)
     live = config_document()
     proposal = config_document_apply(live, request.changes)
     next(t for t in proposal["thresholds"] if t["key"] == "auto_refund_limit")["value"] = 800
     edited = change_request_update(request=request, document=proposal, actor=editor)
     assert edited.approvals.count() == 0
     assert edited.changes[0]["after"]["value"] == 800
-    assert edited.events.last().detail == "approvals withdrawn: approver"
+    assert change_request_event_line(edited.events.last())["detail"] == "approvals withdrawn: approver"
     with pytest.raises(PermissionDenied):
         change_request_update(request=edited, document=proposal, actor=approver)
-    change_request_approve(request=edited, actor=approver)
-    assert change_request_approve(request=edited, actor=approver2).state == "applied"
+    change_request_approve(request=edited, digest=reviewed_digest(edited), actor=approver)
+    assert change_request_approve(request=edited, digest=reviewed_digest(edited), actor=approver2).state == "applied"
     assert _limit() == 800
 
 
@@ -148,7 +154,7 @@ def test_reject_and_withdraw_end_a_request(demo, editor, approver):
     rejected = change_request_reject(request=_raise_limit(editor), actor=approver, reason="too much")
     assert rejected.state == "rejected"
     with pytest.raises(NotPending):
-        change_request_approve(request=rejected, actor=approver)
+        change_request_approve(request=rejected, digest=reviewed_digest(rejected), actor=approver)
     withdrawn_request = _raise_limit(editor, "900")
     with pytest.raises(PermissionDenied):
         change_request_withdraw(request=withdrawn_request, actor=approver)
@@ -160,12 +166,12 @@ def test_a_request_is_superseded_when_a_record_it_touches_changes_first(demo, ed
     first = _raise_limit(editor, "1000")
     second = _raise_limit(editor, "2000")
     assert [r.pk for r in change_requests_touching(kind="threshold", key="auto_refund_limit")] == [first.pk, second.pk]
-    change_request_approve(request=second, actor=approver)
+    change_request_approve(request=second, digest=reviewed_digest(second), actor=approver)
     first.refresh_from_db()
     assert first.state == "superseded"
     assert first.superseded_by == {"record": "threshold auto_refund_limit", "revision": 2}
     with pytest.raises(ChangeRequestSuperseded):
-        change_request_approve(request=first, actor=approver)
+        change_request_approve(request=first, digest=reviewed_digest(first), actor=approver)
     assert _limit() == 2000
 
 
@@ -175,17 +181,19 @@ def test_a_request_about_other_records_is_not_superseded(demo, editor, approver)
     rule.mode = "shadow"
     with pytest.raises(ApprovalRequired) as held:
         records.rule_save(rule=rule, actor=editor, reason="trial")
-    change_request_approve(request=held.value.change_request, actor=approver)
+    change_request_approve(
+        request=held.value.change_request, digest=reviewed_digest(held.value.change_request), actor=approver
+    )
     limit.refresh_from_db()
     assert limit.state == "pending"
-    assert change_request_approve(request=limit, actor=approver).state == "applied"
+    assert change_request_approve(request=limit, digest=reviewed_digest(limit), actor=approver).state == "applied"
 
 
 def test_a_scheduled_request_applies_on_time(demo, editor, approver):
     request = _raise_limit(editor)
     soon = timezone.now() + dt.timedelta(hours=1)
     change_request_schedule(request=request, actor=editor, apply_at=soon)
-    approved = change_request_approve(request=request, actor=approver)
+    approved = change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)
     assert approved.state == "approved" and _limit() == 500
     assert change_requests_apply_due(now=soon - dt.timedelta(seconds=1)) == []
     assert change_requests_apply_due(now=soon) == [request.pk]
@@ -196,8 +204,9 @@ def test_a_scheduled_request_applies_on_time(demo, editor, approver):
 def test_a_scheduled_request_superseded_before_its_time_is_not_applied(demo, editor, approver):
     request = _raise_limit(editor)
     change_request_schedule(request=request, actor=editor, apply_at=timezone.now() + dt.timedelta(hours=1))
-    change_request_approve(request=request, actor=approver)
-    change_request_approve(request=_raise_limit(editor, "600"), actor=approver)
+    change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)
+    second = _raise_limit(editor, "600")
+    change_request_approve(request=second, digest=reviewed_digest(second), actor=approver)
     assert change_requests_apply_due(now=timezone.now() + dt.timedelta(hours=2)) == []
     assert ChangeRequest.objects.get(pk=request.pk).state == "superseded"
     assert _limit() == 600
@@ -225,7 +234,7 @@ def test_the_admin_index_counts_what_waits_for_each_approver(demo, editor, appro
     request = _raise_limit(editor)
     assert list(change_requests_waiting_for(user=approver)) == [request]
     assert list(change_requests_waiting_for(user=editor)) == []
-    change_request_approve(request=request, actor=approver)
+    change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)
     assert list(change_requests_waiting_for(user=approver2)) == []  # applied
 
 

@@ -20,6 +20,7 @@ from rules.services.change_requests import change_request_approve
 from rules.services.decide import DecideRequest
 from rules.services.impact import change_request_impact_run
 from rules.services.regressions import regression_case_pin, regressions_check
+from tests.support import reviewed_digest
 
 from .conftest import make_user
 
@@ -90,8 +91,10 @@ def test_a_request_that_breaks_a_pinned_case_needs_an_override_reason(bot, edito
         {"id": case.pk, "point": "refund_approval", "expected": "human_handoff", "got": "auto_approve"}
     ]
     with pytest.raises(OverrideReasonRequired):
-        change_request_approve(request=request, actor=approver)
-    done = change_request_approve(request=request, actor=approver, override_reason="the limit moved on purpose")
+        change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)
+    done = change_request_approve(
+        request=request, digest=reviewed_digest(request), actor=approver, override_reason="the limit moved on purpose"
+    )
     assert done.state == "applied" and done.override_reason == "the limit moved on purpose"
 
 
@@ -159,3 +162,31 @@ def test_a_decision_is_pinned_from_its_page_in_the_admin(bot, editor, client):
     approver_only = make_user("reader", "risk_approvers")
     client.force_login(approver_only)
     assert client.post(reverse("admin:rules_decisionrecord_pin", args=[record.pk])).status_code == 403
+
+
+def test_a_preview_of_the_change_before_an_edit_never_stands_for_the_edited_one(bot, editor, approver, monkeypatch):
+    # The author edits while the first preview is still replaying; the edit's own preview finishes
+    # first. The first one's result — no broken case — must not replace the edited change's.
+    from rules.selectors import config_document
+    from rules.services import impact as impact_module
+    from rules.services.change_requests import change_request_update, config_document_apply
+
+    case = regression_case_pin(record=_refund(bot, 600), actor=editor, note="600 must go to a person")
+    request = _propose_limit(editor, "550")  # 600 still goes to a person: breaks nothing
+    real_compute = impact_module.impact_compute
+
+    def edited_meanwhile(**kwargs):
+        monkeypatch.setattr(impact_module, "impact_compute", real_compute)
+        proposal = config_document_apply(config_document(), request.changes)
+        next(t for t in proposal["thresholds"] if t["key"] == "auto_refund_limit")["value"] = 750
+        change_request_update(request=request, document=proposal, actor=editor)
+        assert [c["id"] for c in change_request_impact_run(request_id=request.pk)["broken_cases"]] == [case.pk]
+        return real_compute(**kwargs)
+
+    monkeypatch.setattr(impact_module, "impact_compute", edited_meanwhile)
+    first = change_request_impact_run(request_id=request.pk)
+    assert first["broken_cases"] == []  # what the first run found, about 550
+    stored = ChangeRequest.objects.get(pk=request.pk)
+    assert [c["id"] for c in stored.impact["broken_cases"]] == [case.pk]
+    with pytest.raises(OverrideReasonRequired):
+        change_request_approve(request=request, digest=reviewed_digest(request), actor=approver)

@@ -16,6 +16,7 @@ from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
 from rules.services import records
 from rules.services.tokens import staff_token_create
 from tests.rules.test_admin import form_data
+from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT, make_user
 
@@ -97,7 +98,9 @@ def test_reverting_a_high_risk_threshold_from_its_history_waits_too(demo, editor
 
     with pytest.raises(ApprovalRequired) as held:
         records.threshold_save(threshold=threshold, actor=editor, reason="raise")
-    change_request_approve(request=held.value.change_request, actor=approver)
+    change_request_approve(
+        request=held.value.change_request, digest=reviewed_digest(held.value.change_request), actor=approver
+    )
     url = reverse("admin:rules_threshold_simple_history", args=[threshold.pk, original.history_id])
     response = editor_client.post(url, form_data(editor_client.get(url)))
     revert = ChangeRequest.objects.exclude(pk=held.value.change_request.pk).get()
@@ -143,7 +146,10 @@ def test_the_request_page_gives_each_person_their_buttons(demo, editor, approver
     assert 'id="approve-form"' in theirs and 'id="withdraw-form"' not in theirs
     index = client.get(reverse("admin:index")).content.decode()
     assert re.search(r'id="waiting-for-you"><a [^>]+>1 waiting for your approval', index)
-    response = client.post(reverse("admin:rules_changerequest_act", args=[request.pk]), {"action": "approve"})
+    shown = re.search(r'name="digest" value="([0-9a-f]{64})"', theirs).group(1)
+    response = client.post(
+        reverse("admin:rules_changerequest_act", args=[request.pk]), {"action": "approve", "digest": shown}
+    )
     assert response.status_code == 302 and _limit() == 700
     # The author's own approve button does not exist; a forged post is refused by the service.
     client.force_login(editor)
@@ -152,7 +158,8 @@ def test_the_request_page_gives_each_person_their_buttons(demo, editor, approver
     with pytest.raises(ApprovalRequired) as again:
         records.threshold_save(threshold=threshold, actor=editor, reason="again")
     act = reverse("admin:rules_changerequest_act", args=[again.value.change_request.pk])
-    page = client.post(act, {"action": "approve"}, follow=True).content.decode()
+    forged = {"action": "approve", "digest": reviewed_digest(again.value.change_request)}
+    page = client.post(act, forged, follow=True).content.decode()
     assert "The author of a change request cannot approve it." in page
     assert _limit() == 700
 
@@ -197,12 +204,17 @@ def test_approving_over_the_api_follows_the_four_eyes_rules(demo, editor, approv
     request_id = editor_api.post(
         "/api/v1/change-requests", {"reason": "raise", "config": RAISED}, format="json"
     ).json()["id"]
-    own = editor_api.post(f"/api/v1/change-requests/{request_id}/approve", {}, format="json")
+    digest = editor_api.get(f"/api/v1/change-requests/{request_id}").json()["digest"]
+    own = editor_api.post(f"/api/v1/change-requests/{request_id}/approve", {"digest": digest}, format="json")
     assert (own.status_code, own.json()["code"]) == (403, "self_approval_forbidden")
     other_editor = make_user("other", "config_editors")
-    denied = _client(other_editor).post(f"/api/v1/change-requests/{request_id}/approve")
+    denied = _client(other_editor).post(
+        f"/api/v1/change-requests/{request_id}/approve", {"digest": digest}, format="json"
+    )
     assert (denied.status_code, denied.json()["code"]) == (403, "permission_denied")
-    done = approver_api.post(f"/api/v1/change-requests/{request_id}/approve", {"reason": "ok"}, format="json")
+    done = approver_api.post(
+        f"/api/v1/change-requests/{request_id}/approve", {"reason": "ok", "digest": digest}, format="json"
+    )
     assert done.status_code == 200 and done.json()["state"] == "applied" and done.json()["applied_revision"] == 2
     assert [a["user"] for a in done.json()["approvals"]] == ["approver"]
     again = approver_api.post(f"/api/v1/change-requests/{request_id}/reject")
@@ -220,8 +232,12 @@ def test_withdraw_and_superseded_over_the_api(demo, editor, approver):
     second = editor_api.post("/api/v1/change-requests", {"reason": "b", "config": second_text}, format="json").json()[
         "id"
     ]
-    assert approver_api.post(f"/api/v1/change-requests/{second}/approve").json()["state"] == "applied"
-    stale = approver_api.post(f"/api/v1/change-requests/{first}/approve")
+    approve = {"digest": approver_api.get(f"/api/v1/change-requests/{second}").json()["digest"]}
+    assert approver_api.post(f"/api/v1/change-requests/{second}/approve", approve, format="json").json()["state"] == (
+        "applied"
+    )
+    approve = {"digest": approver_api.get(f"/api/v1/change-requests/{first}").json()["digest"]}
+    stale = approver_api.post(f"/api/v1/change-requests/{first}/approve", approve, format="json")
     assert (stale.status_code, stale.json()["code"]) == (409, "change_request_superseded")
     assert stale.json()["superseded_by"] == {"record": "threshold auto_refund_limit", "revision": 2}
     third = editor_api.post("/api/v1/change-requests", {"reason": "c", "config": RAISED}, format="json").json()["id"]

@@ -22,6 +22,7 @@ from rules.services import records
 from rules.services.change_requests import change_request_approve, change_request_schedule
 from rules.tasks import change_requests_apply_due
 from tests.rules.test_worker import WAIT_SECONDS, _result_backend_url, worker  # noqa: F401 - the fixture
+from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT, make_user
 
@@ -37,7 +38,7 @@ def _approved_for_the_past():
         records.threshold_save(threshold=threshold, actor=editor, reason="night change")
     request = held.value.change_request
     change_request_schedule(request=request, actor=editor, apply_at=timezone.now() + dt.timedelta(seconds=1))
-    assert change_request_approve(request=request, actor=approver).state == "approved"
+    assert change_request_approve(request=request, digest=reviewed_digest(request), actor=approver).state == "approved"
     ChangeRequest.objects.filter(pk=request.pk).update(apply_at=timezone.now() - dt.timedelta(seconds=1))
     return request
 

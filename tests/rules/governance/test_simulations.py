@@ -12,6 +12,7 @@ from rules.configio.validate import config_from_yaml
 from rules.models import ChangeRequestState
 from rules.services.change_requests import change_request_approve, change_request_propose
 from rules.services.tokens import staff_token_create
+from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT
 
@@ -32,7 +33,7 @@ def staff(editor) -> APIClient:
 def history(demo, editor, approver):
     """Revision 1: the demo (limit 500). Revision 2: limit 1000 (approved). Pending: limit 99999."""
     raised = change_request_propose(document=config_from_yaml(LIMIT_1000), actor=editor, reason="raise")
-    applied = change_request_approve(request=raised, actor=approver, reason="ok")
+    applied = change_request_approve(request=raised, digest=reviewed_digest(raised), actor=approver, reason="ok")
     assert applied.state == ChangeRequestState.APPLIED
     pending = change_request_propose(document=config_from_yaml(LIMIT_99999), actor=editor, reason="raise more")
     assert pending.state == ChangeRequestState.PENDING
@@ -126,7 +127,9 @@ def test_refusals(staff, history, approver):
     assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown_point")
     wrong_fact = simulate(staff, point="refund_approval", facts={"refund_amount": "many"})
     assert (wrong_fact.status_code, wrong_fact.json()["code"]) == (422, "invalid_request")
-    change_request_approve(request=history, actor=approver, reason="ok")  # applied: no longer open
+    change_request_approve(
+        request=history, digest=reviewed_digest(history), actor=approver, reason="ok"
+    )  # applied: no longer open
     closed = simulate(staff, **refund(1, change_request=history.pk))
     assert (closed.status_code, closed.json()["code"]) == (409, "not_pending")
 
