@@ -101,6 +101,9 @@ ALLOWED_HOSTS = [h.strip() for h in _str("ALLOWED_HOSTS", "").split(",") if h.st
 CSRF_TRUSTED_ORIGINS = [h.strip() for h in _str("CSRF_TRUSTED_ORIGINS", "").split(",") if h.strip()]
 
 CELERY_BROKER_URL = _str("CELERY_BROKER_URL")
+# The broker setting when the environment names none (tasks then run in-process): kombu's in-memory
+# transport, named with a host, as kombu warns "No hostname was supplied" about a bare "memory://".
+IN_PROCESS_BROKER_URL = "memory://localhost/"
 CELERY_RESULT_BACKEND = _str("CELERY_RESULT_BACKEND")
 # Redis broker: a task taken by a worker that died without acknowledging it (late acknowledgement) is
 # handed out again this many seconds after it was taken. Longer than the longest task, or a task still

@@ -20,6 +20,7 @@ from django.dispatch import Signal
 from django.http import HttpRequest, HttpResponse
 
 from decision_service.api.errors import PROBLEM_CONTENT_TYPE
+from decision_service.env import IN_PROCESS_BROKER_URL
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ logger = logging.getLogger(__name__)
 readiness_checking = Signal()
 
 BROKER_TIMEOUT_SECONDS = 2.0
-NOT_CONFIGURED = "memory://"  # CELERY_BROKER_URL's setting when the environment names no broker
+NOT_CONFIGURED = IN_PROCESS_BROKER_URL  # CELERY_BROKER_URL's setting when the environment names no broker
 
 
 def database_check() -> tuple[bool, str]:

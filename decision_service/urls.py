@@ -17,6 +17,8 @@ admin.site.site_header = "Arbiter"
 admin.site.site_title = "Arbiter"
 admin.site.index_title = _("Decision rules, thresholds and agents")
 admin.site.index_template = "admin/arbiter/index.html"
+# Arbiter has no public site: without this the header's "View site" leads to a 404.
+admin.site.site_url = None
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -3,20 +3,26 @@ compact cells that fit a laptop's screen (the full value stays in a ``title`` an
 
 Every date-time goes through ``when`` (or the ``when`` template filter, built on it), which writes it
 in the active language's ``DATETIME_FORMAT`` (``decision_service/formats``: ``2026-12-01 03:10:32 UTC``)
-in the current time zone; nothing else calls ``strftime`` for display. Long keys and ids are left as
-they are (``static/arbiter/admin/lists.css`` lets their columns wrap anywhere): the text stays whole.
+in the current time zone; nothing else calls ``strftime`` for display. Long keys and ids are left
+whole; a list's cells may break a key after its underscores (``break_after_underscores``, applied to
+every list by ``templates/admin/change_list_results.html``), never inside a word.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
+from django.utils.translation import gettext
 
 NONE = "—"
+# The text between two tags of a rendered cell (never inside a tag: attributes and URLs stay as they are).
+_TEXT_BETWEEN_TAGS = re.compile(r"(?<=>)[^<>]+(?=<|$)|^[^<>]+(?=<|$)")
+_FORM_FIELD = re.compile(r"<(textarea|select|input|script|style)\b", re.IGNORECASE)
 
 
 def moment(value: dt.datetime | str | None) -> dt.datetime | None:
@@ -73,3 +79,21 @@ def summary_cell(text: object, *, chars: int) -> SafeString:
     if short == value:
         return format_html('<span class="arbiter-summary">{}</span>', value)
     return format_html('<span class="arbiter-summary" title="{}">{}</span>', value, short)
+
+
+def break_after_underscores(html: str) -> SafeString:
+    """Rendered, escaped cell HTML with a ``<wbr>`` after every underscore of its text, so that
+    ``low_confidence`` wraps as ``low_`` / ``confidence`` and never as ``low_confide`` / ``nce``."""
+    html = str(html)
+    if _FORM_FIELD.search(html):
+        return SafeString(html)  # an editable cell: a textarea's text is its value, left untouched
+    return SafeString(_TEXT_BETWEEN_TAGS.sub(lambda m: m.group(0).replace("_", "_<wbr>"), html))
+
+
+def flag_cell(flag: bool) -> SafeString:
+    """A yes/no column where "yes" is the exception worth seeing (a decision whose candidate was overridden):
+    a mark on those rows only, a neutral dash on the others. Django's boolean icons would put a red ✗ on
+    every normal row."""
+    if flag:
+        return format_html('<strong class="arbiter-flag">{}</strong>', gettext("yes"))
+    return format_html('<span class="arbiter-flag-no" title="{}">{}</span>', gettext("no"), NONE)

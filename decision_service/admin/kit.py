@@ -46,6 +46,7 @@ REVERT_REASON = "Reverted in admin to an earlier version"
 REFUSALS = (ValidationError, DomainError)
 _REFUSAL_ATTR = "_arbiter_refusal"
 _DEFAULT_REASON_ATTR = "_arbiter_default_reason"
+_HELD_MESSAGES_ATTR = "_arbiter_held_messages"
 
 
 def reason_from(request: HttpRequest, default: str | None = None) -> str:
@@ -117,6 +118,23 @@ def inline_problems(
         )
         problems = [(None, could_not % {"record": obj, "problem": message}) for _, message in problems]
     return {index: problems}
+
+
+@contextmanager
+def messages_held(request: HttpRequest) -> Iterator[None]:
+    """Keep what Django's views say while a submission runs ("… was changed successfully.") until it is
+    known to have happened: the change is settled only when its scope closes, and a scope that ends
+    with ``Deferred`` (or a refusal) changed nothing, so those messages would be untrue. Only the
+    ``AuditedAdmin.message_user`` of the kit's admins is held."""
+    held: list[tuple[Any, ...]] = []
+    setattr(request, _HELD_MESSAGES_ATTR, held)
+    try:
+        yield
+    finally:
+        delattr(request, _HELD_MESSAGES_ATTR)
+    # Reached only when the block did not raise.
+    for message, level, extra_tags, fail_silently in held:
+        messages.add_message(request, level, message, extra_tags=extra_tags, fail_silently=fail_silently)
 
 
 class AuditedInlineFormSet(BaseInlineFormSet):
@@ -194,6 +212,20 @@ class AuditedAdmin(SimpleHistoryAdmin):
         self.message_user(request, deferred.detail, messages.WARNING)
         opts = self.model._meta
         return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+
+    def message_user(
+        self,
+        request: HttpRequest,
+        message: Any,
+        level: int = messages.INFO,
+        extra_tags: str = "",
+        fail_silently: bool = False,
+    ) -> None:
+        held = getattr(request, _HELD_MESSAGES_ATTR, None)
+        if held is None:
+            super().message_user(request, message, level, extra_tags, fail_silently)
+        else:
+            held.append((message, level, extra_tags, fail_silently))
 
     # --- presentation --------------------------------------------------------------------------------
 
@@ -307,7 +339,10 @@ class AuditedAdmin(SimpleHistoryAdmin):
         if request.method != "POST":
             return super().delete_view(request, object_id, extra_context)
         try:
-            with self.change_scope(actor=actor_of(request), reason=reason_from(request, DELETE_REASON)):
+            with (
+                messages_held(request),
+                self.change_scope(actor=actor_of(request), reason=reason_from(request, DELETE_REASON)),
+            ):
                 return super().delete_view(request, object_id, extra_context)
         except Deferred as deferred:
             return self.deferred_response(request, deferred)
@@ -321,7 +356,7 @@ class AuditedAdmin(SimpleHistoryAdmin):
             return view()
         setattr(request, _DEFAULT_REASON_ATTR, default_reason)
         try:
-            with self.change_scope(actor=actor_of(request), reason=reason_from(request)):
+            with messages_held(request), self.change_scope(actor=actor_of(request), reason=reason_from(request)):
                 return view()
         except Deferred as deferred:
             return self.deferred_response(request, deferred)
@@ -353,7 +388,10 @@ def delete_selected_audited(modeladmin: AuditedAdmin, request: HttpRequest, quer
     if not request.POST.get("post"):
         return delete_selected(modeladmin, request, queryset)
     try:
-        with modeladmin.change_scope(actor=actor_of(request), reason=reason_from(request, DELETE_REASON)):
+        with (
+            messages_held(request),
+            modeladmin.change_scope(actor=actor_of(request), reason=reason_from(request, DELETE_REASON)),
+        ):
             return delete_selected(modeladmin, request, queryset)
     except Deferred as deferred:
         return modeladmin.deferred_response(request, deferred)

@@ -109,7 +109,7 @@ REST_FRAMEWORK = {
 }
 
 # Celery: with no broker configured, tasks run in-process so a new checkout needs nothing installed.
-CELERY_BROKER_URL = env.CELERY_BROKER_URL or "memory://"
+CELERY_BROKER_URL = env.CELERY_BROKER_URL or env.IN_PROCESS_BROKER_URL
 CELERY_RESULT_BACKEND = env.CELERY_RESULT_BACKEND or None
 CELERY_TASK_ALWAYS_EAGER = not env.CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -149,7 +149,7 @@ ARBITER_BASE_URL = env.ARBITER_BASE_URL
 EMAIL_BACKEND = (
     "django.core.mail.backends.smtp.EmailBackend"
     if env.EMAIL_HOST
-    else "django.core.mail.backends.console.EmailBackend"
+    else "decision_service.mail.LogEmailBackend"  # one log line a message (decision_service/mail.py)
 )
 EMAIL_HOST = env.EMAIL_HOST or "localhost"
 EMAIL_PORT = env.EMAIL_PORT
@@ -179,6 +179,12 @@ ARBITER_METRICS_TOKEN = env.ARBITER_METRICS_TOKEN
 
 def logging_config(log_format: str) -> dict[str, object]:
     """Everything to the console (stderr), one line a record: "json" for log collectors, or "plain"."""
+    loggers: dict[str, object] = {}
+    if CELERY_TASK_ALWAYS_EAGER:
+        # Tasks run inside the caller (a request, a management command): Celery's "Task … succeeded in
+        # …s: <its whole result>" would be printed in front of the caller's own output. Failures still
+        # propagate to the caller (CELERY_TASK_EAGER_PROPAGATES). A worker keeps Celery's lines.
+        loggers["celery.app.trace"] = {"level": "WARNING"}
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -191,6 +197,7 @@ def logging_config(log_format: str) -> dict[str, object]:
         },
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": log_format}},
         "root": {"handlers": ["console"], "level": env.LOG_LEVEL},
+        "loggers": loggers,
     }
 
 

@@ -20,3 +20,9 @@ def when(value: object) -> str:
 def when_cell(value: object) -> str:
     """``when`` as a ``<time>`` whose date may wrap onto its own line in a narrow column."""
     return display.when_cell(value)  # type: ignore[arg-type]
+
+
+@register.filter(name="break_after_underscores")
+def break_after_underscores(value: object) -> str:
+    """A list cell's HTML that may wrap after the underscores of its keys, not inside their words."""
+    return display.break_after_underscores(str(value))

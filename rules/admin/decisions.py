@@ -28,7 +28,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from decision_service.admin.display import key_cell, summary_cell, when_cell
+from decision_service.admin.display import flag_cell, key_cell, summary_cell, when_cell
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of
 from rules.admin.simulator import simulator_view
 from rules.engine import Decision
@@ -296,7 +296,7 @@ class DecisionRecordAdmin(SessionLogAdmin):
         "ruled_by",
         "winning_rule",
         "candidate",
-        "overridden",
+        "overridden_mark",
         "agent_label",
         "session",
         "revision",
@@ -367,6 +367,10 @@ class DecisionRecordAdmin(SessionLogAdmin):
         if obj.candidate_confidence is None:
             return obj.candidate_decision
         return f"{obj.candidate_decision} ({obj.candidate_confidence:.2f})"
+
+    @admin.display(description=_("overridden"))
+    def overridden_mark(self, obj: DecisionRecord) -> str:
+        return flag_cell(obj.overridden)
 
     @admin.display(description=_("agent"), ordering="agent_name")
     def agent_label(self, obj: DecisionRecord) -> str:

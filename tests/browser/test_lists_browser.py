@@ -50,7 +50,7 @@ LISTS: dict[str, tuple[str, ...]] = {
         "ruled_by",
         "winning_rule",
         "candidate",
-        "overridden",
+        "overridden_mark",
         "agent_label",
         "session",
         "revision",

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import io
+import re
 from decimal import Decimal
 
 import pytest
-from django.core.management import call_command
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 
-from rules.models import ConfigRevision, Threshold
+from rules.errors import ApprovalRequired
+from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, Threshold
 from rules.services import records
 
 pytestmark = pytest.mark.django_db
@@ -34,3 +37,46 @@ def test_demo_setup_loads_once_then_keeps_operators_changes_until_reset():
     run("--reset")
     assert Threshold.objects.get(key="min_confidence").value == Decimal("0.65")
     assert run().count("already loaded") == 1
+
+
+def _password(output: str, username: str) -> str:
+    [password] = re.findall(rf"user {username}  password (\S+)", output)
+    return password
+
+
+def test_demo_setup_prints_a_second_person_who_approves():
+    output = run()
+    approver = get_user_model().objects.get(username="approver")
+    assert approver.check_password(_password(output, "approver"))
+    assert approver.is_staff and not approver.is_superuser
+    assert approver.has_perm("rules.approve_changerequest")
+    assert list(approver.groups.values_list("name", flat=True)) == ["risk_approvers"]
+    # Run again: the same two accounts, fresh passwords.
+    again = run()
+    approver.refresh_from_db()
+    assert approver.check_password(_password(again, "approver"))
+    assert get_user_model().objects.filter(username__in=["admin", "approver"]).count() == 2
+
+
+@pytest.mark.governed
+def test_reset_withdraws_the_admins_open_requests_and_leaves_the_approver_one_to_approve():
+    run()
+    admin = get_user_model().objects.get(username="admin")
+    limit = Threshold.objects.get(key="auto_refund_limit")
+    limit.value = Decimal("900")
+    with pytest.raises(ApprovalRequired) as waiting:
+        records.threshold_save(threshold=limit, actor=admin, reason="raise the limit")
+    stale = waiting.value.change_request
+
+    output = run("--reset")
+    stale.refresh_from_db()
+    assert stale.state == "withdrawn"
+    assert f"Withdrew change request {stale.pk}" in output
+    # Nothing high-risk was applied, so putting the demo back changes nothing and nothing waits.
+    assert list(ChangeRequest.objects.filter(state__in=OPEN_STATES)) == []
+    assert "already loaded" in output or "loaded as revision" in output
+
+
+def test_demo_setup_refuses_one_account_for_both_roles():
+    with pytest.raises(CommandError, match="another account"):
+        run("--approver", "admin")
