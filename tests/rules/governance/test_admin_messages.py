@@ -15,6 +15,7 @@ from rules.models import ChangeRequest, KeywordList, Threshold
 from rules.services import records
 from rules.services.change_requests import change_request_approve
 from tests.rules.test_admin import form_data
+from tests.support import reviewed_digest
 
 pytestmark = pytest.mark.governed
 
@@ -52,6 +53,7 @@ def test_a_revert_from_the_history_says_only_that_it_waits(demo, editor, approve
     threshold.value = Decimal("800")
     with pytest.raises(ApprovalRequired) as held:
         records.threshold_save(threshold=threshold, actor=editor, reason="raise")
-    change_request_approve(request=held.value.change_request, actor=approver)
+    pending = held.value.change_request
+    change_request_approve(request=pending, actor=approver, digest=reviewed_digest(pending))
     url = reverse("admin:rules_threshold_simple_history", args=[threshold.pk, original.history_id])
     _only_waiting(editor_client.post(url, form_data(editor_client.get(url)), follow=True))
