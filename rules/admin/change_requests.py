@@ -26,6 +26,7 @@ from rules.configio.diff import show
 from rules.configio.export import document_yaml
 from rules.configio.validate import config_from_yaml
 from rules.models import ChangeRequest, ChangeRequestState
+from rules.risk import risk_reason_text
 from rules.selectors import config_document
 from rules.services.change_requests import (
     APPROVE_PERMISSION,
@@ -223,7 +224,7 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
             {"record": r.record, "field": r.field, "before": show(r.before), "after": show(r.after)}
             for r in change_request_diff(obj)
         ],
-        "risks": obj.risks,
+        "risks": [{"record": r.get("record", ""), "why": risk_reason_text(r)} for r in obj.risks],
         "approvals": list(obj.approvals.select_related("user")),
         "required": change_request_approvals_required(),
         "events": list(obj.events.all()),

@@ -163,8 +163,8 @@ def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str
     }
 
 
-def _risks_document(risks: Iterable[RiskReason]) -> list[dict[str, str]]:
-    return [{"record": r.record, "why": r.why} for r in risks]
+def _risks_document(risks: Iterable[RiskReason]) -> list[dict[str, Any]]:
+    return [r.document() for r in risks]  # with its message id, so the admin renders it in its reader's language
 
 
 # --- who may do what -----------------------------------------------------------------------------------

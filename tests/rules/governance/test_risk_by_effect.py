@@ -1,0 +1,159 @@
+"""Issue 20, item 4: low-risk edits that outrank a high-risk rule, or change what it reads, must not apply
+at once. Each attack of the issue, through the real gate, on the after-sales demo; then the live decision
+is checked over the agent API: the high-risk rule still decides."""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+
+import pytest
+
+from rules.configio.apply import config_apply
+from rules.errors import ApprovalRequired
+from rules.models import ChangeRequest, ConfigRevision, KeywordList, Rule, Threshold
+from rules.selectors import config_document
+from rules.services import records
+from tests.rules.api.conftest import decide
+from tests.support import agent_api
+
+from .conftest import DEMO_TEXT
+
+pytestmark = pytest.mark.governed
+
+ASKS_A_PERSON = {
+    "point": "intent_routing",
+    "input": "我想问一下",
+    "candidate": {"decision": "human_handoff", "confidence": 0.95},
+}
+
+
+def _routing(doc):
+    return next(p for p in doc["points"] if p["key"] == "intent_routing")
+
+
+def _rule(doc, point_key, key):
+    point = next(p for p in doc["points"] if p["key"] == point_key)
+    return next(r for r in point["rules"] if r["key"] == key)
+
+
+def _held(document, editor):
+    """Apply ``document`` as one change; it must become a pending request and leave revision 1 live."""
+    result = config_apply(document=document, actor=editor, reason="tune")
+    assert result.change_request is not None, "applied at once"
+    assert result.change_request.state == "pending"
+    assert ConfigRevision.objects.count() == 1
+    return result.change_request
+
+
+def test_adding_a_term_to_a_list_a_rule_ahead_of_a_risk_rule_uses_waits_for_approval(demo, editor):
+    client = agent_api()
+    assert decide(client, ASKS_A_PERSON).json()["decision"] == "human_handoff"
+    refund_words = KeywordList.objects.get(key="refund_triggers")
+    with pytest.raises(ApprovalRequired) as held:
+        records.keyword_terms_add(keyword_list=refund_words, terms=["我"], actor=editor, reason="more refunds")
+    assert held.value.change_request.risks[0]["record"] == "keyword list refund_triggers"
+    assert (
+        "decides before the high-risk rule intent_routing.candidate_not_whitelisted"
+        in (held.value.change_request.risks[0]["why"])
+    )
+    body = decide(client, ASKS_A_PERSON).json()
+    assert (body["decision"], body["rule"]["key"]) == ("human_handoff", "candidate_not_whitelisted")
+
+
+def test_a_new_threshold_and_an_edit_of_a_rule_ahead_of_a_risk_rule_wait_for_approval(demo, editor):
+    client = agent_api()
+    document = config_document()
+    document["thresholds"].append({"key": "everything", "value": 2, "min": 0, "max": 2, "high_risk": False})
+    low = _rule(document, "intent_routing", "low_confidence")
+    low["conditions"] = [{"candidate_confidence_below": "everything"}]
+    low["outcome"] = "general_query"
+    request = _held(document, editor)
+    assert [(r["record"], r["why"]) for r in request.risks] == [
+        (
+            "rule intent_routing.low_confidence",
+            "changes conditions, outcome of a rule that decides before the high-risk rule "
+            "intent_routing.candidate_not_whitelisted",
+        )
+    ]
+    assert not Threshold.objects.filter(key="everything").exists()
+    assert decide(client, ASKS_A_PERSON).json()["decision"] == "human_handoff"
+
+
+def test_raising_an_unflagged_threshold_an_approved_risk_rule_reads_waits_for_approval(db, editor):
+    # The first configuration (applies directly): the demo plus an unflagged hard cap read by a risk rule.
+    from rules.configio.validate import config_from_yaml
+
+    first = config_from_yaml(DEMO_TEXT)
+    first["thresholds"].append({"key": "hard_cap", "value": 10000, "min": 0, "max": 10**9, "high_risk": False})
+    refunds = next(p for p in first["points"] if p["key"] == "refund_approval")
+    refunds["rules"].append(
+        {
+            "key": "over_hard_cap",
+            "priority": 5,
+            "category": "risk",
+            "match": "all",
+            "mode": "enforce",
+            "outcome": "human_handoff",
+            "conditions": [{"fact": "refund_amount", "op": ">", "threshold": "hard_cap"}],
+        }
+    )
+    assert config_apply(document=first, actor=editor, reason="first").revision == 1
+    cap = Threshold.objects.get(key="hard_cap")
+    cap.value = Decimal(10**9)
+    with pytest.raises(ApprovalRequired) as held:
+        records.threshold_save(threshold=cap, actor=editor, reason="no cap")
+    assert [(r["record"], r["why"]) for r in held.value.change_request.risks] == [
+        ("threshold hard_cap", "changes value of a threshold the high-risk rule refund_approval.over_hard_cap uses")
+    ]
+    assert Threshold.objects.get(key="hard_cap").value == 10000
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda d: _routing(d).__setitem__("when_no_candidate", "default"), "changes the point's when_no_candidate"),
+        (
+            lambda d: next(p for p in d["points"] if p["key"] == "refund_approval")["facts"].__setitem__(
+                "refund_amount", "string"
+            ),
+            "changes the type of the fact refund_amount",
+        ),
+        (
+            lambda d: next(m for m in d["machines"] if m["key"] == "change_address")["actions"].__setitem__(
+                "executing", ["change_address", "refund"]
+            ),
+            "changes the machine's actions",
+        ),
+    ],
+)
+def test_what_decides_around_the_rules_waits_for_approval(demo, editor, edit, why):
+    document = config_document()
+    edit(document)
+    if "refund_amount" in str(why):
+        # A number compared with > cannot be a string fact: the rule goes too (it is high-risk itself).
+        next(p for p in document["points"] if p["key"] == "refund_approval")["rules"] = []
+    assert why in [r["why"] for r in _held(document, editor).risks]
+
+
+def test_a_low_risk_change_still_applies_at_once(demo, editor):
+    document = config_document()
+    document["thresholds"].append({"key": "unused", "value": 3, "high_risk": False})
+    document["keyword_lists"].append({"key": "thanks", "match": "substring", "terms": ["谢谢"]})
+    _rule(document, "intent_routing", "refund_trigger")["description"] = "Money back is reviewed."
+    result = config_apply(document=document, actor=editor, reason="tidy")
+    assert result.change_request is None and result.revision == 2
+    assert not ChangeRequest.objects.exists()
+    assert Rule.objects.get(key="refund_trigger").description == "Money back is reviewed."
+
+
+def test_the_request_keeps_what_it_needs_to_be_shown_in_another_language(demo, editor):
+    document = copy.deepcopy(config_document())
+    _rule(document, "intent_routing", "high_risk_keyword")["mode"] = "shadow"
+    (stored,) = _held(document, editor).risks
+    assert stored == {
+        "record": "rule intent_routing.high_risk_keyword",
+        "why": "changes mode of a high-risk rule (a compliance rule)",
+        "message": "changes %(fields)s of a high-risk rule (%(why)s)",
+        "params": {"fields": "mode", "why": {"message": "a compliance rule", "params": {}}},
+    }
