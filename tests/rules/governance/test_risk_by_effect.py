@@ -157,3 +157,40 @@ def test_the_request_keeps_what_it_needs_to_be_shown_in_another_language(demo, e
         "message": "changes %(fields)s of a high-risk rule (%(why)s)",
         "params": {"fields": "mode", "why": {"message": "a compliance rule", "params": {}}},
     }
+
+
+# --- the impact preview: decisions a high-risk rule made that the change would flip -------------------
+
+
+def test_the_impact_preview_counts_flipped_decisions_of_high_risk_rules_on_the_page_and_the_api(
+    demo, editor, approver, client
+):
+    from rest_framework.test import APIClient
+
+    from rules.services.impact import change_request_impact_run
+    from rules.services.tokens import staff_token_create
+
+    bot = agent_api()
+    for body in (
+        ASKS_A_PERSON,  # candidate_not_whitelisted (risk) decides; with 我 a refund word: refund_review
+        {"point": "intent_routing", "input": "我要投诉"},  # high_risk_keyword still decides first
+        {"point": "intent_routing", "input": "我想看看", "candidate": {"decision": "product_info", "confidence": 0.9}},
+        {"point": "intent_routing", "input": "你好", "candidate": {"decision": "general_query", "confidence": 0.9}},
+    ):
+        assert decide(bot, body).status_code == 201
+    with pytest.raises(ApprovalRequired) as held:
+        records.keyword_terms_add(
+            keyword_list=KeywordList.objects.get(key="refund_triggers"), terms=["我"], actor=editor, reason="more"
+        )
+    request = held.value.change_request
+    impact = change_request_impact_run(request_id=request.pk)
+    assert (impact["evaluated"], impact["changed"], impact["high_risk_flipped"]) == (4, 2, 1)
+
+    client.force_login(approver)
+    page = client.get(f"/admin/rules/changerequest/{request.pk}/change/").content.decode()
+    assert '<strong id="impact-high-risk">1 of them was decided by a high-risk rule.</strong>' in page
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {staff_token_create(user=approver)}")
+    body = api.get(f"/api/v1/change-requests/{request.pk}").json()
+    assert body["impact"]["high_risk_flipped"] == 1
+    assert body["risks"] == [{"record": "keyword list refund_triggers", "why": request.risks[0]["why"]}]
