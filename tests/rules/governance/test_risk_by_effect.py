@@ -194,3 +194,32 @@ def test_the_impact_preview_counts_flipped_decisions_of_high_risk_rules_on_the_p
     body = api.get(f"/api/v1/change-requests/{request.pk}").json()
     assert body["impact"]["high_risk_flipped"] == 1
     assert body["risks"] == [{"record": "keyword list refund_triggers", "why": request.risks[0]["why"]}]
+
+
+# --- the reasons in the reader's language (issue 20, item 13) ------------------------------------------
+
+
+def test_risk_reasons_show_in_the_admins_language_and_old_rows_stay_readable(demo, editor, approver, client):
+    document = config_document()
+    _rule(document, "intent_routing", "high_risk_keyword")["mode"] = "shadow"
+    request = _held(document, editor)
+    client.force_login(approver)
+    url = "/admin/rules/changerequest/{}/change/"
+    chinese = client.get(url.format(request.pk), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "<strong>rule intent_routing.high_risk_keyword</strong>: 修改了高风险规则（合规规则）的 mode" in chinese
+    assert "a compliance rule" not in chinese
+    english = client.get(url.format(request.pk), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "changes mode of a high-risk rule (a compliance rule)" in english
+    # A row stored before reasons kept their message id reads as its English sentence.
+    ChangeRequest.objects.filter(pk=request.pk).update(
+        risks=[{"record": "threshold auto_refund_limit", "why": "changes value of a high-risk threshold"}]
+    )
+    stored_before = client.get(url.format(request.pk), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "changes value of a high-risk threshold" in stored_before
+
+
+def test_the_admin_note_of_a_high_risk_rule_is_all_in_chinese(demo, approver, client):
+    client.force_login(approver)
+    pk = Rule.objects.get(key="high_risk_keyword").pk
+    page = client.get(f"/admin/rules/rule/{pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "高风险规则（合规规则）" in page and "a compliance rule" not in page
