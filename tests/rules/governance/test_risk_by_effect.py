@@ -8,6 +8,7 @@ import copy
 from decimal import Decimal
 
 import pytest
+from django.utils import translation
 
 from rules.configio.apply import config_apply
 from rules.errors import ApprovalRequired
@@ -20,6 +21,14 @@ from tests.support import agent_api
 from .conftest import DEMO_TEXT
 
 pytestmark = pytest.mark.governed
+
+
+@pytest.fixture(autouse=True)
+def _language_restored():
+    """Pages asked for in zh-hans leave the test thread's language active: later tests expect English."""
+    yield
+    translation.deactivate()
+
 
 ASKS_A_PERSON = {
     "point": "intent_routing",
