@@ -241,7 +241,8 @@ def change_request_body(request: ChangeRequest) -> dict[str, Any]:
         "apply_at": timestamp(request.apply_at) if request.apply_at else None,
         "base_revision": request.base_revision,
         "applied_revision": request.applied_revision,
-        "risks": list(request.risks),
+        # The English sentence: the message id and parameters stored beside it are for the admin's languages.
+        "risks": [{"record": r["record"], "why": r["why"]} for r in request.risks],
         # What an approval must name (POST …/approve {"digest"}): it changes whenever the request is edited.
         "digest": change_request_digest(request.changes),
         "diff": change_request_diff_rows(request),
@@ -256,6 +257,7 @@ def change_request_body(request: ChangeRequest) -> dict[str, Any]:
             "evaluated": impact.get("evaluated"),
             "changed": impact.get("changed"),
             "masked_facts": impact.get("masked_facts"),
+            "high_risk_flipped": impact.get("high_risk_flipped"),
             "matrix": impact.get("matrix"),
             "examples": impact.get("examples"),
             "broken_cases": impact.get("broken_cases"),

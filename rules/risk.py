@@ -3,35 +3,41 @@
 Pure functions over configuration documents (the shape of ``rules.selectors.config_document``), so the
 same answer is given to the configuration-change seam, to ``import_config --dry-run``, to the change
 request API and to the admin's "needs approval" notes. Each rule below is tested case by case in
-tests/rules/test_risk.py.
+tests/rules/governance/test_risk.py, and a property test there checks the whole by its effect.
 
-A change is high-risk when it
-- adds, changes (anything but its description) or deletes a high-risk rule — one in category
-  ``compliance`` or ``risk``, or one whose outcome its point maps to its machine's handoff state (the
-  rule hands conversations to people) — judged on the rule as it was and as it would be, so turning a
-  rule off, to shadow, or out of a high-risk category is high-risk too;
-- puts an enforcing rule ahead of a high-risk rule of the same point where it was not ahead before (a
-  priority change, a new rule, or a rule switched on): it would decide before the high-risk rule does;
-- changes a threshold's value, bounds or high-risk flag when it is or was flagged high-risk, or
-  deletes such a threshold;
-- changes the terms or the match mode of a keyword list that a high-risk rule uses (before or after),
-  or deletes it;
-- changes a decision point's outcomes, candidate whitelist, default outcome, machine, state map or
-  fallback state, masks less personal data in its log (a built-in mask skipped, an own pattern
-  removed or changed, a fact path removed, or its facts no longer masked), or deletes the point;
-- changes a state machine's transitions, timeouts, handoff state or model-failure policy
-  (``max_anomalies``), or deletes the machine.
-Everything else (new points, thresholds, lists and machines, descriptions and names, facts, a new
-low-risk rule placed after the high-risk ones, …) applies at once.
+The principle: **anything that can change what a high-risk rule decides, or whether it is reached, is
+high-risk.** A high-risk rule is one in category ``compliance`` or ``risk``, or one whose outcome its
+point maps to its machine's handoff state (it hands the conversation to a person). A rule of the same
+point that decides before it (enforcing, ahead of it in priority order) is one it may never be reached
+past, so it is governed as the high-risk rule is. Concretely a change is high-risk when it
+- adds, changes (anything but its description) or deletes a high-risk rule, or an enforcing rule that
+  decides before a high-risk rule of its point — its mode, priority, conditions, outcome, dates alike;
+- changes a threshold or keyword list such a rule uses (a threshold's value, bounds or flag; a list's
+  terms, match mode or evasion options), or any threshold flagged ``high_risk``, or deletes one;
+- changes what decides around the rules at a point: its outcomes, candidate whitelist, default outcome,
+  ``when_no_candidate``, machine, state map, fallback state or the type of a declared fact; masks less
+  personal data in its log (a built-in mask skipped, an own pattern removed or changed, a fact path
+  removed, or its facts no longer masked); or deletes the point;
+- changes a state machine's transitions, per-state actions, timeouts, handoff state or model-failure
+  policy (``max_anomalies``), or deletes the machine.
+Every record is judged on both sides — as it was and as it would be — so switching a rule on ahead of a
+high-risk rule, turning one off, or moving a rule out of a high-risk category is high-risk too.
+Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
+that decide only after every high-risk rule of their point, and the lists and thresholds only they use;
+a new list or threshold — the rule that starts using it is judged itself) applies at once.
+
+A reason is kept as an English message id with its parameters (``RiskReason.message`` / ``params``) as
+well as its English sentence (``why``, for the API, logs and ``import_config``): the admin renders the
+stored message in the reader's language (``risk_reason_text``); rows stored before that have only ``why``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from rules.configio.diff import KIND_LABELS, RecordChange
 
@@ -39,17 +45,63 @@ HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
 LIST_FIELDS = frozenset({"terms", "match", "fold_traditional", "ignore_cjk_gaps"})
 POINT_FIELDS = frozenset(
-    {"outcomes", "candidate_whitelist", "default_outcome", "machine", "state_map", "fallback_state"}
+    {
+        "outcomes",
+        "candidate_whitelist",
+        "default_outcome",
+        "when_no_candidate",
+        "machine",
+        "state_map",
+        "fallback_state",
+    }
 )
-MACHINE_FIELDS = frozenset({"transitions", "timeouts", "handoff", "max_anomalies"})
+MACHINE_FIELDS = frozenset({"transitions", "actions", "timeouts", "handoff", "max_anomalies"})
+
+# A reason's parameters: text, or a nested reason (``{"message": …, "params": …}``) rendered in its place.
+Params = Mapping[str, Any]
+
+
+def _render(message: str, params: Params, translate: bool) -> str:
+    values = {
+        name: _render(value["message"], value.get("params", {}), translate) if isinstance(value, Mapping) else value
+        for name, value in params.items()
+    }
+    return (gettext(message) if translate else message) % values
 
 
 @dataclass(frozen=True)
 class RiskReason:
-    """Why one record's change needs approval: ``record`` names it as the diff does."""
+    """Why one record's change needs approval: ``record`` names it as the diff does; ``why`` is the English
+    sentence, ``message`` and ``params`` what it is rendered from (empty for a reason read back from a row
+    stored before they were kept)."""
 
     record: str
     why: str
+    message: str = ""
+    params: Params = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: str, message: str, **params: Any) -> RiskReason:
+        return cls(record, _render(message, params, translate=False), message, params)
+
+    def document(self) -> dict[str, Any]:
+        """As a change request stores it (``ChangeRequest.risks``)."""
+        doc: dict[str, Any] = {"record": self.record, "why": self.why}
+        if self.message:
+            doc.update(message=self.message, params=dict(self.params))
+        return doc
+
+
+def risk_reason_text(stored: Mapping[str, Any]) -> str:
+    """A stored reason in the active language; a row without a message id (or one this code no longer
+    renders) reads as its stored English sentence."""
+    message = stored.get("message")
+    if isinstance(message, str) and message:
+        try:
+            return _render(message, stored.get("params") or {}, translate=True)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return str(stored.get("why", ""))
 
 
 def _label(kind: str, key: str, point: str = "") -> str:
@@ -64,13 +116,63 @@ def handoff_outcomes(point: Mapping[str, Any], machines: Mapping[str, Mapping[st
     return {outcome for outcome, state in point.get("state_map", {}).items() if state == machine.get("handoff")}
 
 
-def rule_high_risk(rule: Mapping[str, Any], handoff: set[str]) -> str | None:
-    """Why a rule is high-risk — its category, or an outcome in ``handoff`` — or None."""
+def rule_risk_message(rule: Mapping[str, Any], handoff: set[str]) -> dict[str, Any] | None:
+    """Why a rule is high-risk, as a message id and its parameters (see ``risk_reason_text``), or None."""
     if rule.get("category") in HIGH_RISK_CATEGORIES:
-        return f"a {rule['category']} rule"
+        category = (
+            gettext_noop("a compliance rule") if rule["category"] == "compliance" else gettext_noop("a risk rule")
+        )
+        return {"message": category, "params": {}}
     if rule.get("outcome") in handoff:
-        return f"its outcome {rule['outcome']} hands the conversation to a person"
+        message = gettext_noop("its outcome %(outcome)s hands the conversation to a person")
+        return {"message": message, "params": {"outcome": rule["outcome"]}}
     return None
+
+
+def rule_high_risk(rule: Mapping[str, Any], handoff: set[str]) -> str | None:
+    """Why a rule is high-risk — its category, or an outcome in ``handoff`` — in English, or None."""
+    why = rule_risk_message(rule, handoff)
+    return _render(why["message"], why["params"], translate=False) if why else None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+@dataclass(frozen=True, slots=True)
+class _Use:
+    """Who makes a threshold or list matter: ``rule`` (``point.rule``) is high-risk itself (``before`` is
+    empty) or decides before the high-risk rule ``before``."""
+
+    rule: str
+    before: str = ""
+
+
+class _Point:
+    """One point of one side: which rules are high-risk, and which decide before one (``guards``)."""
+
+    def __init__(self, key: str, point: Mapping[str, Any], handoff: set[str]) -> None:
+        self.key = key
+        self.rules = {r["key"]: r for r in point.get("rules", [])}
+        self.risk = {k: why for k, r in self.rules.items() if (why := rule_risk_message(r, handoff))}
+        # One pass from the last rule back: the nearest high-risk rule (not off) at or after each place.
+        # O(n log n) for the sort, so a 200-rule point costs next to nothing on every change.
+        order = sorted(self.rules.values(), key=lambda r: (int(r["priority"]), r["key"]))
+        self.guards: dict[str, str] = {}
+        nearest = ""
+        for rule in reversed(order):
+            if rule["key"] in self.risk:
+                if rule.get("mode", "enforce") != "off":
+                    nearest = rule["key"]
+            elif nearest and rule.get("mode", "enforce") == "enforce":
+                self.guards[rule["key"]] = nearest
 
 
 class _View:
@@ -81,6 +183,8 @@ class _View:
         self.lists = {kl["key"]: kl for kl in document.get("keyword_lists", [])}
         self.points = {p["key"]: p for p in document.get("points", [])}
         self.machines = {m["key"]: m for m in document.get("machines", [])}
+        self._indexed: dict[str, _Point] = {}
+        self._uses: dict[str, _Use] | None = None
 
     def rule(self, point: str, key: str) -> dict[str, Any] | None:
         found = self.points.get(point)
@@ -89,45 +193,46 @@ class _View:
     def handoff_outcomes(self, point: Mapping[str, Any]) -> set[str]:
         return handoff_outcomes(point, self.machines)
 
-    def rule_risk(self, point_key: str, rule: Mapping[str, Any] | None) -> str | None:
+    def point(self, key: str) -> _Point | None:
+        if key not in self._indexed:
+            found = self.points.get(key)
+            if found is None:
+                return None
+            self._indexed[key] = _Point(key, found, self.handoff_outcomes(found))
+        return self._indexed[key]
+
+    def rule_risk(self, point_key: str, rule: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """Why ``rule`` (of ``point_key``, on this side) is high-risk, or None."""
         if rule is None:
             return None
         point = self.points.get(point_key)
-        return rule_high_risk(rule, self.handoff_outcomes(point) if point is not None else set())
+        return rule_risk_message(rule, self.handoff_outcomes(point) if point is not None else set())
 
-    def high_risk_rules(self) -> list[tuple[str, dict[str, Any]]]:
-        return [
-            (point_key, rule)
-            for point_key, point in self.points.items()
-            for rule in point.get("rules", [])
-            if self.rule_risk(point_key, rule)
-        ]
+    def guarded(self, point_key: str, rule_key: str) -> str:
+        """The high-risk rule that ``rule_key`` decides before (the nearest), or ``""``."""
+        point = self.point(point_key)
+        return point.guards.get(rule_key, "") if point is not None else ""
 
-    def lists_of(self, rules: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, str]:
-        """Keyword list key → the first high-risk rule (``point.rule``) that uses it."""
-        used: dict[str, str] = {}
-        for point_key, rule in rules:
-            for condition in rule.get("conditions", []):
-                key = condition.get("input_contains")
-                if isinstance(key, str):
-                    used.setdefault(key, f"{point_key}.{rule['key']}")
-        return used
-
-    def ahead(self, point_key: str) -> set[tuple[str, str]]:
-        """(enforcing rule, high-risk rule) pairs of the point where the first decides before the second."""
-        point = self.points.get(point_key)
-        if point is None:
-            return set()
-        order = sorted(point.get("rules", []), key=lambda r: (r["priority"], r["key"]))
-        pairs: set[tuple[str, str]] = set()
-        for index, rule in enumerate(order):
-            if not self.rule_risk(point_key, rule) or rule.get("mode", "enforce") == "off":
-                continue
-            for earlier in order[:index]:
-                if earlier.get("mode", "enforce") == "enforce" and not self.rule_risk(point_key, earlier):
-                    pairs.add((earlier["key"], rule["key"]))
-        return pairs
+    def uses(self) -> dict[str, _Use]:
+        """Threshold and list keys → the first rule that makes them matter (a high-risk rule preferred)."""
+        if self._uses is None:
+            used: dict[str, _Use] = {}
+            guarded: dict[str, _Use] = {}
+            for point_key in self.points:
+                point = self.point(point_key)
+                assert point is not None
+                for rule_key, rule in point.rules.items():
+                    if rule_key in point.risk:
+                        into, use = used, _Use(f"{point_key}.{rule_key}")
+                    elif rule_key in point.guards:
+                        into, use = guarded, _Use(f"{point_key}.{rule_key}", f"{point_key}.{point.guards[rule_key]}")
+                    else:
+                        continue
+                    for key in _strings(rule.get("conditions", [])):
+                        if key in self.thresholds or key in self.lists:
+                            into.setdefault(key, use)
+            self._uses = {**guarded, **used}
+        return self._uses
 
 
 def _unmasks(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
@@ -139,107 +244,179 @@ def _unmasks(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     return bool(skipped or weakened or paths_dropped or facts_unmasked)
 
 
+def _retyped_facts(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Declared facts whose type changed. A new fact is read by no rule yet; a removed one by none any more
+    (a point may not drop a fact its rules read), so neither changes a decision."""
+    old, new = before.get("facts") or {}, after.get("facts") or {}
+    return sorted(name for name, kind in old.items() if name in new and new[name] != kind)
+
+
+def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[RiskReason]:
+    """The reasons one record's change needs approval (see the module docstring)."""
+    fields = {f.field for f in change.fields}
+    label = _label(change.kind, change.key, change.point)
+
+    def reason(message: str, **params: Any) -> RiskReason:
+        return RiskReason.of(label, message, **params)
+
+    if change.kind in ("threshold", "keyword_list"):
+        is_threshold = change.kind == "threshold"
+        watched = fields & (THRESHOLD_FIELDS if is_threshold else LIST_FIELDS)
+        flagged = is_threshold and (
+            bool((change.old or {}).get("high_risk")) or bool((change.new or {}).get("high_risk"))
+        )
+        use = {**new.uses(), **old.uses()}.get(change.key)
+        if change.action == "add" or (change.action == "change" and not watched):
+            return
+        if flagged:  # named as flagged first: that is what its admin page and the author see
+            if change.action == "remove":
+                yield reason(gettext_noop("deletes a high-risk threshold"))
+            else:
+                yield reason(
+                    gettext_noop("changes %(fields)s of a high-risk threshold"), fields=", ".join(sorted(watched))
+                )
+            return
+        if use is None:
+            return
+        what = {"fields": ", ".join(sorted(watched))} if is_threshold else {"fields": " and ".join(sorted(watched))}
+        messages = {
+            # (threshold?, removed?, used by a high-risk rule?) → message
+            (True, True, True): gettext_noop("deletes a threshold the high-risk rule %(rule)s uses"),
+            (True, True, False): gettext_noop(
+                "deletes a threshold the rule %(rule)s uses, which decides before the high-risk rule %(before)s"
+            ),
+            (True, False, True): gettext_noop("changes %(fields)s of a threshold the high-risk rule %(rule)s uses"),
+            (True, False, False): gettext_noop(
+                "changes %(fields)s of a threshold the rule %(rule)s uses, which decides before the high-risk "
+                "rule %(before)s"
+            ),
+            (False, True, True): gettext_noop("deletes a keyword list the high-risk rule %(rule)s uses"),
+            (False, True, False): gettext_noop(
+                "deletes a keyword list the rule %(rule)s uses, which decides before the high-risk rule %(before)s"
+            ),
+            (False, False, True): gettext_noop("changes the %(fields)s of a list the high-risk rule %(rule)s uses"),
+            (False, False, False): gettext_noop(
+                "changes the %(fields)s of a list the rule %(rule)s uses, which decides before the high-risk "
+                "rule %(before)s"
+            ),
+        }
+        removed = change.action == "remove"
+        params = {"rule": use.rule, **({} if removed else what), **({"before": use.before} if use.before else {})}
+        yield reason(messages[(is_threshold, removed, not use.before)], **params)
+    elif change.kind == "rule":
+        was, now = old.rule_risk(change.point, change.old), new.rule_risk(change.point, change.new)
+        edited = sorted(fields - {"description"})
+        if change.action == "add" and now:
+            yield reason(gettext_noop("adds a high-risk rule (%(why)s)"), why=now)
+        elif change.action == "remove" and was:
+            yield reason(gettext_noop("deletes a high-risk rule (%(why)s)"), why=was)
+        elif change.action == "change" and (was or now) and edited:
+            yield reason(
+                gettext_noop("changes %(fields)s of a high-risk rule (%(why)s)"),
+                fields=", ".join(edited),
+                why=was or now,
+            )
+        elif not (was or now):
+            before = new.guarded(change.point, change.key) if change.action != "remove" else ""
+            before = before or (old.guarded(change.point, change.key) if change.action != "add" else "")
+            if not before:
+                return
+            high = f"{change.point}.{before}"
+            if change.action == "add":
+                yield reason(gettext_noop("adds a rule that decides before the high-risk rule %(before)s"), before=high)
+            elif change.action == "remove":
+                yield reason(
+                    gettext_noop("deletes a rule that decided before the high-risk rule %(before)s"), before=high
+                )
+            elif edited:
+                yield reason(
+                    gettext_noop("changes %(fields)s of a rule that decides before the high-risk rule %(before)s"),
+                    fields=", ".join(edited),
+                    before=high,
+                )
+    elif change.kind == "point":
+        if change.action == "remove":
+            yield reason(gettext_noop("deletes a decision point"))
+        elif change.action == "change":
+            if fields & POINT_FIELDS:
+                yield reason(
+                    gettext_noop("changes the point's %(fields)s"), fields=", ".join(sorted(fields & POINT_FIELDS))
+                )
+            if change.old is not None and change.new is not None:
+                retyped = _retyped_facts(change.old, change.new)
+                if retyped:
+                    yield reason(gettext_noop("changes the type of the fact %(facts)s"), facts=", ".join(retyped))
+                if _unmasks(change.old, change.new):
+                    yield reason(gettext_noop("masks less personal data in the decision log"))
+    elif change.kind == "machine":
+        if change.action == "remove":
+            yield reason(gettext_noop("deletes a state machine"))
+        elif change.action == "change" and fields & MACHINE_FIELDS:
+            yield reason(
+                gettext_noop("changes the machine's %(fields)s"), fields=", ".join(sorted(fields & MACHINE_FIELDS))
+            )
+
+
 def change_risks(
     before: Mapping[str, Any], after: Mapping[str, Any], changes: Iterable[RecordChange]
 ) -> list[RiskReason]:
     """Every reason the change from ``before`` to ``after`` needs approval; empty when it applies at once."""
     old, new = _View(before), _View(after)
-    reasons: list[RiskReason] = []
-    changes = list(changes)
-    risky_lists = {**new.lists_of(new.high_risk_rules()), **old.lists_of(old.high_risk_rules())}
-    points_with_rule_changes: set[str] = set()
-    for change in changes:
-        fields = {f.field for f in change.fields}
-        label = _label(change.kind, change.key, change.point)
-
-        def add(why: str, label: str = label) -> None:
-            reasons.append(RiskReason(label, why))
-
-        if change.kind == "threshold":
-            flagged = bool((change.old or {}).get("high_risk")) or bool((change.new or {}).get("high_risk"))
-            if change.action == "remove" and (change.old or {}).get("high_risk"):
-                add("deletes a high-risk threshold")
-            elif change.action == "change" and flagged and fields & THRESHOLD_FIELDS:
-                add(f"changes {', '.join(sorted(fields & THRESHOLD_FIELDS))} of a high-risk threshold")
-        elif change.kind == "keyword_list":
-            user = risky_lists.get(change.key)
-            if user is None:
-                continue
-            if change.action == "remove":
-                add(f"deletes a keyword list the high-risk rule {user} uses")
-            elif change.action == "change" and fields & LIST_FIELDS:
-                add(
-                    f"changes the {' and '.join(sorted(fields & LIST_FIELDS))} of a list the high-risk rule {user} uses"
-                )
-        elif change.kind == "rule":
-            points_with_rule_changes.add(change.point)
-            was = old.rule_risk(change.point, change.old)
-            now = new.rule_risk(change.point, change.new)
-            if change.action == "add" and now:
-                add(f"adds a high-risk rule ({now})")
-            elif change.action == "remove" and was:
-                add(f"deletes a high-risk rule ({was})")
-            elif change.action == "change" and (was or now) and fields - {"description"}:
-                add(f"changes {', '.join(sorted(fields - {'description'}))} of a high-risk rule ({was or now})")
-        elif change.kind == "point":
-            if change.action == "remove":
-                add("deletes a decision point")
-            elif change.action == "change":
-                if fields & POINT_FIELDS:
-                    add(f"changes the point's {', '.join(sorted(fields & POINT_FIELDS))}")
-                if change.old is not None and change.new is not None and _unmasks(change.old, change.new):
-                    add("masks less personal data in the decision log")
-            if change.action != "add":
-                points_with_rule_changes.add(change.key)
-        elif change.kind == "machine":
-            if change.action == "remove":
-                add("deletes a state machine")
-            elif change.action == "change" and fields & MACHINE_FIELDS:
-                add(f"changes the machine's {', '.join(sorted(fields & MACHINE_FIELDS))}")
-    # A rule that now decides before a high-risk rule it did not precede (whatever changed to cause it).
-    # A high-risk rule that is new, or newly high-risk, is flagged itself above: the rules before it are
-    # not a change in what may preempt it.
-    for point_key in sorted(points_with_rule_changes):
-        for earlier, high in sorted(new.ahead(point_key) - old.ahead(point_key)):
-            if not old.rule_risk(point_key, old.rule(point_key, high)):
-                continue
-            reasons.append(
-                RiskReason(
-                    _label("rule", earlier, point_key),
-                    f"now decides before the high-risk rule {point_key}.{high}",
-                )
-            )
-    return reasons
+    return [reason for change in changes for reason in _record_risks(change, old, new)]
 
 
 def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point: str = "") -> str | None:
     """For the admin: which changes to this record (as the live document has it) need approval."""
     view = _View(document)
+    use = view.uses().get(key) if kind in ("threshold", "keyword_list") else None
     if kind == "threshold":
         found = view.thresholds.get(key)
         if found and found.get("high_risk"):
             return gettext("High-risk threshold: changing its value, its bounds or its high-risk flag needs approval.")
+        if use is not None and not use.before:
+            return gettext(
+                "Used by the high-risk rule %(rule)s: changing its value, its bounds or its high-risk flag needs "
+                "approval."
+            ) % {"rule": use.rule}
+        if use is not None:
+            return gettext(
+                "Used by the rule %(rule)s, which decides before the high-risk rule %(before)s: changing its "
+                "value, its bounds or its high-risk flag needs approval."
+            ) % {"rule": use.rule, "before": use.before}
         return None
     if kind == "keyword_list":
-        user = view.lists_of(view.high_risk_rules()).get(key)
-        if user:
+        if use is not None and not use.before:
             return gettext(
                 "Used by the high-risk rule %(rule)s: changing its terms, its match mode or its evasion options "
                 "needs approval."
-            ) % {"rule": user}
+            ) % {"rule": use.rule}
+        if use is not None:
+            return gettext(
+                "Used by the rule %(rule)s, which decides before the high-risk rule %(before)s: changing its "
+                "terms, its match mode or its evasion options needs approval."
+            ) % {"rule": use.rule, "before": use.before}
         return None
     if kind == "rule":
         why = view.rule_risk(point, view.rule(point, key))
         if why:
-            return gettext("High-risk rule (%(why)s): any change but its description needs approval.") % {"why": why}
+            return gettext("High-risk rule (%(why)s): any change but its description needs approval.") % {
+                "why": _render(why["message"], why["params"], translate=True)
+            }
+        before = view.guarded(point, key)
+        if before:
+            return gettext(
+                "Decides before the high-risk rule %(before)s: any change but its description needs approval."
+            ) % {"before": f"{point}.{before}"}
         return gettext("Placing this rule (or switching it on) ahead of a high-risk rule of its point needs approval.")
     if kind == "point":
         return gettext(
-            "Changing the outcomes, candidate whitelist, default outcome, machine, state map or fallback state, "
-            "masking less personal data, or deleting the point needs approval."
+            "Changing the outcomes, candidate whitelist, default outcome, what happens without a candidate, "
+            "machine, state map, fallback state or a fact's type, masking less personal data, or deleting the "
+            "point needs approval."
         )
     if kind == "machine":
         return gettext(
-            "Changing the transitions, timeouts, handoff state or max anomalies, or deleting it, needs approval."
+            "Changing the transitions, actions, timeouts, handoff state or max anomalies, or deleting it, "
+            "needs approval."
         )
     return None

@@ -27,6 +27,7 @@ from rules.configio.export import document_yaml
 from rules.configio.validate import config_from_yaml
 from rules.errors import ChangeRequestChanged, DuplicateChangeRequest
 from rules.models import ChangeRequest, ChangeRequestState
+from rules.risk import risk_reason_text
 from rules.selectors import config_document
 from rules.services.change_requests import (
     APPROVE_PERMISSION,
@@ -246,7 +247,7 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
             {"record": r.record, "field": r.field, "before": show(r.before), "after": show(r.after)}
             for r in change_request_diff(obj)
         ],
-        "risks": obj.risks,
+        "risks": [{"record": r.get("record", ""), "why": risk_reason_text(r)} for r in obj.risks],
         "approvals": list(obj.approvals.select_related("user")),
         "required": change_request_approvals_required(),
         "events": [{"at": e.at, **change_request_event_line(e)} for e in obj.events.all()],

@@ -115,7 +115,9 @@ def config_apply(
             diff=lines,
             changed=True,
             revision=None,
-            risks=[RiskReason(r["record"], r["why"]) for r in request.risks],
+            risks=[
+                RiskReason(r["record"], r["why"], r.get("message", ""), r.get("params") or {}) for r in request.risks
+            ],
             change_request=request,
         )
     revision = change.revision.number if changes and change.revision is not None else None

@@ -113,8 +113,8 @@ __all__ = [
 ]
 
 
-def _risks_document(risks: Iterable[RiskReason]) -> list[dict[str, str]]:
-    return [{"record": r.record, "why": r.why} for r in risks]
+def _risks_document(risks: Iterable[RiskReason]) -> list[dict[str, Any]]:
+    return [r.document() for r in risks]  # with its message id, so the admin renders it in its reader's language
 
 
 def _refuse_duplicate(changes: Iterable[Mapping[str, Any]], *, besides: int | None = None) -> None:

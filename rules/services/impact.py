@@ -3,9 +3,11 @@
 The most recent logged decisions of every point the proposal affects (``ARBITER_IMPACT_DECISIONS``
 per point, within ``ARBITER_IMPACT_DAYS``) are decided again under the proposed configuration and
 compared with what was decided then. Pinned regression cases of those points are checked too. The
-result — how many were evaluated and changed, how many of those read a fact that was masked in the log
-(their replay left it out, so their new outcome is an estimate), a from → to matrix of outcomes, up to
-20 masked examples, the regression cases it would break — is stored on the request for its page and the API.
+result — how many were evaluated and changed; how many of the changed ones a high-risk rule had decided
+(``high_risk_flipped``: the logged deciding rule is high-risk by ``rules.risk``, the decisions four-eyes
+is there to protect); how many read a fact that was masked in the log (their replay left it out, so
+their new outcome is an estimate); a from → to matrix of outcomes, up to 20 masked examples, the
+regression cases it would break — is stored on the request for its page and the API.
 Runs in a Celery task (``rules.tasks.change_request_impact``); progress is saved as it goes.
 """
 
@@ -25,6 +27,7 @@ from django.utils import timezone
 
 from rules.engine import CompiledPoint, compile_config
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
+from rules.risk import HIGH_RISK_CATEGORIES, handoff_outcomes, rule_high_risk
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.change_requests import change_request_digest, config_document_apply
 from rules.services.decide import logged_candidate
@@ -51,6 +54,8 @@ _COLUMNS = (
     "candidate_decision",
     "candidate_confidence",
     "candidate_invalid",
+    "rule_key",
+    "rule_category",
 )
 
 
@@ -91,6 +96,16 @@ def impact_points_affected(live: Mapping[str, Any], proposed: Mapping[str, Any])
     return [k for k in keys if _deciding_view(live, k) != _deciding_view(proposed, k)]
 
 
+def live_high_risk_rules(document: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """Point key → the keys of its high-risk rules (``rules.risk``) in ``document``."""
+    machines = {m["key"]: m for m in document.get("machines", [])}
+    found: dict[str, frozenset[str]] = {}
+    for point in document.get("points", []):
+        handoff = handoff_outcomes(point, machines)
+        found[point["key"]] = frozenset(r["key"] for r in point.get("rules", []) if rule_high_risk(r, handoff))
+    return found
+
+
 _decode = msgspec.json.Decoder().decode
 
 
@@ -117,8 +132,10 @@ def _replay_point(
     since: dt.datetime,
     now: dt.datetime,
     tally: _Tally,
+    high_risk: frozenset[str] = frozenset(),
 ) -> None:
-    """Replay one point's recent traffic under its proposed compiled form ``point`` into ``tally``."""
+    """Replay one point's recent traffic under its proposed compiled form ``point`` into ``tally``;
+    ``high_risk`` are the live point's high-risk rules (a decision one of them made is counted apart)."""
     clock = point is not None and point.spec.reads_clock()
     columns = (*_COLUMNS, "created_at") if clock else _COLUMNS
     rows = decision_log_rows(
@@ -133,12 +150,15 @@ def _replay_point(
     at = now
     for row in rows:
         raw_id, old, text, masked_json, masked_facts_json, hits_json, facts_json, state, cand, conf, invalid = row[:11]
+        # Made by a high-risk rule: one the live configuration holds high-risk, or logged in a high-risk
+        # category (a rule since renamed or recategorised still counts as what it was).
+        by_high_risk = bool(row[11]) and (row[11] in high_risk or row[12] in HIGH_RISK_CATEGORIES)
         if point is None:
             new_decision, new_rule, new_by = "(point removed)", None, None
         else:
             masked = bool(row_json(masked_json))
             if clock:
-                at = row[11]
+                at = row[13]
             # Masked facts are left out of the replay; a row whose rules read one is counted as an estimate.
             facts, hidden = facts_unmasked(row_json(facts_json) or {}, row_json(masked_facts_json))
             if hidden & point.facts_read:
@@ -158,7 +178,7 @@ def _replay_point(
             )
             new_decision = decision.decision or "(asks the LLM)"
             new_rule, new_by = (decision.rule.key if decision.rule else None), decision.ruled_by
-        example = tally.count(old, new_decision)
+        example = tally.count(old, new_decision, high_risk=by_high_risk)
         if example:
             pending.append(
                 {
@@ -190,15 +210,17 @@ class _Tally:
     evaluated: int = 0
     changed: int = 0
     approximate: int = 0  # replayed without a masked fact one of the point's rules reads
+    high_risk_flipped: int = 0  # changed decisions that a high-risk rule had made
     matrix: dict[str, dict[str, int]] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
     waiting: int = 0  # examples chosen but not yet in ``examples``
 
-    def count(self, old: str, new: str) -> bool:
+    def count(self, old: str, new: str, *, high_risk: bool = False) -> bool:
         self.evaluated += 1
         example = False
         if new != old:
             self.changed += 1
+            self.high_risk_flipped += high_risk
             cell = self.matrix.setdefault(old, {})
             cell[new] = cell.get(new, 0) + 1
             if len(self.examples) + self.waiting < MAX_EXAMPLES:
@@ -223,8 +245,11 @@ def impact_compute(
     points = impact_points_affected(live_document, proposed_document)
     since = now - dt.timedelta(days=settings.ARBITER_IMPACT_DAYS)
     tally = _Tally(progress=progress)
+    high_risk = live_high_risk_rules(live_document)
     for key in points:
-        _replay_point(key, proposed.point(key), since=since, now=now, tally=tally)
+        _replay_point(
+            key, proposed.point(key), since=since, now=now, tally=tally, high_risk=high_risk.get(key, frozenset())
+        )
     broken = []
     for case in RegressionCase.objects.filter(point__in=points).order_by("pk"):
         point = proposed.point(case.point)
@@ -237,6 +262,7 @@ def impact_compute(
         "evaluated": tally.evaluated,
         "changed": tally.changed,
         "masked_facts": tally.approximate,
+        "high_risk_flipped": tally.high_risk_flipped,
         "matrix": tally.matrix,
         "examples": tally.examples,
         "broken_cases": broken,

@@ -115,8 +115,8 @@ def test_bulk_deleting_a_high_risk_rule_waits(demo, editor_client):
     request = ChangeRequest.objects.get()
     assert response["Location"] == reverse("admin:rules_changerequest_change", args=[request.pk])
     assert Rule.objects.filter(pk=rule.pk).exists()
-    assert request.risks == [
-        {"record": "rule intent_routing.high_risk_keyword", "why": "deletes a high-risk rule (a compliance rule)"}
+    assert [(r["record"], r["why"]) for r in request.risks] == [
+        ("rule intent_routing.high_risk_keyword", "deletes a high-risk rule (a compliance rule)")
     ]
 
 

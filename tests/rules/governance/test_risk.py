@@ -113,8 +113,11 @@ def test_changing_a_compliance_rule_is_high_risk(change, value):
 
 
 def test_a_rule_whose_outcome_hands_over_to_a_person_is_high_risk_whatever_its_category():
-    # candidate_not_whitelisted is a risk rule; low_confidence (quality → intent_clarify) is not high-risk.
-    assert _risks(lambda d: rule(d, "intent_routing", "low_confidence").__setitem__("mode", "shadow")) == []
+    # candidate_not_whitelisted is a risk rule; a quality rule asking to clarify, after it, is not high-risk.
+    assert (
+        _risks(lambda d: point(d, "intent_routing")["rules"].append(new_rule("late", 70, "quality", "intent_clarify")))
+        == []
+    )
 
     def handoff_quality_rule(d):
         point(d, "intent_routing")["rules"].append(new_rule("to_person", 70, "quality", "human_handoff"))
@@ -145,20 +148,159 @@ def test_a_low_risk_rule_added_after_the_high_risk_rules_applies_at_once():
 
 def test_a_rule_placed_ahead_of_a_high_risk_rule_is_high_risk():
     assert _risks(lambda d: point(d, "intent_routing")["rules"].append(new_rule("early", 5))) == [
-        ("rule intent_routing.early", "now decides before the high-risk rule intent_routing.candidate_not_whitelisted"),
-        ("rule intent_routing.early", "now decides before the high-risk rule intent_routing.high_risk_keyword"),
+        (
+            "rule intent_routing.early",
+            "adds a rule that decides before the high-risk rule intent_routing.high_risk_keyword",
+        ),
     ]
 
 
 def test_a_priority_change_that_moves_a_rule_ahead_of_a_high_risk_rule_is_high_risk():
     risks = _risks(lambda d: rule(d, "intent_routing", "refund_trigger").__setitem__("priority", 5))
     assert risks == [
-        ("rule intent_routing.refund_trigger", "now decides before the high-risk rule intent_routing.high_risk_keyword")
+        (
+            "rule intent_routing.refund_trigger",
+            "changes priority of a rule that decides before the high-risk rule intent_routing.high_risk_keyword",
+        )
     ]
 
 
 def test_a_shadow_rule_ahead_of_a_high_risk_rule_decides_nothing_so_is_not():
     assert _risks(lambda d: point(d, "intent_routing")["rules"].append(new_rule("watch", 5, mode="shadow"))) == []
+
+
+# --- rules that decide before a high-risk rule: whether it is reached ---------------------------------
+
+
+GUARDED = "intent_routing.candidate_not_whitelisted"  # refund_trigger (20) and low_confidence (50) decide first
+
+
+def test_rewording_a_rule_ahead_of_a_high_risk_rule_is_not():
+    assert _risks(lambda d: rule(d, "intent_routing", "low_confidence").__setitem__("description", "Unsure.")) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("conditions", [{"candidate_confidence_below": "min_confidence"}, {"candidate_in": ["general_query"]}]),
+        ("outcome", "general_query"),
+        ("match", "any"),
+        ("effective_until", "2020-01-01T00:00:00Z"),
+        ("category", "business"),
+    ],
+)
+def test_any_change_to_a_rule_ahead_of_a_high_risk_rule_is_high_risk(field, value):
+    assert _risks(lambda d: rule(d, "intent_routing", "low_confidence").__setitem__(field, value)) == [
+        (
+            "rule intent_routing.low_confidence",
+            f"changes {field} of a rule that decides before the high-risk rule {GUARDED}",
+        )
+    ]
+
+
+def test_turning_off_or_deleting_a_rule_ahead_of_a_high_risk_rule_is_high_risk_judged_as_it_was():
+    assert _risks(lambda d: rule(d, "intent_routing", "low_confidence").__setitem__("mode", "off")) == [
+        (
+            "rule intent_routing.low_confidence",
+            f"changes mode of a rule that decides before the high-risk rule {GUARDED}",
+        )
+    ]
+
+    def delete(d):
+        point(d, "intent_routing")["rules"] = [
+            r for r in point(d, "intent_routing")["rules"] if r["key"] != "refund_trigger"
+        ]
+
+    assert _risks(delete) == [
+        ("rule intent_routing.refund_trigger", f"deletes a rule that decided before the high-risk rule {GUARDED}")
+    ]
+
+
+def test_moving_a_rule_behind_every_high_risk_rule_is_judged_on_where_it_was():
+    assert _risks(lambda d: rule(d, "intent_routing", "low_confidence").__setitem__("priority", 90)) == [
+        (
+            "rule intent_routing.low_confidence",
+            f"changes priority of a rule that decides before the high-risk rule {GUARDED}",
+        )
+    ]
+
+
+def test_switching_a_shadow_rule_on_ahead_of_a_high_risk_rule_is_high_risk_and_editing_it_in_shadow_is_not():
+    base = copy.deepcopy(DEMO)
+    point(base, "intent_routing")["rules"].append(new_rule("watch", 30, mode="shadow"))
+    on = copy.deepcopy(base)
+    rule(on, "intent_routing", "watch")["mode"] = "enforce"
+    assert [(r.record, r.why) for r in change_risks(base, on, config_diff(base, on))] == [
+        ("rule intent_routing.watch", f"changes mode of a rule that decides before the high-risk rule {GUARDED}")
+    ]
+    edited = copy.deepcopy(base)
+    rule(edited, "intent_routing", "watch")["outcome"] = "close_order"
+    assert change_risks(base, edited, config_diff(base, edited)) == []
+
+
+def test_the_issues_keyword_attack_is_high_risk():
+    # Adding 我 to refund_triggers made refund_trigger (20) catch nearly every message before the risk rule.
+    assert _risks(lambda d: keyword_list(d, "refund_triggers")["terms"].append("我")) == [
+        (
+            "keyword list refund_triggers",
+            "changes the terms of a list the rule intent_routing.refund_trigger uses, which decides before the "
+            f"high-risk rule {GUARDED}",
+        )
+    ]
+
+
+def _with_unflagged_doubt(d):
+    d["thresholds"].append({"key": "doubt", "value": 0.5, "min": 0, "max": 1, "high_risk": False})
+    rule(d, "intent_routing", "low_confidence")["conditions"] = [{"candidate_confidence_below": "doubt"}]
+
+
+def test_an_unflagged_threshold_a_rule_ahead_of_a_high_risk_rule_reads_is_high_risk():
+    base = copy.deepcopy(DEMO)
+    _with_unflagged_doubt(base)
+    after = copy.deepcopy(base)
+    threshold(after, "doubt")["value"] = 1
+    assert [(r.record, r.why) for r in change_risks(base, after, config_diff(base, after))] == [
+        (
+            "threshold doubt",
+            "changes value of a threshold the rule intent_routing.low_confidence uses, which decides before the "
+            f"high-risk rule {GUARDED}",
+        )
+    ]
+
+
+def test_a_new_threshold_is_not_but_the_rule_that_starts_reading_it_is():
+    assert _risks(_with_unflagged_doubt) == [
+        (
+            "rule intent_routing.low_confidence",
+            f"changes conditions of a rule that decides before the high-risk rule {GUARDED}",
+        )
+    ]
+
+
+def test_an_unflagged_threshold_a_high_risk_rule_reads_is_high_risk():
+    base = copy.deepcopy(DEMO)
+    base["thresholds"].append({"key": "hard_cap", "value": 10000, "high_risk": False})
+    point(base, "refund_approval")["rules"].append(
+        new_rule(
+            "cap",
+            5,
+            "risk",
+            "human_handoff",
+            conditions=[{"fact": "refund_amount", "op": ">", "threshold": "hard_cap"}],
+        )
+    )
+    after = copy.deepcopy(base)
+    threshold(after, "hard_cap")["value"] = 10**9
+    assert [(r.record, r.why) for r in change_risks(base, after, config_diff(base, after))] == [
+        ("threshold hard_cap", "changes value of a threshold the high-risk rule refund_approval.cap uses")
+    ]
+
+
+def test_retyping_a_declared_fact_is_high_risk_and_declaring_a_new_one_is_not():
+    assert _risks(lambda d: point(d, "refund_approval")["facts"].__setitem__("vip", "boolean")) == []
+    assert ("point refund_approval", "changes the type of the fact refund_amount") in _risks(
+        lambda d: point(d, "refund_approval")["facts"].__setitem__("refund_amount", "string")
+    )
 
 
 # --- keyword lists -----------------------------------------------------------------------------------
@@ -181,8 +323,13 @@ def test_turning_off_an_evasion_option_of_a_list_a_high_risk_rule_uses_is_high_r
     assert "high-risk rule intent_routing.high_risk_keyword" in risks[0][1]
 
 
-def test_changing_the_terms_of_a_list_only_low_risk_rules_use_is_not():
-    assert _risks(lambda d: keyword_list(d, "refund_triggers")["terms"].append("退订")) == []
+def test_changing_the_terms_of_a_list_only_rules_after_the_high_risk_ones_use_is_not():
+    base = copy.deepcopy(DEMO)
+    base["keyword_lists"].append({"key": "thanks", "match": "substring", "terms": ["谢谢"]})
+    point(base, "intent_routing")["rules"].append(new_rule("polite", 90, conditions=[{"input_contains": "thanks"}]))
+    after = copy.deepcopy(base)
+    keyword_list(after, "thanks")["terms"].append("多谢")
+    assert change_risks(base, after, config_diff(base, after)) == []
 
 
 # --- points and machines -----------------------------------------------------------------------------
@@ -195,6 +342,7 @@ def test_changing_the_terms_of_a_list_only_low_risk_rules_use_is_not():
         ("default_outcome", "general_query"),
         ("state_map", {"close_order": "closed"}),
         ("fallback_state", "received"),
+        ("when_no_candidate", "default"),
     ],
 )
 def test_changing_a_points_answers_or_session_mapping_is_high_risk(field, value):
@@ -257,6 +405,7 @@ def test_describing_a_point_or_declaring_a_fact_is_not():
         ("timeouts", {"init": 60}),
         ("handoff", "escalated"),
         ("max_anomalies", 9),
+        ("actions", {"received": ["refund"]}),
     ],
 )
 def test_changing_a_machines_moves_timeouts_handoff_or_failure_policy_is_high_risk(field, value):
@@ -273,7 +422,24 @@ def test_deleting_a_point_or_a_machine_is_high_risk():
 
 def test_the_admin_note_says_what_needs_approval_for_each_kind_of_record():
     assert "High-risk threshold" in record_approval_note("threshold", "auto_refund_limit", DEMO)
-    assert record_approval_note("keyword_list", "refund_triggers", DEMO) is None
+    assert "decides before the high-risk rule intent_routing.candidate_not_whitelisted" in record_approval_note(
+        "keyword_list", "refund_triggers", DEMO
+    )
     assert "high-risk rule intent_routing.high_risk_keyword" in record_approval_note("keyword_list", "high_risk", DEMO)
     assert "a compliance rule" in record_approval_note("rule", "high_risk_keyword", DEMO, "intent_routing")
-    assert "ahead of a high-risk rule" in record_approval_note("rule", "refund_trigger", DEMO, "intent_routing")
+    assert "Decides before the high-risk rule intent_routing.candidate_not_whitelisted" in record_approval_note(
+        "rule", "refund_trigger", DEMO, "intent_routing"
+    )
+    assert "decides before the high-risk rule intent_routing.candidate_not_whitelisted" in record_approval_note(
+        "threshold", "doubt", _with(_with_unflagged_doubt), ""
+    )
+    assert (
+        record_approval_note("threshold", "wait", _with(lambda d: d["thresholds"].append({"key": "wait", "value": 1})))
+        is None
+    )
+
+
+def _with(edit):
+    doc = copy.deepcopy(DEMO)
+    edit(doc)
+    return doc
