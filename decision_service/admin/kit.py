@@ -26,11 +26,12 @@ from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.options import InlineModelAdmin
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.exceptions import NON_FIELD_ERRORS, ImproperlyConfigured, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Model, ProtectedError, QuerySet, RestrictedError
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -300,8 +301,26 @@ class AuditedAdmin(SimpleHistoryAdmin):
     def history_form_view(
         self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
     ) -> HttpResponse:
+        # django-simple-history admits anyone who may *view* the record, then saves the POST, and
+        # ``revert_disabled`` only hides the button. A revert is a change: its page needs the change
+        # permission (as the change form does), and a record whose revert is disabled is never saved
+        # from it, whoever asks (its history lacks what a revert would have to restore).
+        version = self.history_version(object_id, version_id)
+        if not self.has_change_permission(request, version):
+            raise PermissionDenied
+        if request.method == "POST" and self.revert_disabled(request, version):
+            raise PermissionDenied
         view = partial(super().history_form_view, request, object_id, version_id, extra_context)
         return self._audited(request, view, REVERT_REASON)
+
+    def history_version(self, object_id: str, version_id: str) -> Any:
+        """The record as it was in one history row (404 for a row of another record, or no such row)."""
+        history = getattr(self.model, self.model._meta.simple_history_manager_attribute).model
+        try:
+            row = get_object_or_404(history, **{self.model._meta.pk.attname: object_id, "history_id": version_id})
+        except (ValueError, ValidationError) as exc:  # an id that is not a number
+            raise Http404 from exc
+        return row.instance
 
     def delete_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
         if request.method != "POST":
