@@ -166,3 +166,16 @@ def test_a_history_form_for_a_row_that_does_not_exist_is_404(version, staff_user
     threshold = config["min_confidence"]
     url = reverse("admin:rules_threshold_simple_history", args=[threshold.pk, version])
     assert _client(staff_user).get(url).status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_history_list_links_versions_only_for_those_who_may_open_them(staff_user, viewer):
+    config = build_config(staff_user)
+    threshold = config["min_confidence"]
+    record = threshold.history.order_by("history_id").first()
+    history = reverse("admin:rules_threshold_history", args=[threshold.pk])
+    version = _history_url(threshold, record.history_id)
+    assert f'href="{version}"' in _client(staff_user).get(history).content.decode()
+    page = _client(viewer).get(history).content.decode()
+    assert f'href="{version}"' not in page
+    assert "Test configuration" in page  # the viewer still reads who changed what, and why

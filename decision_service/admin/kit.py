@@ -25,6 +25,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.options import InlineModelAdmin
+from django.contrib.admin.utils import unquote
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db import transaction
@@ -174,6 +175,8 @@ class AuditedAdmin(SimpleHistoryAdmin):
     delete_confirmation_template = "admin/arbiter/delete_confirmation.html"
     delete_selected_confirmation_template = "admin/arbiter/delete_selected_confirmation.html"
     reason_fieldset_title = _("Why")
+    # django-simple-history's list, but a version is a link only for those who may open it (see below).
+    object_history_list_template = "admin/arbiter/object_history_list.html"
 
     class Media:
         css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
@@ -297,6 +300,11 @@ class AuditedAdmin(SimpleHistoryAdmin):
     ) -> HttpResponse:
         view = partial(super().changeform_view, request, object_id, form_url, extra_context)
         return self._audited(request, view, DEFAULT_REASON)
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
+        obj = self.get_object(request, unquote(object_id))
+        may_open = obj is not None and self.has_change_permission(request, obj)
+        return super().history_view(request, object_id, {**(extra_context or {}), "may_open_versions": may_open})
 
     def history_form_view(
         self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
