@@ -1,5 +1,7 @@
 """The staff API of the human queue: list the sessions waiting for a person, claim, release, return to
-the bot, resolve. Staff API tokens only (``StaffApi``); the rules are the queue services'."""
+the bot, resolve. Staff API tokens only (``StaffApi``); the rules are the queue services'. Listing asks
+for ``agents.view_session``, as the admin's queue page does; the steps for the queue permission (in the
+services)."""
 
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ from agents.models import Session
 from agents.selectors import QUEUE_REASONS, human_queue_get, human_queue_list
 from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return
 from agents.services.sessions import Move
-from decision_service.api.base import StaffApi
+from decision_service.api.base import StaffApi, require_permission
 from decision_service.api.fields import StrictCharField, StrictSerializer
 
 QUEUE_LIST_MAX = 500
+READ_QUEUE = "agents.view_session"
 
 
 def queue_item(session: Session, *, now: Any = None) -> dict[str, Any]:
@@ -70,6 +73,7 @@ def _valid(serializer_class: type[serializers.Serializer], request: Request) -> 
 
 class QueueListApi(StaffApi):
     def get(self, request: Request) -> Response:
+        require_permission(request, READ_QUEUE)
         holder = request.query_params.get("holder", "")
         reason = request.query_params.get("reason", "")
         problems: dict[str, list[str]] = {}

@@ -227,6 +227,19 @@ def address_allowed(address: str, cidrs: Iterable[str]) -> bool:
     return any(ip.version == n.version and ip in n for n in _networks(tuple(cidrs)))
 
 
+# The headers a proxy names its client in: the standard one, the de-facto one, and the single-address
+# ones nginx (``X-Real-IP``), Akamai/Cloudflare (``True-Client-IP``, ``CF-Connecting-IP``) and others set
+# instead. Any of them means the connection's address is a proxy's.
+RELAYED_BY = (
+    "HTTP_FORWARDED",
+    "HTTP_X_FORWARDED_FOR",
+    "HTTP_X_REAL_IP",
+    "HTTP_TRUE_CLIENT_IP",
+    "HTTP_CF_CONNECTING_IP",
+    "HTTP_X_CLIENT_IP",
+)
+
+
 def _bearer(request: HttpRequest) -> str:
     scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     return credentials.strip() if scheme.lower() == "bearer" else ""
@@ -235,11 +248,11 @@ def _bearer(request: HttpRequest) -> str:
 def refusal(request: HttpRequest) -> HttpResponse | None:
     """403 for a client outside ``ARBITER_METRICS_ALLOWED_CIDRS``, 401 without the token when one is set.
 
-    A request relayed by a proxy (``Forwarded`` or ``X-Forwarded-For``) is not let in by its address: the
-    address is the proxy's and says nothing of the client. It needs the token.
+    A request relayed by a proxy (any header in ``RELAYED_BY``) is not let in by its address: the address
+    is the proxy's and says nothing of the client. It needs the token.
     """
     token: str = settings.ARBITER_METRICS_TOKEN
-    forwarded = "HTTP_FORWARDED" in request.META or "HTTP_X_FORWARDED_FOR" in request.META
+    forwarded = any(header in request.META for header in RELAYED_BY)
     if not address_allowed(request.META.get("REMOTE_ADDR", ""), settings.ARBITER_METRICS_ALLOWED_CIDRS) or (
         forwarded and not token
     ):

@@ -1,7 +1,7 @@
 """The staff API's reports: the decision-point map as JSON and as CSV (docs/report.md).
 
-Staff API tokens only (``StaffApi``). Reading the map changes nothing, so any active staff user's token
-may read it.
+Staff API tokens only (``StaffApi``), of a user who may read the decision log (``rules.view_decisionrecord``),
+as the admin's map page asks.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from decision_service.api.base import StaffApi
+from decision_service.api.base import StaffApi, require_permission
 from rules.reports.decision_map import days_parse, decision_map
 from rules.reports.export import decision_map_csv
 
+READ_MAP = "rules.view_decisionrecord"
+
 
 def _report(request: Request) -> dict[str, Any]:
+    require_permission(request, READ_MAP)
     days = days_parse(request.query_params.get("days"))
     return decision_map(days=days, point=request.query_params.get("point", ""))
 

@@ -2,7 +2,8 @@
 simulator.
 
 Staff API tokens only (``StaffApi``); what a user may do (propose, approve, withdraw) is decided by the
-change request services, whatever the caller.
+change request services, whatever the caller. Reads ask for the permission their admin page asks for:
+the requests for ``rules.view_changerequest``, the simulator for ``rules.view_rule``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from decision_service.api.base import StaffApi, route
+from decision_service.api.base import StaffApi, require_permission, route
 from decision_service.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from rules.configio.validate import config_from_yaml
 from rules.models import ChangeRequest, ChangeRequestState
@@ -30,6 +31,9 @@ from rules.services.change_requests import (
 from rules.services.decide import DecideRequest
 from rules.services.simulate import decision_simulate
 
+READ_CHANGE_REQUESTS = "rules.view_changerequest"
+SIMULATE = "rules.view_rule"  # as the admin's simulator page (rules.admin.simulator.SIMULATOR_PERMISSION)
+
 
 class _DecisionSerializer(StrictSerializer):
     reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
@@ -41,6 +45,7 @@ def _request(pk: int) -> ChangeRequest:
 
 class ChangeRequestListApi(StaffApi):
     def get(self, request: Request) -> Response:
+        require_permission(request, READ_CHANGE_REQUESTS)
         state = request.query_params.get("state", "")
         requests = ChangeRequest.objects.order_by("-created_at", "-pk")
         if state:
@@ -75,6 +80,7 @@ class ChangeRequestCreateApi(StaffApi):
 
 class ChangeRequestDetailApi(StaffApi):
     def get(self, request: Request, request_id: int) -> Response:
+        require_permission(request, READ_CHANGE_REQUESTS)
         return Response(change_request_body(_request(request_id)))
 
 
@@ -140,6 +146,7 @@ class SimulationCreateApi(StaffApi):
             return attrs
 
     def post(self, request: Request) -> Response:
+        require_permission(request, SIMULATE)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -146,6 +146,9 @@ def test_loopback_may_read_by_default_and_others_are_refused(client):
     # Relayed by a proxy on this machine: the address is the proxy's, not the client's.
     assert client.get("/metrics", HTTP_X_FORWARDED_FOR="192.0.2.7").status_code == 403
     assert client.get("/metrics", HTTP_FORWARDED="for=192.0.2.7").status_code == 403
+    # A proxy that names its client only in X-Real-IP (nginx's usual setup) or a CDN's header.
+    for header in ("HTTP_X_REAL_IP", "HTTP_TRUE_CLIENT_IP", "HTTP_CF_CONNECTING_IP", "HTTP_X_CLIENT_IP"):
+        assert client.get("/metrics", **{header: "192.0.2.7"}).status_code == 403, header
 
 
 def test_allowed_networks_come_from_the_setting(client, settings):
@@ -170,6 +173,10 @@ def test_with_a_token_it_is_needed_as_well(client, settings):
     # Through a proxy, the token is what lets it in.
     proxied = {"HTTP_X_FORWARDED_FOR": "192.0.2.7", "HTTP_AUTHORIZATION": "Bearer s3cret-metrics-token"}
     assert client.get("/metrics", **proxied).status_code == 200
+    assert (
+        client.get("/metrics", HTTP_X_REAL_IP="192.0.2.7", HTTP_AUTHORIZATION=proxied["HTTP_AUTHORIZATION"]).status_code
+        == 200
+    )
     # The address is still checked: the token does not open it to everyone.
     assert (
         client.get("/metrics", REMOTE_ADDR="192.0.2.7", HTTP_AUTHORIZATION=proxied["HTTP_AUTHORIZATION"]).status_code

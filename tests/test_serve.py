@@ -82,6 +82,24 @@ def _request(url: str, body: Any = None, headers: dict[str, str] | None = None) 
         return error.code, dict(error.headers), error.read()
 
 
+HOST = "arbiter.example.com"
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
 def test_bin_serve_answers_a_decision_over_http(tmp_path):
     port = _free_port()
     env = _production_env(
@@ -90,6 +108,8 @@ def test_bin_serve_answers_a_decision_over_http(tmp_path):
         WEB_CONCURRENCY="2",
         SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto",
         PYTHON=sys.executable,
+        # The name clients use; the probes below address the process as 127.0.0.1, as a kubelet does.
+        ALLOWED_HOSTS=HOST,
     )
     assert _manage(env, "migrate", "--noinput").returncode == 0
     demo = _manage(env, "demo_setup")
@@ -98,7 +118,8 @@ def test_bin_serve_answers_a_decision_over_http(tmp_path):
 
     server = subprocess.Popen(
         [str(BASE_DIR / "bin" / "serve")],
-        env=env,
+        # Metrics inside tmp_path: the hard kill at the end leaves no directory behind in /dev/shm.
+        env={**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")},
         cwd=BASE_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -116,7 +137,7 @@ def test_bin_serve_answers_a_decision_over_http(tmp_path):
                 assert time.monotonic() < deadline, "bin/serve did not start listening"
                 time.sleep(0.3)
 
-        proxied = {"X-Forwarded-Proto": "https", "Authorization": f"Bearer {token}"}
+        proxied = {"Host": HOST, "X-Forwarded-Proto": "https", "Authorization": f"Bearer {token}"}
         status, headers, raw = _request(
             base + "/api/v1/decisions",
             {
@@ -134,22 +155,43 @@ def test_bin_serve_answers_a_decision_over_http(tmp_path):
         assert answer["decision"] == "close_order"
 
         # Plain HTTP that did not come through the TLS proxy is sent to HTTPS.
-        status, headers, _ = _request(base + "/api/v1/decisions", {"point": "intent_routing"})
+        status, headers, _ = _request(base + "/api/v1/decisions", {"point": "intent_routing"}, {"Host": HOST})
         assert status == 301
-        assert headers["Location"].startswith("https://127.0.0.1")
-        # Probes and the metrics scraper talk to the server itself, not through the proxy: not redirected.
-        for probe in ("/healthz", "/readyz"):
+        assert headers["Location"].startswith(f"https://{HOST}")
+        # Probes and the metrics scraper talk to the server itself, by its address, not through the proxy:
+        # answered whatever the Host, not redirected.
+        for probe in ("/healthz", "/readyz", "/metrics"):
             status, _, raw = _request(base + probe)
             assert status == 200, (probe, raw)
+        # Anything else for a host it does not serve: a problem under /api/, one warning line in the log.
+        status, headers, raw = _request(base + "/api/v1/points", headers={"X-Forwarded-Proto": "https"})
+        assert status == 400, raw
+        assert headers["Content-Type"] == "application/problem+json"
+        assert json.loads(raw)["code"] == "disallowed_host"
 
         # The admin's static files, collected by bin/serve and served by WhiteNoise with a hashed name.
-        status, headers, raw = _request(base + "/admin/login/", headers={"X-Forwarded-Proto": "https"})
+        status, headers, raw = _request(base + "/admin/login/", headers={"Host": HOST, "X-Forwarded-Proto": "https"})
         assert status == 200
         css = next(part for part in raw.decode().split('"') if part.startswith("/static/admin/css/base."))
-        status, headers, raw = _request(base + css, headers={"X-Forwarded-Proto": "https"})
+        status, headers, raw = _request(base + css, headers={"Host": HOST, "X-Forwarded-Proto": "https"})
         assert status == 200
         assert headers["Content-Type"].startswith("text/css")
         assert "immutable" in headers["Cache-Control"]
+
+        # The master killed outright (no hook runs): its workers notice the new parent and leave on their
+        # own, within gunicorn's timeout — no orphan keeps the port or the database connections.
+        workers = _children(server.pid)
+        assert len(workers) == 2
+        server.kill()
+        server.wait()
+        deadline = time.monotonic() + 60
+        while any(_alive(pid) for pid in workers):
+            assert time.monotonic() < deadline, "the workers outlived their master by a minute"
+            time.sleep(0.2)
+        log = server.stdout.read() if server.stdout else ""
+        # Django's own DisallowedHost report is an error with a traceback: not one.
+        assert "Invalid HTTP_HOST header" not in log and "Traceback" not in log, log
+        assert log.count("not in ALLOWED_HOSTS") == 1, log
     finally:
         server.send_signal(signal.SIGTERM)
         try:

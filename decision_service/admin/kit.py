@@ -25,12 +25,14 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.options import InlineModelAdmin
+from django.contrib.admin.utils import unquote
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.exceptions import NON_FIELD_ERRORS, ImproperlyConfigured, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Model, ProtectedError, QuerySet, RestrictedError
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -191,6 +193,8 @@ class AuditedAdmin(SimpleHistoryAdmin):
     delete_confirmation_template = "admin/arbiter/delete_confirmation.html"
     delete_selected_confirmation_template = "admin/arbiter/delete_selected_confirmation.html"
     reason_fieldset_title = _("Why")
+    # django-simple-history's list, but a version is a link only for those who may open it (see below).
+    object_history_list_template = "admin/arbiter/object_history_list.html"
 
     class Media:
         css = {"all": ("arbiter/admin/arbiter.css", "arbiter/admin/lists.css")}
@@ -329,11 +333,34 @@ class AuditedAdmin(SimpleHistoryAdmin):
         view = partial(super().changeform_view, request, object_id, form_url, extra_context)
         return self._audited(request, view, DEFAULT_REASON)
 
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
+        obj = self.get_object(request, unquote(object_id))
+        may_open = obj is not None and self.has_change_permission(request, obj)
+        return super().history_view(request, object_id, {**(extra_context or {}), "may_open_versions": may_open})
+
     def history_form_view(
         self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
     ) -> HttpResponse:
+        # django-simple-history admits anyone who may *view* the record, then saves the POST, and
+        # ``revert_disabled`` only hides the button. A revert is a change: its page needs the change
+        # permission (as the change form does), and a record whose revert is disabled is never saved
+        # from it, whoever asks (its history lacks what a revert would have to restore).
+        version = self.history_version(object_id, version_id)
+        if not self.has_change_permission(request, version):
+            raise PermissionDenied
+        if request.method == "POST" and self.revert_disabled(request, version):
+            raise PermissionDenied
         view = partial(super().history_form_view, request, object_id, version_id, extra_context)
         return self._audited(request, view, REVERT_REASON)
+
+    def history_version(self, object_id: str, version_id: str) -> Any:
+        """The record as it was in one history row (404 for a row of another record, or no such row)."""
+        history = getattr(self.model, self.model._meta.simple_history_manager_attribute).model
+        try:
+            row = get_object_or_404(history, **{self.model._meta.pk.attname: object_id, "history_id": version_id})
+        except (ValueError, ValidationError) as exc:  # an id that is not a number
+            raise Http404 from exc
+        return row.instance
 
     def delete_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
         if request.method != "POST":

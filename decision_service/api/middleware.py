@@ -7,23 +7,69 @@ the development server, which does not decode chunks — is left on the connecti
 this middleware answers both before any of that, as problem+json: ``411 length_required`` for a body
 without a length, ``413 payload_too_large`` for a declared length over ``ARBITER_MAX_REQUEST_BYTES``.
 The JSON parser checks the size again as it reads, for a body that arrives some other way.
+
+Before all of that, ``HostCheckMiddleware`` checks the ``Host`` header once, where Django would raise
+``DisallowedHost`` from whichever middleware first asks (``CommonMiddleware``, for every request) and
+log it with a traceback: see its docstring.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 from django.utils import translation
+from django.views.defaults import bad_request
 
 from decision_service.api.errors import plain_problem
 from decision_service.api.parsers import body_too_large_detail
 
 API_PREFIX = "/api/"
-# The codes this middleware answers with (the OpenAPI test checks the spec lists them).
-PROBLEM_CODES = ("length_required", "payload_too_large")
+# What orchestrators and Prometheus call by the pod's address, whatever the names the service has.
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+host_logger = logging.getLogger("django.security.DisallowedHost")
+# The codes these middlewares answer with (the OpenAPI test checks the spec lists them).
+PROBLEM_CODES = ("length_required", "payload_too_large", "disallowed_host")
+
+
+class HostCheckMiddleware:
+    """A ``Host`` outside ``ALLOWED_HOSTS``: the probes are answered all the same, anything else refused
+    with one warning line and no traceback.
+
+    A kubelet or Prometheus addresses the process as ``10.1.2.3:8001``, not as ``arbiter.example.com``;
+    the probes tell nothing that depends on the name (``/metrics`` keeps its own address and token
+    check), so their view is called from here, past the middlewares below that would ask for the host.
+    Under ``/api/`` the refusal is a ``400 disallowed_host`` problem; elsewhere (the admin) Django's
+    plain ``400`` page. Placed right after the request log, so the refusal is logged like any answer.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            request.get_host()
+        except DisallowedHost as exc:
+            return self.disallowed(request, exc)
+        return self.get_response(request)
+
+    @staticmethod
+    def disallowed(request: HttpRequest, exc: DisallowedHost) -> HttpResponse:
+        path = request.path_info
+        if path in PROBE_PATHS:
+            match = resolve(path)
+            return match.func(request, *match.args, **match.kwargs)
+        host = str(request.META.get("HTTP_HOST", ""))
+        host_logger.warning("Refused a request for %r: not in ALLOWED_HOSTS (%s %s)", host[:200], request.method, path)
+        if path.startswith(API_PREFIX):
+            return plain_problem(
+                400, "disallowed_host", "Disallowed host", "The Host header names a host this service does not serve."
+            )
+        return bad_request(request, exc)
 
 
 class ApiBodyGuardMiddleware:

@@ -28,6 +28,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: the request id, the time and the log line cover everything below, refusals included.
     "decision_service.request_log.RequestLogMiddleware",
+    # Before anything asks for the host: probes answer whatever the Host, other requests for a host
+    # not in ALLOWED_HOSTS get a 400 without a traceback in the log.
+    "decision_service.api.middleware.HostCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The admin's language: the language cookie (set by the switch in the admin's header), then
