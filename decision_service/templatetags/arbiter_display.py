@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import template
 
 from decision_service.admin import display
+from decision_service.admin.forms import reason_shown
 
 register = template.Library()
 
@@ -20,3 +21,9 @@ def when(value: object) -> str:
 def when_cell(value: object) -> str:
     """``when`` as a ``<time>`` whose date may wrap onto its own line in a narrow column."""
     return display.when_cell(value)  # type: ignore[arg-type]
+
+
+@register.filter(name="reason_shown")
+def reason_filter(value: object) -> str:
+    """A recorded change reason, the admin's own defaults ("Edited in admin") in the operator's language."""
+    return reason_shown(value)
