@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
@@ -99,7 +100,7 @@ class Anomaly(models.Model):
         verbose_name_plural = _("anomalies")
 
     def __str__(self) -> str:
-        return f"{self.code} ({self.session_id or 'no session'})"
+        return f"{self.code} ({self.session_id or gettext('no session')})"
 
 
 class Session(models.Model):

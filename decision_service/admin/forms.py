@@ -6,12 +6,24 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.utils.text import format_lazy
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
-DEFAULT_REASON = "Edited in admin"
+# Stored as they are (in English, like every reason the services record); shown in the operator's
+# language by ``reason_shown``. A reason someone typed is shown as typed.
+DEFAULT_REASON = gettext_noop("Edited in admin")
+DELETE_REASON = gettext_noop("Deleted in admin")
+REVERT_REASON = gettext_noop("Reverted in admin to an earlier version")
+DEFAULT_REASONS = frozenset((DEFAULT_REASON, DELETE_REASON, REVERT_REASON))
 REASON_FIELD = "change_reason"
 
 Problem = tuple[str | None, str]
+
+
+def reason_shown(reason: object) -> str:
+    """A recorded change reason for display: one of the admin's own defaults in the operator's language."""
+    text = "" if reason is None else str(reason)
+    return gettext(text) if text in DEFAULT_REASONS else text
 
 
 class AuditedModelForm(forms.ModelForm):
@@ -21,10 +33,10 @@ class AuditedModelForm(forms.ModelForm):
         label=_("Reason for this change"),
         required=False,
         max_length=500,
-        widget=forms.TextInput(attrs={"size": 80, "placeholder": DEFAULT_REASON}),
+        widget=forms.TextInput(attrs={"size": 80, "placeholder": _(DEFAULT_REASON)}),
         help_text=format_lazy(
             _("Recorded in the history and in the configuration revision. Empty means “{default}”."),
-            default=DEFAULT_REASON,
+            default=_(DEFAULT_REASON),
         ),
     )
 

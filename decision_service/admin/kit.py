@@ -38,13 +38,18 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.admin import SimpleHistoryAdmin
 
-from decision_service.admin.forms import DEFAULT_REASON, REASON_FIELD, AuditedModelForm, Problem
+from decision_service.admin.forms import (
+    DEFAULT_REASON,
+    DELETE_REASON,
+    REASON_FIELD,
+    REVERT_REASON,
+    AuditedModelForm,
+    Problem,
+)
 from decision_service.errors import Deferred, DomainError
 
 Actor = AbstractBaseUser | None
 
-DELETE_REASON = "Deleted in admin"
-REVERT_REASON = "Reverted in admin to an earlier version"
 REFUSALS = (ValidationError, DomainError)
 _REFUSAL_ATTR = "_arbiter_refusal"
 _DEFAULT_REASON_ATTR = "_arbiter_default_reason"

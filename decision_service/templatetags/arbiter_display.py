@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import template
 
 from decision_service.admin import display
+from decision_service.admin.forms import reason_shown
 
 register = template.Library()
 
@@ -26,3 +27,9 @@ def when_cell(value: object) -> str:
 def break_after_underscores(value: object) -> str:
     """A list cell's HTML that may wrap after the underscores of its keys, not inside their words."""
     return display.break_after_underscores(str(value))
+
+
+@register.filter(name="reason_shown")
+def reason_filter(value: object) -> str:
+    """A recorded change reason, the admin's own defaults ("Edited in admin") in the operator's language."""
+    return reason_shown(value)

@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.charts import bar_chart_svg
 from decision_service.admin.display import summary_cell, when_cell
+from decision_service.admin.forms import reason_shown
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of, refusal_text
 from decision_service.errors import DomainError
 from rules.configio.diff import show
@@ -106,7 +107,7 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("reason"), ordering="reason")
     def reason_short(self, obj: ChangeRequest) -> str:
-        return summary_cell(obj.reason, chars=80)
+        return summary_cell(reason_shown(obj.reason), chars=80)
 
     @admin.display(description=_("records"))
     def records(self, obj: ChangeRequest) -> str:

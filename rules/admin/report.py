@@ -18,9 +18,11 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 
+from decision_service.admin.forms import reason_shown
 from rules.errors import InvalidRequest, UnknownPoint
-from rules.models import DecisionPoint
+from rules.models import ChangeRequestState, DecisionPoint, NoCandidatePolicy, RuleCategory, RuleMode
 from rules.reports import charts
+from rules.reports.classify import Reason
 from rules.reports.counting import day_bounds
 from rules.reports.decision_map import DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, days_parse, decision_map
 from rules.reports.export import decision_map_csv
@@ -97,6 +99,36 @@ class LogLinks:
         return self.anomalies + "?" + urlencode(query)
 
 
+def shown(text: Any) -> str:
+    """A finding of the report in the operator's language: the report itself (for the API, the CSV and
+    the snapshots) keeps its English text."""
+    if isinstance(text, Reason):
+        return (
+            gettext(text.msgid) % {k: shown(v) for k, v in text.params.items()} if text.params else gettext(text.msgid)
+        )
+    return str(text)
+
+
+def _label(choices: Any, value: str) -> str:
+    """A stored choice's label (合规 for ``compliance``); the value itself if the choices do not have it."""
+    try:
+        return str(choices(value).label)
+    except ValueError:
+        return value
+
+
+def _last_change(change: dict[str, Any] | None) -> dict[str, Any] | None:
+    if change is None:
+        return None
+    actions = {"created": gettext("created"), "changed": gettext("changed"), "deleted": gettext("deleted")}
+    return {
+        **change,
+        "what": shown(change["what"]),
+        "action": actions.get(change["action"], change["action"]),
+        "reason": reason_shown(change["reason"]),
+    }
+
+
 def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
     key = p["key"]
     rules = {r["key"]: r for r in p["rules"]}
@@ -107,6 +139,18 @@ def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
         point_url = None
     return {
         **p,
+        "reasons": [shown(r) for r in p["reasons"]],
+        "shadowed_rules": [{**s, "why": shown(s["why"])} for s in p["shadowed_rules"]],
+        "rules": [
+            {**r, "category": _label(RuleCategory, r["category"]), "mode": _label(RuleMode, r["mode"])}
+            for r in p["rules"]
+        ],
+        "when_no_candidate": _label(NoCandidatePolicy, p["when_no_candidate"]),
+        "pending_changes": [
+            {**c, "state": _label(ChangeRequestState, c["state"]), "reason": reason_shown(c["reason"])}
+            for c in p["pending_changes"]
+        ],
+        "last_change": _last_change(p["last_change"]),
         "point_url": point_url,
         "urls": {
             "decisions": links.decisions(point=key),
@@ -125,7 +169,7 @@ def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
         "top_rule_rows": [
             {
                 **r,
-                "mode": rules.get(r["key"], {}).get("mode", gettext("(deleted)")),
+                "mode": _label(RuleMode, rules[r["key"]]["mode"]) if r["key"] in rules else gettext("(deleted)"),
                 "hits_url": links.decisions(point=key, matched_rule=r["key"]),
                 "decided_url": links.decisions(point=key, rule_key=r["key"]),
             }

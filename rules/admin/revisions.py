@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.display import summary_cell, when_cell
+from decision_service.admin.forms import reason_shown
 from rules.models import ConfigRevision
 
 
@@ -28,7 +29,7 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
     list_filter = ("created_by", "created_at")
     search_fields = ("reason", "created_by__username", "digest")
     date_hierarchy = "created_at"
-    fields = ("number", "created_by", "reason", "created_at", "digest", "changes", "snapshot_json")
+    fields = ("number", "created_by", "reason_text", "created_at", "digest", "changes", "snapshot_json")
     readonly_fields = fields
 
     class Media:
@@ -47,9 +48,13 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
     def created(self, obj: ConfigRevision) -> str:
         return when_cell(obj.created_at)
 
+    @admin.display(description=_("reason"))
+    def reason_text(self, obj: ConfigRevision) -> str:
+        return reason_shown(obj.reason)
+
     @admin.display(description=_("reason"), ordering="reason")
     def reason_short(self, obj: ConfigRevision) -> str:
-        return summary_cell(obj.reason, chars=100)
+        return summary_cell(reason_shown(obj.reason), chars=100)
 
     @admin.display(description=_("digest"))
     def short_digest(self, obj: ConfigRevision) -> str:

@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.translation import gettext
 
+from decision_service.admin.forms import reason_shown
 from decision_service.admin.kit import actor_of
 from rules.engine import Candidate
 from rules.errors import DomainError
@@ -62,11 +63,15 @@ def _choices() -> list[tuple[str, str]]:
             (
                 f"cr{request.pk}",
                 gettext("change request #%(number)s (%(state)s): %(reason)s")
-                % {"number": request.pk, "state": request.get_state_display(), "reason": request.reason[:60]},
+                % {
+                    "number": request.pk,
+                    "state": request.get_state_display(),
+                    "reason": reason_shown(request.reason)[:60],
+                },
             )
         )
     numbers = ConfigRevision.objects.order_by("-number").values_list("number", flat=True)[:REVISIONS_OFFERED]
-    choices += [(f"r{n}", f"revision {n}") for n in numbers if n != current]
+    choices += [(f"r{n}", gettext("revision %(number)s") % {"number": n}) for n in numbers if n != current]
     return choices
 
 
@@ -99,8 +104,12 @@ def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
     if facts_text:
         try:
             facts = json.loads(facts_text)
-        except ValueError as exc:
-            errors["facts"] = gettext("Not JSON: %(error)s.") % {"error": exc}
+        except json.JSONDecodeError as exc:
+            # json's own message is English: say where it went wrong, in the operator's language.
+            errors["facts"] = gettext("Not JSON: it goes wrong at line %(line)s, column %(column)s.") % {
+                "line": exc.lineno,
+                "column": exc.colno,
+            }
         else:
             if not isinstance(facts, dict):
                 errors["facts"] = gettext('A JSON object, e.g. {"refund_amount": 800}.')

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -134,7 +135,7 @@ class ChangeRequest(models.Model):
         indexes = [models.Index(fields=["state", "created_at"], name="change_request_state_idx")]
 
     def __str__(self) -> str:
-        return f"change request {self.pk} ({self.state})"
+        return gettext("change request %(number)s (%(state)s)") % {"number": self.pk, "state": self.get_state_display()}
 
     @property
     def is_open(self) -> bool:
@@ -165,7 +166,7 @@ class ChangeRequestApproval(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} approved {self.change_request_id}"
+        return gettext("%(user)s approved %(number)s") % {"user": self.user, "number": self.change_request_id}
 
 
 class ChangeRequestEvent(models.Model):
@@ -249,4 +250,8 @@ class RegressionCase(models.Model):
         ordering = ["point", "pk"]
 
     def __str__(self) -> str:
-        return f"regression case {self.pk}: {self.point} → {self.expected}"
+        return gettext("regression case %(number)s: %(point)s → %(outcome)s") % {
+            "number": self.pk,
+            "point": self.point,
+            "outcome": self.expected,
+        }

@@ -44,6 +44,25 @@ GOVERNANCE_KINDS = (CONTROLLED, PARTIAL, NAKED)
 CONFIDENCE = "candidate_confidence_below"
 
 
+def gettext_noop(message: str) -> str:
+    """Marks ``message`` for the translation catalogue (makemessages looks for this name); no Django here."""
+    return message
+
+
+class Reason(str):
+    """A finding in English (what the API and the snapshots show), that also remembers its message and
+    values so that the admin can show it in the operator's language (``gettext(r.msgid) % r.params``)."""
+
+    msgid: str
+    params: dict[str, Any]
+
+    def __new__(cls, msgid: str, **params: Any) -> Reason:
+        made = super().__new__(cls, msgid % params if params else msgid)
+        made.msgid = msgid
+        made.params = params
+        return made
+
+
 @dataclass(frozen=True)
 class Governance:
     kind: str  # controlled | partial | naked
@@ -116,7 +135,7 @@ def point_governance(point: Mapping[str, Any], document: Mapping[str, Any], *, n
     whitelist = list(point.get("candidate_whitelist", []))
     outcomes = list(point.get("outcomes", []))
     if not whitelist:
-        fine.append("no candidate is ever accepted: the candidate whitelist is empty")
+        fine.append(Reason(gettext_noop("no candidate is ever accepted: the candidate whitelist is empty")))
     else:
         guards = [(r, kind) for r in deciding if (kind := _confidence_guard(r))]
         full = [r for r, kind in guards if kind == "full"]
@@ -126,30 +145,58 @@ def point_governance(point: Mapping[str, Any], document: Mapping[str, Any], *, n
             value = config.threshold_value(key)
             shown = f"{key} ({value:g})" if value is not None else key
             fine.append(
-                f"a candidate is accepted only from the whitelist ({_names(whitelist)}) "
-                f"and only at a confidence of at least {shown}: rule {r['key']}"
+                Reason(
+                    gettext_noop(
+                        "a candidate is accepted only from the whitelist (%(whitelist)s) "
+                        "and only at a confidence of at least %(threshold)s: rule %(rule)s"
+                    ),
+                    whitelist=_names(whitelist),
+                    threshold=shown,
+                    rule=r["key"],
+                )
             )
         elif guards:
             gaps.append(
-                "the candidate's confidence is tested only together with other conditions "
-                f"(rule {_names([r['key'] for r, _ in guards])}): a candidate from the whitelist "
-                f"({_names(whitelist)}) is otherwise accepted at any confidence"
+                Reason(
+                    gettext_noop(
+                        "the candidate's confidence is tested only together with other conditions "
+                        "(rule %(rules)s): a candidate from the whitelist (%(whitelist)s) is otherwise "
+                        "accepted at any confidence"
+                    ),
+                    rules=_names([r["key"] for r, _ in guards]),
+                    whitelist=_names(whitelist),
+                )
             )
         else:
             idle = [r["key"] for r in rules if _confidence_guard(r) and r not in deciding]
-            why = f" (rule {_names(idle)} tests it but does not decide)" if idle else ""
-            naked.append(
-                f"a candidate from the whitelist ({_names(whitelist)}) is accepted at any confidence: "
-                f"no enforcing rule tests the candidate's confidence against a threshold{why}"
+            text = (
+                gettext_noop(
+                    "a candidate from the whitelist (%(whitelist)s) is accepted at any confidence: no "
+                    "enforcing rule tests the candidate's confidence against a threshold (rule %(rules)s "
+                    "tests it but does not decide)"
+                )
+                if idle
+                else gettext_noop(
+                    "a candidate from the whitelist (%(whitelist)s) is accepted at any confidence: no "
+                    "enforcing rule tests the candidate's confidence against a threshold"
+                )
             )
+            naked.append(Reason(text, whitelist=_names(whitelist), **({"rules": _names(idle)} if idle else {})))
         if outcomes and set(outcomes) <= set(whitelist):
-            gaps.append("the candidate whitelist admits every outcome of the point")
+            gaps.append(Reason(gettext_noop("the candidate whitelist admits every outcome of the point")))
         risky_outcomes = {
             r["outcome"]: r["key"] for r in rules if rule_high_risk(r, handoff) and r.get("outcome") in whitelist
         }
         for outcome, key in sorted(risky_outcomes.items()):
             gaps.append(
-                f"a candidate may choose {outcome}, the outcome of the high-risk rule {key}, without its conditions"
+                Reason(
+                    gettext_noop(
+                        "a candidate may choose %(outcome)s, the outcome of the high-risk rule %(rule)s, "
+                        "without its conditions"
+                    ),
+                    outcome=outcome,
+                    rule=key,
+                )
             )
 
     high_risk = [(r, risk) for r in rules if (risk := rule_high_risk(r, handoff)) is not None]
@@ -158,12 +205,20 @@ def point_governance(point: Mapping[str, Any], document: Mapping[str, Any], *, n
         if r in deciding:
             continue
         mode = r.get("mode", "enforce")
-        state = f"in {mode} mode" if mode != "enforce" else "outside its effective dates"
-        gaps.append(f"the high-risk rule {r['key']} ({risk}) is {state}: it does not decide")
+        text = (
+            gettext_noop("the high-risk rule %(rule)s (%(risk)s) is in %(mode)s mode: it does not decide")
+            if mode != "enforce"
+            else gettext_noop(
+                "the high-risk rule %(rule)s (%(risk)s) is outside its effective dates: it does not decide"
+            )
+        )
+        gaps.append(Reason(text, rule=r["key"], risk=risk, **({"mode": Reason(mode)} if mode != "enforce" else {})))
     if covering:
-        fine.append(f"high-risk branches are decided by hard rules: {_names(covering)}")
+        fine.append(
+            Reason(gettext_noop("high-risk branches are decided by hard rules: %(rules)s"), rules=_names(covering))
+        )
     else:
-        gaps.append("no high-risk rule (compliance, risk or hand-off) enforces at this point")
+        gaps.append(Reason(gettext_noop("no high-risk rule (compliance, risk or hand-off) enforces at this point")))
 
     kind = NAKED if naked else PARTIAL if gaps else CONTROLLED
     return Governance(kind=kind, reasons=tuple(naked + gaps + fine))
@@ -274,9 +329,14 @@ def shadowed_rules(point: Mapping[str, Any], document: Mapping[str, Any]) -> lis
             if earlier.get("mode", "enforce") != "enforce" or not _window_within(rule, earlier):
                 continue
             if rule_implies(config, rule, earlier):
-                why = (
-                    f"{earlier['key']} (priority {earlier['priority']}) holds whenever {rule['key']} "
-                    f"(priority {rule['priority']}) does"
+                why = Reason(
+                    gettext_noop(
+                        "%(by)s (priority %(by_priority)s) holds whenever %(rule)s (priority %(priority)s) does"
+                    ),
+                    by=earlier["key"],
+                    by_priority=earlier["priority"],
+                    rule=rule["key"],
+                    priority=rule["priority"],
                 )
                 found.append(Shadowed(key=rule["key"], by=earlier["key"], why=why))
                 break

@@ -37,6 +37,8 @@ from rules.models import (
 )
 from rules.reports.classify import (
     GOVERNANCE_KINDS,
+    Reason,
+    gettext_noop,
     point_governance,
     rule_in_effect,
     shadowed_rules,
@@ -221,9 +223,16 @@ def _last_change(point: DecisionPoint, lists: set[str], thresholds: set[str]) ->
         return None
     kind, row = latest
     user = row.history_user
-    label = {"rule": f"rule {getattr(row, 'key', '')}", "condition": "a condition", "point": "the point"}.get(
-        kind, f"{kind.replace('_', ' ')} {getattr(row, 'key', '')}".strip()
-    )
+    key = getattr(row, "key", "")
+    labels = {  # English in the report; the admin shows them translated (a Reason keeps its message)
+        "rule": Reason(gettext_noop("rule %(key)s"), key=key),
+        "condition": Reason(gettext_noop("a condition")),
+        "point": Reason(gettext_noop("the point")),
+        "keyword_list": Reason(gettext_noop("keyword list %(key)s"), key=key),
+        "keyword_term": Reason(gettext_noop("keyword term")),
+        "threshold": Reason(gettext_noop("threshold %(key)s"), key=key),
+    }
+    label = labels.get(kind, f"{kind.replace('_', ' ')} {key}".strip())
     return {
         "who": user.get_username() if user is not None else "",
         "when": _iso(row.history_date),
