@@ -49,7 +49,7 @@ from rules.services.records import threshold_save
 from rules.services.replay import decision_replay
 from rules.services.simulate import decision_simulate
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
-from tests.support import ROOT, load_demo
+from tests.support import ROOT, load_demo, reviewed_digest
 
 pytestmark = [pytest.mark.browser, pytest.mark.governed]
 
@@ -351,7 +351,7 @@ def _build_data(user: Any) -> None:
         if item["key"] == "auto_refund_limit":
             item["value"] = 800
     applied = change_request_propose(document=document, actor=user, reason="提高自动退款上限")
-    change_request_approve(request=applied, actor=approver, reason="已与财务核对")
+    change_request_approve(request=applied, actor=approver, reason="已与财务核对", digest=reviewed_digest(applied))
     document = config_document()
     for item in document["thresholds"]:
         if item["key"] == "auto_refund_limit":
