@@ -19,16 +19,20 @@ from rules.reports.export import decision_map_csv
 
 
 def _report(request: Request) -> dict[str, Any]:
-    days = days_parse(request.query_params.get("days"))
+    days = days_parse(request.query_params.get("days"), empty_is_absent=False)
     return decision_map(days=days, point=request.query_params.get("point", ""))
 
 
 class DecisionMapApi(StaffApi):
+    query_parameters = ("days", "point")
+
     def get(self, request: Request) -> Response:
         return Response(_report(request))
 
 
 class DecisionMapCsvApi(StaffApi):
+    query_parameters = ("days", "point")
+
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         # The body is CSV whatever the client accepts (refusals stay problem+json): never a 406.
         return super().perform_content_negotiation(request, force=True)
