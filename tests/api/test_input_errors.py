@@ -115,3 +115,30 @@ def test_a_configuration_with_a_control_character_is_invalid_config(staff, char)
     assert message.startswith(f"document: invalid YAML: the character U+{ord(char):04X} (column ")
     assert message.endswith(f"(line {line})")
     assert not ChangeRequest.objects.exists() and ConfigRevision.objects.count() == revisions
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/change-requests?state=",
+        "/api/v1/change-requests?stat=pending",
+        "/api/v1/reports/decision-map?days=",
+        "/api/v1/reports/decision-map.csv?day=7",
+        "/api/v1/queue?holder=",
+        "/api/v1/queue?reason=",
+        "/api/v1/queue?holder=mine&page=2",
+        "/api/v1/change-requests/1?verbose=1",
+    ],
+)
+def test_a_staff_query_parameter_that_is_empty_or_unknown_is_refused(staff, url):
+    """Found by the staff API's fuzzing: these were ignored, so a misspelt or empty filter answered
+    everything as if it had matched."""
+    body = assert_problem(staff.get(url), 422, "invalid_request")
+    (name,) = body["errors"]
+    assert name in url
+
+
+def test_the_staff_filters_still_filter(staff):
+    assert staff.get("/api/v1/change-requests?state=pending").json() == {"change_requests": []}
+    assert staff.get("/api/v1/queue?holder=mine&reason=rule").json() == {"queue": []}
+    assert staff.get("/api/v1/reports/decision-map?days=7&point=intent_routing").status_code == 200
