@@ -17,6 +17,7 @@ from agents.errors import UnknownSession
 from agents.models import Session
 from agents.selectors import session_get_for_agent, session_latest_anomaly_codes
 from agents.services.decisions import decision_make
+from agents.services.handoff import session_handoff_reason
 from agents.services.sessions import (
     AgentRef,
     Move,
@@ -66,7 +67,7 @@ def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
                 "interrupt_stack": list(session.stack),
                 "terminal": session.state in session.machine.terminal_states,
                 "anomalies": {"count": session.anomaly_count, "latest": session_latest_anomaly_codes(session)},
-                "handoff_reason": session.handoff_reason or None,
+                "handoff_reason": session_handoff_reason(session),
                 # A person has taken the session from the human queue (their username), else null.
                 "claimed_by": session.claimed_by.get_username() if session.claimed_by else None,
                 "feedback": session_feedback(session),

@@ -89,3 +89,11 @@ class RateLimited(DomainError):
     def __init__(self, detail: str, *, retry_after: int) -> None:
         super().__init__(detail)
         self.headers = {"Retry-After": str(retry_after)}
+
+
+class SessionHandedOff(DomainError):
+    """The session waits in its machine's handoff state: only a person (the human queue) moves it now."""
+
+    code = "session_handed_off"
+    status = 409
+    title = "The session is waiting for a person"

@@ -7,12 +7,21 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from django.db.models import BooleanField, Case, CharField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import BooleanField, Case, CharField, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from agents.errors import UnknownSession
-from agents.models import AgentRuntime, Anomaly, QueueEvent, Session, Transition, TransitionKind
+from agents.models import AgentRuntime, Anomaly, QueueEvent, Session, Transition
+from agents.services.handoff import (
+    REASON_AGENT,
+    REASON_FALLBACK,
+    REASON_MODEL_FAILURE,
+    REASON_RULE,
+    REASON_STARTED,
+    REASON_TIMEOUT,
+    REASON_UNKNOWN,
+)
 from agents.services.runtimes import token_hash
 from agents.services.sessions import AgentRef
 from decision_service.principals import AgentPrincipal
@@ -203,12 +212,10 @@ def session_human_queue(*, machines: list[StateMachine] | None = None) -> QueryS
             last_at=Subquery(last.values("created_at")[:1]),
         )
         .annotate(
+            # What the agent API shows too (agents.services.handoff.session_handoff_reason).
             queue_reason=Case(
-                When(handoff_reason=TransitionKind.TIMEOUT, then=Value(REASON_TIMEOUT)),
-                When(handoff_reason=TransitionKind.MODEL_FAILURE, then=Value(REASON_MODEL_FAILURE)),
-                When(last_kind__in=[TransitionKind.DECISION, TransitionKind.FALLBACK], then=Value(REASON_RULE)),
-                When(last_kind__isnull=True, then=Value(REASON_STARTED)),
-                default=Value(REASON_AGENT),
+                When(handoff_reason="", then=Value(REASON_UNKNOWN)),
+                default=F("handoff_reason"),
                 output_field=CharField(),
             )
         )
@@ -217,18 +224,15 @@ def session_human_queue(*, machines: list[StateMachine] | None = None) -> QueryS
     )
 
 
-# Why a session is waiting for a person, from the move that brought it there.
-REASON_RULE = "rule"  # a decision moved it (a rule's outcome, or the point's fallback)
-REASON_TIMEOUT = "timeout"  # the timeout sweep
-REASON_MODEL_FAILURE = "model_failure"  # the model-failure policy (too many anomalies)
-REASON_AGENT = "agent"  # the agent moved it there itself
-REASON_STARTED = "started"  # it started in the handoff state
+# Why a session is waiting for a person (``Session.handoff_reason``, set by the move that brought it there).
 QUEUE_REASONS = {
     REASON_RULE: _("rule"),
+    REASON_FALLBACK: _("fallback after a decision"),
     REASON_TIMEOUT: _("timeout"),
     REASON_MODEL_FAILURE: _("model failure"),
     REASON_AGENT: _("moved by the agent"),
     REASON_STARTED: _("started there"),
+    REASON_UNKNOWN: _("unknown"),
 }
 MINE, UNCLAIMED, CLAIMED = "mine", "unclaimed", "claimed"
 

@@ -72,19 +72,22 @@ def _valid(serializer_class: type[serializers.Serializer], request: Request) -> 
 
 
 class QueueListApi(StaffApi):
+    query_parameters = ("holder", "reason")
+
     def get(self, request: Request) -> Response:
         require_permission(request, READ_QUEUE)
-        holder = request.query_params.get("holder", "")
-        reason = request.query_params.get("reason", "")
+        # Given, even empty, each must be one of its values (as the spec says); absent means no filter.
+        holder = request.query_params.get("holder")
+        reason = request.query_params.get("reason")
         problems: dict[str, list[str]] = {}
-        if holder not in ("", "mine", "unclaimed", "claimed"):
+        if holder is not None and holder not in ("mine", "unclaimed", "claimed"):
             problems["holder"] = ["One of: mine, unclaimed, claimed."]
-        if reason and reason not in QUEUE_REASONS:
+        if reason is not None and reason not in QUEUE_REASONS:
             problems["reason"] = [f"One of: {', '.join(QUEUE_REASONS)}."]
         if problems:
             raise serializers.ValidationError(problems)
         now = timezone.now()
-        sessions = human_queue_list(holder=holder, user=request.user, reason=reason)[:QUEUE_LIST_MAX]
+        sessions = human_queue_list(holder=holder or "", user=request.user, reason=reason or "")[:QUEUE_LIST_MAX]
         return Response({"queue": [queue_item(s, now=now) for s in sessions]})
 
 

@@ -22,16 +22,20 @@ READ_MAP = "rules.view_decisionrecord"
 
 def _report(request: Request) -> dict[str, Any]:
     require_permission(request, READ_MAP)
-    days = days_parse(request.query_params.get("days"))
+    days = days_parse(request.query_params.get("days"), empty_is_absent=False)
     return decision_map(days=days, point=request.query_params.get("point", ""))
 
 
 class DecisionMapApi(StaffApi):
+    query_parameters = ("days", "point")
+
     def get(self, request: Request) -> Response:
         return Response(_report(request))
 
 
 class DecisionMapCsvApi(StaffApi):
+    query_parameters = ("days", "point")
+
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         # The body is CSV whatever the client accepts (refusals stay problem+json): never a 406.
         return super().perform_content_negotiation(request, force=True)

@@ -44,11 +44,13 @@ def _request(pk: int) -> ChangeRequest:
 
 
 class ChangeRequestListApi(StaffApi):
+    query_parameters = ("state",)
+
     def get(self, request: Request) -> Response:
         require_permission(request, READ_CHANGE_REQUESTS)
-        state = request.query_params.get("state", "")
+        state = request.query_params.get("state")
         requests = ChangeRequest.objects.order_by("-created_at", "-pk")
-        if state:
+        if state is not None:  # given, even empty, it must be a state (as the spec says)
             if state not in ChangeRequestState.values:
                 raise serializers.ValidationError({"state": [f"One of: {', '.join(ChangeRequestState.values)}."]})
             requests = requests.filter(state=state)

@@ -206,3 +206,46 @@ def test_the_log_keeps_its_rows_keys_and_links_when_it_is_partitioned_and_back()
     assert set(DecisionRecord.objects.values_list("pk", flat=True)) == set(ids)
     if postgres:
         assert _log_shape()[0] == "p"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sessions_waiting_in_the_handoff_state_get_their_reason():
+    """agents 0013: a session that waits in its machine's handoff state without a reason (only the
+    policy and the sweep set one before) gets it from the move that brought it there."""
+    latest = _latest()
+    try:
+        old = _migrate([("agents", "0012_i18n_labels")])
+        OldMachine = old.get_model("rules", "StateMachine")
+        OldAgent = old.get_model("agents", "AgentRuntime")
+        OldSession = old.get_model("agents", "Session")
+        OldTransition = old.get_model("agents", "Transition")
+        machine = OldMachine.objects.create(
+            key="flow",
+            states=["start", "person", "done"],
+            initial_state="start",
+            handoff_state="person",
+            terminal_states=["done"],
+            transitions={"start": ["person", "done"], "person": ["done"]},
+        )
+        agent = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
+        now = timezone.now()
+        kinds = {"by_rule": "decision", "by_fallback": "fallback", "by_agent": "interrupt", "by_policy": "timeout"}
+        for key, kind in kinds.items():
+            session = OldSession.objects.create(
+                agent=agent, key=key, machine=machine, state="person", seq=1, state_entered_at=now
+            )
+            OldTransition.objects.create(session=session, seq=1, from_state="start", to_state="person", kind=kind)
+        OldSession.objects.filter(key="by_policy").update(handoff_reason="timeout")
+        OldSession.objects.create(agent=agent, key="born_there", machine=machine, state="person", state_entered_at=now)
+        OldSession.objects.create(agent=agent, key="elsewhere", machine=machine, state="start", state_entered_at=now)
+        _migrate(latest)
+    finally:
+        _migrate(latest)
+    assert dict(Session.objects.values_list("key", "handoff_reason")) == {
+        "by_rule": "rule",
+        "by_fallback": "fallback",
+        "by_agent": "agent",
+        "by_policy": "timeout",
+        "born_there": "started",
+        "elsewhere": "",
+    }

@@ -16,9 +16,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents.errors import MachineMismatch, SessionClosed, UnknownSession
+from agents.errors import MachineMismatch, SessionClosed, SessionHandedOff, UnknownSession
 from agents.models import AgentRuntime, Session
 from agents.selectors import agent_principal
+from agents.services.handoff import SESSION_HANDED_OFF, handoff_refusal
 from agents.services.sessions import (
     DECISION_MOVE_NOT_ALLOWED,
     FeedbackBasis,
@@ -87,27 +88,12 @@ def decision_make(
                 return _counted(unlocked)
         with transaction.atomic():
             session = _session_for(principal, request.session_id, point, apply)
-            evaluated = turn.evaluate(session.state if session else None, save=True)
-            record = evaluated.record
-            if record is None:
-                return _counted(
-                    DecideResult(
-                        decision=evaluated.decision,
-                        revision=revision,
-                        evaluated_us=evaluated.evaluated_us,
-                        record=None,
-                        session_move=_stay(session) if apply and session else None,
-                        feedback=session_feedback(session) if session else [],
-                    )
-                )
-            start = _stay(session) if session is not None else None
-            _record_anomalies(evaluated, session, principal, request, point, record)
-            if apply and session is not None and start is not None:
-                # From where the session was when the request came: an anomaly above may have handed it off.
-                move = {**_apply(session, point, record, principal), "from": start["from"]}
-                decision_session_move_set(record=record, move=move)
-            # Read under the session's lock, after this decision's own anomalies: what the answer shows.
-            feedback = session_feedback(session) if session else []
+            # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
+            refused = _handed_off(session, principal, point) if apply and session is not None else None
+            if refused is None:
+                decided = _decide_locked(turn, session, apply)
+        if refused is not None:
+            raise refused
     except IntegrityError:
         # Two retries with one key raced: the other one logged it first.
         if idempotency_key:
@@ -115,8 +101,45 @@ def decision_make(
             if existing is not None:
                 return decision_result_from_record(existing)
         raise
+    return _counted(decided)
+
+
+def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideResult:
+    """Decide under the session's lock (held by the caller's transaction), log, and move with ``apply``."""
+    principal, request, point = turn.principal, turn.request, turn.point
+    evaluated = turn.evaluate(session.state if session else None, save=True)
+    record = evaluated.record
+    if record is None:
+        return DecideResult(
+            decision=evaluated.decision,
+            revision=turn.revision,
+            evaluated_us=evaluated.evaluated_us,
+            record=None,
+            session_move=_stay(session) if apply and session else None,
+            feedback=session_feedback(session) if session else [],
+        )
+    start = _stay(session) if session is not None else None
+    _record_anomalies(evaluated, session, principal, request, point, record)
+    if apply and session is not None and start is not None:
+        # From where the session was when the request came: an anomaly above may have handed it off.
+        move = {**_apply(session, point, record, principal), "from": start["from"]}
+        decision_session_move_set(record=record, move=move)
+    # Read under the session's lock, after this decision's own anomalies: what the answer shows.
+    feedback = session_feedback(session) if session else []
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
-    return _counted(replace(decision_result_from_record(record, replayed=False), feedback=feedback))
+    return replace(decision_result_from_record(record, replayed=False), feedback=feedback)
+
+
+def _handed_off(session: Session, agent: AgentPrincipal, point: CompiledPoint) -> SessionHandedOff | None:
+    """A decision with ``apply`` may not move a session a person has (agents.services.handoff)."""
+    attempted = f"a decision of {point.spec.key} with apply"
+    refusal = handoff_refusal(session, attempted=attempted)
+    if refusal is not None:
+        detail = f"{attempted} while handed off ({refusal.extra['handoff_reason']})"
+        anomaly_record(
+            session, agent=agent, session_id=session.key, point=point.spec.key, code=SESSION_HANDED_OFF, detail=detail
+        )
+    return refusal
 
 
 def _counted(result: DecideResult) -> DecideResult:
@@ -297,8 +320,8 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord, agent
     """Move the session as the point maps the final decision; the fallback when the machine forbids it."""
     before = _stay(session)
     machine = session.machine
-    if session.state == machine.handoff_state and session.handoff_reason:
-        return before  # the model-failure policy just handed it to a person: leave it there
+    if session.state == machine.handoff_state:
+        return before  # this decision's own anomaly just handed it to a person (the policy): leave it there
     target = point.spec.state_map.get(record.decision)
     if target is None or target == session.state:
         return before

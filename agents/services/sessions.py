@@ -35,11 +35,13 @@ from agents.errors import (
     SessionBusy,
     SessionClosed,
     SessionExists,
+    SessionHandedOff,
     StateMismatch,
     UnknownMachine,
     UnknownSession,
 )
 from agents.models import Anomaly, Session, Transition, TransitionKind
+from agents.services.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
 from decision_service import metrics
 from decision_service.db import built_per_database, prepared_cursor
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
@@ -107,6 +109,7 @@ def session_create(
         state=machine.initial_state,
         context=dict(context or {}),
         state_entered_at=timezone.now(),
+        handoff_reason=REASON_STARTED if machine.initial_state == machine.handoff_state else "",
     )
     try:
         with transaction.atomic():
@@ -378,8 +381,8 @@ def session_move(
     fields: dict[str, Any] = {"state": to, "seq": seq, "state_entered_at": now, "updated_at": now}
     if stack is not None:
         fields["stack"] = stack
-    # Set by the system's hand-offs only; any other move (out of the queue, or into it by choice) clears it.
-    fields["handoff_reason"] = kind if kind in (TransitionKind.MODEL_FAILURE, TransitionKind.TIMEOUT) else ""
+    # Why the session waits for a person, set by every move into the handoff state; any move out clears it.
+    fields["handoff_reason"] = handoff_reason_for(kind=kind) if to == session.machine.handoff_state else ""
     # A claim is on a wait in the human queue: any move ends that wait (a new one starts unclaimed).
     fields["claimed_by"] = None
     fields["claimed_at"] = None
@@ -503,6 +506,8 @@ def _transition_locked(
         return _mismatch(session, expected_state)
     if session.state in session.machine.terminal_states:
         return _closed(session)
+    if handed_off := _handed_off(session, agent, f"a move to '{to}'"):
+        return handed_off
     allowed = session_allowed_targets(session)
     if to not in allowed:
         detail = f"'{session.state}' → '{to}' is not allowed; allowed: {', '.join(allowed) or 'none'}"
@@ -549,16 +554,13 @@ def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str
     raise refusal
 
 
-def _policy_handoff(session: Session) -> IllegalTransition | None:
-    """A session the model-failure policy or the timeout sweep gave to a person is the person's:
-    interrupts and resumes, which do not follow the table, may not take it out of the queue."""
-    if session.state == session.machine.handoff_state and session.handoff_reason:
-        return IllegalTransition(
-            f"The session was handed to a person ({session.handoff_reason}); only the machine's own "
-            f"transitions lead out of '{session.state}'.",
-            extra={"state": session.state, "seq": session.seq, "allowed_transitions": session_allowed_targets(session)},
-        )
-    return None
+def _handed_off(session: Session, agent: AgentRef, attempted: str) -> SessionHandedOff | None:
+    """Refuse an agent's move of a session a person has (agents.services.handoff), as an anomaly."""
+    refusal = handoff_refusal(session, attempted=attempted)
+    if refusal is not None:
+        detail = f"{attempted} while handed off ({refusal.extra['handoff_reason']})"
+        anomaly_record(session, agent=agent, session_id=session.key, code=SESSION_HANDED_OFF, detail=detail)
+    return refusal
 
 
 def session_interrupt(*, agent: AgentRef, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
@@ -571,13 +573,13 @@ def session_interrupt(*, agent: AgentRef, session_id: str, to: str, expected_sta
             outcome = _mismatch(session, expected_state)
         elif session.state in machine.terminal_states:
             outcome = _closed(session)
+        elif handed_off := _handed_off(session, agent, f"an interrupt into '{to}'"):
+            outcome = handed_off
         elif to not in machine.states or to in machine.terminal_states or to == session.state:
             outcome = IllegalTransition(
                 f"Cannot interrupt into '{to}': it must be another, non-terminal state of {machine.key}.",
                 extra={"state": session.state, "seq": session.seq},
             )
-        elif handed_off := _policy_handoff(session):
-            outcome = handed_off
         else:
             outcome = session_move(
                 session,
@@ -598,13 +600,13 @@ def session_resume(*, agent: AgentRef, session_id: str, expected_state: str, rea
             outcome = _mismatch(session, expected_state)
         elif session.state in session.machine.terminal_states:
             outcome = _closed(session)
+        elif handed_off := _handed_off(session, agent, "a resume"):
+            outcome = handed_off
         elif not session.stack:
             outcome = NothingToResume(
                 "The session has no interrupted state to go back to.",
                 extra={"state": session.state, "seq": session.seq},
             )
-        elif handed_off := _policy_handoff(session):
-            outcome = handed_off
         else:
             outcome = session_move(
                 session,
@@ -665,6 +667,7 @@ _ANOMALY_HINTS = {
     ILLEGAL_TRANSITION: "You proposed {n} moves the flow does not allow: propose only allowed_transitions.",
     ACTION_NOT_ALLOWED: "You asked for {n} actions not allowed in their state: use only allowed_actions.",
     DECISION_MOVE_NOT_ALLOWED: "{n} decisions could not move the session as mapped from its state: re-check the flow.",
+    SESSION_HANDED_OFF: "{n} moves of a session a person has were refused: stop driving it until it is returned.",
 }
 
 

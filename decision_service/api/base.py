@@ -56,10 +56,25 @@ class AgentApi(APIView):
 
 
 class StaffApi(APIView):
-    """Views for staff automation (change requests, the human queue): staff API tokens only."""
+    """Views for staff automation (change requests, the human queue): staff API tokens only.
+
+    A query parameter the view does not name in ``query_parameters`` is refused (``422 invalid_request``)
+    rather than ignored: a misspelt filter (``?stat=pending``) would otherwise answer everything.
+    """
 
     permission_classes = [IsStaffToken]
     parser_classes = [StaffJSONParser]
+    query_parameters: tuple[str, ...] = ()
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication and permissions first: 401, 403
+        unknown = sorted(set(request.query_params) - set(self.query_parameters))
+        if unknown:
+            known = ", ".join(self.query_parameters) or "none"
+            raise InvalidRequest(
+                f"Unknown query parameters: {', '.join(map(repr, unknown))} (this operation takes: {known}).",
+                errors={name: ["Not a query parameter of this operation."] for name in unknown},
+            )
 
 
 def require_permission(request: Request, permission: str) -> None:

@@ -8,6 +8,7 @@ comes some other way (Django's test client, a server that dechunks).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.conf import settings
@@ -45,6 +46,12 @@ class LimitedJSONParser(parsers.JSONParser):
         problem = _shape_problem(data)
         if problem:
             raise exceptions.ParseError(problem)
+        out_of_range = _non_finite_path(data)
+        if out_of_range is not None:
+            # Well-formed JSON whose number no double holds (1e400 parses as infinity): unprocessable, and
+            # refused here, once for every field, before any of it reaches a JSON column (PostgreSQL's
+            # jsonb refuses infinity, and a server error is no answer to a client's input).
+            raise exceptions.ValidationError(_nested(out_of_range, NON_FINITE))
         return data
 
 
@@ -76,6 +83,33 @@ def _shape_problem(data: Any) -> str | None:
         elif isinstance(value, list):
             stack.extend((item, depth + 1) for item in value)
     return None
+
+
+NON_FINITE = "A number out of range: JSON numbers here must be finite (at most about 1.8e308 in size)."
+
+
+def _non_finite_path(data: Any) -> list[str] | None:
+    """The path to the first number that parsed as infinite, or ``None``. NaN and Infinity written as
+    such never get here: they are not JSON (``_refuse_constant``)."""
+    stack: list[tuple[Any, list[str]]] = [(data, [])]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path
+        if isinstance(value, dict):
+            stack.extend((item, [*path, str(key)]) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((item, [*path, str(i)]) for i, item in enumerate(value))
+    return None
+
+
+def _nested(path: list[str], message: str) -> Any:
+    """Field problems as DRF nests them: ``{"context": {"a": ["…"]}}``; the whole body's under
+    ``non_field_errors``."""
+    problems: Any = [message]
+    for part in reversed(path):
+        problems = {part: problems}
+    return problems if path else {"non_field_errors": problems}
 
 
 def _encodable(text: str) -> bool:

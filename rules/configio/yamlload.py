@@ -117,7 +117,12 @@ def load_yaml(text: str) -> LoadedYaml:
     and so do documents that nest deeper than ``MAX_DEPTH``, expand past ``MAX_VALUES`` or hold
     numbers longer than ``MAX_NUMBER_DIGITS``."""
     loaded = LoadedYaml()
-    loader = _DepthLimitedLoader(text)
+    try:
+        # PyYAML checks a text's characters as the loader is made, before anything is parsed.
+        loader = _DepthLimitedLoader(text)
+    except yaml.reader.ReaderError as exc:
+        loaded.problems.append(_reader_problem(text, exc))
+        return loaded
     try:
         node = loader.get_single_node()
         if node is None:
@@ -131,10 +136,7 @@ def load_yaml(text: str) -> LoadedYaml:
         loaded.problems.append(Problem((), *_syntax_problem(exc)))
     except yaml.reader.ReaderError as exc:
         loaded.data = None
-        line = text.count("\n", 0, max(exc.position, 0)) + 1
-        loaded.problems.append(
-            Problem((), line, f"invalid YAML: character {exc.character!r} is not allowed in a YAML file")
-        )
+        loaded.problems.append(_reader_problem(text, exc))
     except _TooLarge:
         loaded.data = None
         loaded.problems.append(Problem((), 1, f"the document expands to more than {MAX_VALUES} values"))
@@ -144,6 +146,23 @@ def load_yaml(text: str) -> LoadedYaml:
     finally:
         loader.dispose()
     return loaded
+
+
+def _reader_problem(text: str, exc: yaml.reader.ReaderError) -> Problem:
+    """A character YAML does not allow (a control character such as U+0007, U+0010, U+0016), with
+    where it is: one line, not PyYAML's message with its multi-line position."""
+    position = min(max(exc.position, 0), len(text))
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return Problem(
+        (),
+        line,
+        f"invalid YAML: the character U+{code:04X} (column {column}) is not allowed in a YAML file, nor are "
+        f"other control characters but tab and line breaks: remove it, or write it as {escape} in a "
+        "double-quoted string",
+    )
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError) -> tuple[int, str]:

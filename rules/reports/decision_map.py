@@ -78,9 +78,11 @@ def _iso(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def days_parse(raw: Any) -> int:
-    """The ``days`` parameter: a whole number from 1 to 90, 14 when absent; ``InvalidRequest`` otherwise."""
-    if raw is None or raw == "":
+def days_parse(raw: Any, *, empty_is_absent: bool = True) -> int:
+    """The ``days`` parameter: a whole number from 1 to 90, 14 when absent; ``InvalidRequest`` otherwise.
+    An empty value counts as absent (the admin's form sends one) unless ``empty_is_absent`` is off (the
+    API, whose spec says a given ``days`` is a number)."""
+    if raw is None or (raw == "" and empty_is_absent):
         return DAYS_DEFAULT
     text = str(raw)
     if not (text.isascii() and text.isdigit()) or not DAYS_MIN <= int(text) <= DAYS_MAX:

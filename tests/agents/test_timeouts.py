@@ -21,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from agents import tasks
-from agents.errors import IllegalTransition
+from agents.errors import SessionHandedOff
 from agents.models import AgentRuntime, Session, Transition
 from agents.services import agent_create
 from agents.services.decisions import decision_make
@@ -121,9 +121,9 @@ def test_a_timed_out_session_stays_with_the_person(agent):
     slow = Session.objects.get(key="slow")
     assert (slow.state, slow.stack) == ("human_handoff", ["awaiting_intent"])
     # The agent may not interrupt its way out of the queue, nor resume the state it had set aside.
-    with pytest.raises(IllegalTransition):
+    with pytest.raises(SessionHandedOff):
         session_interrupt(agent=agent, session_id="slow", to="executing", expected_state="human_handoff")
-    with pytest.raises(IllegalTransition):
+    with pytest.raises(SessionHandedOff):
         session_resume(agent=agent, session_id="slow", expected_state="human_handoff")
     assert Session.objects.get(key="slow").seq == slow.seq
 
@@ -137,12 +137,12 @@ def test_a_decision_does_not_take_a_timed_out_session_back(agent):
     machine_save(machine=machine, actor=None, reason="timeouts test")
     Session.objects.filter(key="s1").update(state_entered_at=now - dt.timedelta(seconds=60))
     assert session_timeouts_sweep(now=now) == 1
-    result = decision_make(
-        agent=agent,
-        request=DecideRequest(point="intent_routing", session_id="s1", input="我要退款"),
-        apply=True,
-    )
-    assert result.session_move == {"from": "human_handoff", "state": "human_handoff", "seq": 1}
+    with pytest.raises(SessionHandedOff):
+        decision_make(
+            agent=agent,
+            request=DecideRequest(point="intent_routing", session_id="s1", input="我要退款"),
+            apply=True,
+        )
     assert Session.objects.get(key="s1").state == "human_handoff"
 
 

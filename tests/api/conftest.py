@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -72,3 +74,25 @@ def agent_client(db) -> APIClient:
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token()}")
     client.raise_request_exception = False  # a server error is an answer to check, not a test crash
     return client
+
+
+@pytest.fixture
+def live_staff(live_sessions) -> dict[str, Any]:
+    """A superuser's staff token, a change request waiting for approval and a session in the human
+    queue (``s3``): ``{"token", "request_id", "session_pk"}``."""
+    from django.contrib.auth import get_user_model
+
+    from agents.models import Session
+    from rules.configio.validate import config_from_yaml
+    from rules.services.change_requests import change_request_propose
+    from rules.services.tokens import staff_token_create
+
+    user = get_user_model().objects.create_superuser(username="fuzz_admin", password="fuzz-admin-pw-1")
+    text = DEMO.read_text(encoding="utf-8")
+    raised = text.replace("value: 500", "value: 750", 1)
+    assert raised != text
+    pending = change_request_propose(document=config_from_yaml(raised), actor=user, reason="fuzzing")
+    assert pending.state == "pending", pending.state
+    queued = Session.objects.get(key="s3")
+    assert queued.state == queued.machine.handoff_state
+    return {"token": staff_token_create(user=user), "request_id": pending.pk, "session_pk": queued.pk}

@@ -87,14 +87,12 @@ def test_a_session_the_policy_handed_off_is_not_taken_back_out_by_resume_or_inte
         on(agent_client, "s1", "anomalies", {"code": "invalid_json"})
     detail = agent_client.get("/api/v1/sessions/s1").json()
     assert (detail["state"], detail["interrupt_stack"]) == ("human_handoff", ["init"])
-    resume = problem(on(agent_client, "s1", "resume", {"expected_state": "human_handoff"}), 422, "illegal_transition")
-    assert (resume["state"], resume["seq"], resume["allowed_transitions"]) == (
-        "human_handoff",
-        2,
-        ["closed", "escalated"],
-    )
+    resume = problem(on(agent_client, "s1", "resume", {"expected_state": "human_handoff"}), 409, "session_handed_off")
+    assert (resume["state"], resume["seq"], resume["handoff_reason"]) == ("human_handoff", 2, "model_failure")
     interrupt = {"to": "received", "expected_state": "human_handoff"}
-    problem(on(agent_client, "s1", "interrupt", interrupt), 422, "illegal_transition")
+    problem(on(agent_client, "s1", "interrupt", interrupt), 409, "session_handed_off")
+    move = {"to": "closed", "expected_state": "human_handoff"}
+    problem(on(agent_client, "s1", "transitions", move), 409, "session_handed_off")
 
 
 def test_refusals_about_the_state_carry_it(agent_client):

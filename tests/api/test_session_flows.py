@@ -89,8 +89,8 @@ class Model:
 
     @property
     def in_the_human_queue(self) -> bool:
-        """Handed off by the system (model failure, timeout): interrupts and resumes may not leave."""
-        return self.state == self.machine["handoff"] and self.handoff_reason is not None
+        """In the handoff state, however it got there: the agent may not move it out."""
+        return self.state == self.machine["handoff"]
 
     @property
     def ended_or_handed_off(self) -> bool:
@@ -102,10 +102,11 @@ class Model:
     def allowed_actions(self) -> list[str]:
         return list(self.machine.get("actions", {}).get(self.state, []))
 
-    def move(self, to: str) -> dict[str, Any]:
+    def move(self, to: str, why: str = "agent") -> dict[str, Any]:
+        """``why``: the handoff reason, should the move enter the handoff state (any move out clears it)."""
         move = {"from": self.state, "state": to, "seq": self.seq + 1}
         self.state, self.seq = to, self.seq + 1
-        self.handoff_reason = None  # only the system's hand-offs set it, right after their move
+        self.handoff_reason = why if to == self.machine["handoff"] else None
         return move
 
     def anomaly(self, code: str) -> bool:
@@ -113,8 +114,7 @@ class Model:
         self.anomalies.append(code)
         if self.ended_or_handed_off or len(self.anomalies) < self.machine.get("max_anomalies", 3):
             return False
-        self.move(self.machine["handoff"])
-        self.handoff_reason = "model_failure"
+        self.move(self.machine["handoff"], "model_failure")
         return True
 
     def feedback_count(self) -> int:
@@ -148,6 +148,13 @@ def _refusal(status: int, body: dict[str, Any], expected_status: int, code: str,
     assert (body["state"], body["seq"]) == (model.state, model.seq), body
 
 
+def _handed_off(status: int, body: dict[str, Any], model: Model) -> None:
+    """A move the agent may not make: a person has the session. Refused, and counted as an anomaly."""
+    _refusal(status, body, 409, "session_handed_off", model)
+    assert body["handoff_reason"] == model.handoff_reason, body
+    model.anomaly("session_handed_off")
+
+
 def _other_state(data: st.DataObject, model: Model) -> str:
     others = [s for s in model.machine["states"] if s != model.state]
     # The server ignores surrounding whitespace: "init " is not stale in init.
@@ -174,6 +181,9 @@ def step_transition(data: st.DataObject, flow: Flow, model: Model) -> str:
     if model.terminal:
         _refusal(status, answer, 409, "session_closed", model)
         return "transition: session_closed"
+    if model.in_the_human_queue:
+        _handed_off(status, answer, model)
+        return "transition: refused in the human queue"
     if to.strip() not in allowed:
         handed_off = model.anomaly("illegal_transition")
         _refusal(status, answer, 422, "illegal_transition", model)
@@ -220,13 +230,12 @@ def step_interrupt(data: st.DataObject, flow: Flow, model: Model) -> str:
     if model.terminal:
         _refusal(status, answer, 409, "session_closed", model)
         return "interrupt: session_closed"
+    if model.in_the_human_queue:
+        _handed_off(status, answer, model)
+        return "interrupt: refused in the human queue"
     if to.strip() not in targets:
         _refusal(status, answer, 422, "illegal_transition", model)  # not an anomaly
         return "interrupt: refused"
-    if model.in_the_human_queue:
-        _refusal(status, answer, 422, "illegal_transition", model)
-        assert answer["allowed_transitions"] == model.allowed_transitions(), answer
-        return "interrupt: refused in the human queue"
     model.stack.append(model.state)
     assert (status, answer) == (200, model.move(to.strip())), answer
     return f"interrupt: level {len(model.stack)}"
@@ -242,13 +251,12 @@ def step_resume(data: st.DataObject, flow: Flow, model: Model) -> str:
     if model.terminal:
         _refusal(status, answer, 409, "session_closed", model)
         return "resume: session_closed"
+    if model.in_the_human_queue:
+        _handed_off(status, answer, model)
+        return "resume: refused in the human queue"
     if not model.stack:
         _refusal(status, answer, 409, "nothing_to_resume", model)
         return "resume: nothing_to_resume"
-    if model.in_the_human_queue:
-        _refusal(status, answer, 422, "illegal_transition", model)
-        assert answer["allowed_transitions"] == model.allowed_transitions(), answer
-        return "resume: refused in the human queue"
     assert (status, answer) == (200, model.move(model.stack.pop())), answer
     return "resume: back"
 
@@ -272,6 +280,9 @@ def step_decide(data: st.DataObject, flow: Flow, model: Model) -> str:
     if point["machine"] != model.machine["key"]:
         assert (status, answer["code"]) == (422, "machine_mismatch"), answer
         return "decide: machine_mismatch"
+    if model.in_the_human_queue:
+        _handed_off(status, answer, model)  # nothing decided, nothing logged
+        return "decide: refused in the human queue"
     assert answer["decision"] == decision, answer
     stay = {"from": model.state, "state": model.state, "seq": model.seq}
     if decision is None:
@@ -282,18 +293,16 @@ def step_decide(data: st.DataObject, flow: Flow, model: Model) -> str:
         model.overruled[(overruled_by, decision)] += 1
     target = point.get("state_map", {}).get(decision)
     fallback = point.get("fallback_state", "")
-    if model.in_the_human_queue:
-        expected, what = stay, "stays handed off"
-    elif target is None or target == model.state:
+    if target is None or target == model.state:
         expected, what = stay, "stays"
     elif target in model.allowed_transitions():
-        expected, what = model.move(target), "moved"
+        expected, what = model.move(target, "rule"), "moved"
     elif model.anomaly("decision_move_not_allowed"):
         expected, what = {**stay, "state": model.state, "seq": model.seq}, "→ handed off"
     elif not fallback or fallback == model.state or fallback not in model.allowed_transitions():
         expected, what = stay, "not allowed, stays"
     else:
-        expected, what = model.move(fallback), "fell back"
+        expected, what = model.move(fallback, "fallback"), "fell back"
     assert answer["session"] == expected, (answer, model)
     assert len(answer["feedback"]) == model.feedback_count(), (answer["feedback"], model)
     return f"decide: {what}"
@@ -307,8 +316,7 @@ def step_sweep(data: st.DataObject, flow: Flow, model: Model) -> str:
     session_timeouts_sweep()
     timeouts = model.machine.get("timeouts", {})
     if model.state in timeouts and not model.ended_or_handed_off:
-        model.move(model.machine["handoff"])
-        model.handoff_reason = "timeout"
+        model.move(model.machine["handoff"], "timeout")
         return "sweep: timed out"
     return "sweep: nothing due"
 

@@ -17,6 +17,7 @@ import pytest
 
 from agents.models import Anomaly, Session, Transition
 from agents.services import agent_create
+from agents.services.queue import queue_resolve
 from rules.configio.apply import config_import
 from rules.models import DecisionRecord
 from tests.support import DEMO
@@ -207,7 +208,7 @@ def test_after_sales_refund_conversation(bot):
     assert Transition.objects.filter(session__key="order-1001").count() == 4
 
 
-def test_after_sales_large_refund_and_complaint_go_to_a_person(bot):
+def test_after_sales_large_refund_and_complaint_go_to_a_person(bot, staff_user):
     bot.start("after_sales", "order-2002")
     # A confident, whitelisted guess is accepted as it is.
     moved = bot.decide("order-2002", "intent_routing", input="这款有黑色的吗", candidate=candidate("product_info", 0.8))
@@ -224,20 +225,19 @@ def test_after_sales_large_refund_and_complaint_go_to_a_person(bot):
     assert (big.body["decision"], big.body["rule"]["key"]) == ("human_handoff", "over_auto_refund_limit")
     assert big.body["session"] == {"from": "refund_review", "state": "human_handoff", "seq": 3}
     # The customer then writes something harmless: the model may not pull the session out of the
-    # human queue, neither by the mapped move (received) nor by the fallback (clarify).
+    # human queue, neither by a decision with apply nor by the table's own edge.
     harmless = bot.decide(
         "order-2002", "intent_routing", input="你们几点下班", candidate=candidate("general_query", 0.9)
     )
-    assert harmless.body["session"] == {"from": "human_handoff", "state": "human_handoff", "seq": 3}
+    assert_problem(harmless, 409, "session_handed_off")
+    assert_problem(bot.move("order-2002", "closed", "human_handoff"), 409, "session_handed_off")
     assert Session.objects.get(key="order-2002").state == "human_handoff"
-    # The person closes it through the table's own edge.
-    assert bot.move("order-2002", "closed", "human_handoff", reason="refund paid by hand").body == {
-        "from": "human_handoff",
-        "state": "closed",
-        "seq": 4,
-    }
+    # The person closes it from the human queue.
+    waiting = Session.objects.get(key="order-2002")
+    closed = queue_resolve(session_pk=waiting.pk, user=staff_user, state="closed", note="refund paid by hand")
+    assert (closed.state, closed.seq) == ("closed", 4)
     rows = assert_gap_free("order-2002")
-    assert [t.kind for t in rows] == ["decision", "decision", "decision", "move"]
+    assert [t.kind for t in rows] == ["decision", "decision", "decision", "resolve"]
     assert rows[-1].reason == "refund paid by hand"
 
 
@@ -349,13 +349,12 @@ def test_three_illegal_moves_hand_the_session_to_a_person(bot):
     # The model may not leave the human queue by an interrupt either.
     assert_problem(
         bot.post("/api/v1/sessions/addr-3/interrupt", {"to": "executing", "expected_state": "human_handoff"}),
-        422,
-        "illegal_transition",
+        409,
+        "session_handed_off",
     )
     assert [t.kind for t in assert_gap_free("addr-3")] == ["move", "model_failure"]
-    assert (
-        list(Anomaly.objects.filter(session_id="addr-3").values_list("code", flat=True)) == ["illegal_transition"] * 3
-    )
+    codes = list(Anomaly.objects.filter(session_id="addr-3").order_by("created_at").values_list("code", flat=True))
+    assert codes == ["illegal_transition"] * 3 + ["session_handed_off"]
 
 
 def test_interrupt_two_levels_deep_and_back(bot):
@@ -370,16 +369,16 @@ def test_interrupt_two_levels_deep_and_back(bot):
     )
     assert one.body == {"from": "collecting_params", "state": "awaiting_intent", "seq": 3}
     two = bot.post(
-        f"{base}/interrupt", {"to": "human_handoff", "expected_state": "awaiting_intent", "reason": "wants a person"}
+        f"{base}/interrupt", {"to": "executing", "expected_state": "awaiting_intent", "reason": "check the parcel"}
     )
-    assert two.body == {"from": "awaiting_intent", "state": "human_handoff", "seq": 4}
+    assert two.body == {"from": "awaiting_intent", "state": "executing", "seq": 4}
     detail = bot.session("addr-4")
-    assert (detail["state"], detail["interrupt_stack"]) == ("human_handoff", ["collecting_params", "awaiting_intent"])
+    assert (detail["state"], detail["interrupt_stack"]) == ("executing", ["collecting_params", "awaiting_intent"])
     # Resuming with a stale state is refused like any move.
     assert_problem(bot.post(f"{base}/resume", {"expected_state": "awaiting_intent"}), 409, "state_mismatch")
 
-    back = bot.post(f"{base}/resume", {"expected_state": "human_handoff"})
-    assert back.body == {"from": "human_handoff", "state": "awaiting_intent", "seq": 5}
+    back = bot.post(f"{base}/resume", {"expected_state": "executing"})
+    assert back.body == {"from": "executing", "state": "awaiting_intent", "seq": 5}
     assert bot.session("addr-4")["interrupt_stack"] == ["collecting_params"]
     home = bot.post(f"{base}/resume", {"expected_state": "awaiting_intent"})
     assert home.body == {"from": "awaiting_intent", "state": "collecting_params", "seq": 6}
@@ -392,7 +391,7 @@ def test_interrupt_two_levels_deep_and_back(bot):
     assert_problem(bot.post(f"{base}/resume", {"expected_state": "collecting_params"}), 409, "nothing_to_resume")
     rows = assert_gap_free("addr-4")
     assert [t.kind for t in rows] == ["move", "move", "interrupt", "interrupt", "resume", "resume"]
-    assert [t.reason for t in rows[2:4]] == ["asks about logistics", "wants a person"]
+    assert [t.reason for t in rows[2:4]] == ["asks about logistics", "check the parcel"]
 
     # Nothing moves a session that has ended, interrupts included.
     bot.move("addr-4", "failed", "collecting_params", reason="cancel_intent")
@@ -454,12 +453,12 @@ def test_feedback_hints_after_repeated_overrides_and_anomalies(bot):
     assert "overruled 2 times by rule high_risk_keyword" in twice.body["feedback"][0]
     assert "human_handoff" in twice.body["feedback"][0]
 
-    # Two moves the flow does not allow add a hint of their own.
+    # Two moves out of the human queue add a hint of their own.
     for _ in range(2):
-        assert_problem(bot.move("fb-1", "received", "human_handoff"), 422, "illegal_transition")
+        assert_problem(bot.move("fb-1", "received", "human_handoff"), 409, "session_handed_off")
     feedback = bot.session("fb-1")["feedback"]
     assert len(feedback) == 2
-    assert any("2 moves the flow does not allow" in hint for hint in feedback)
+    assert any("2 moves of a session a person has" in hint for hint in feedback)
     # The hints are per session.
     bot.start("after_sales", "fb-2")
     assert bot.session("fb-2")["feedback"] == []

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue
+from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, SessionHandedOff
 from agents.models import QueueEvent, Session, Transition, TransitionKind
 from agents.selectors import human_queue_list, session_timeline
 from agents.services import agent_create
@@ -133,10 +133,15 @@ def test_a_session_outside_the_handoff_state_is_not_in_the_queue(bot, staff_user
         queue_claim(session_pk=session.pk, user=staff_user)
 
 
-def test_an_agent_move_out_of_the_handoff_state_ends_the_claim(bot, staff_user):
+def test_an_agent_cannot_move_a_claimed_session_out_of_the_queue(bot, staff_user):
     session = waiting(bot)
     queue_claim(session_pk=session.pk, user=staff_user)
-    session_transition(agent=bot, session_id="c1", to="escalated", expected_state="human_handoff")
+    with pytest.raises(SessionHandedOff):
+        session_transition(agent=bot, session_id="c1", to="escalated", expected_state="human_handoff")
+    session.refresh_from_db()
+    assert (session.state, session.claimed_by) == ("human_handoff", staff_user)
+    # The person's own move out ends the claim.
+    queue_return(session_pk=session.pk, user=staff_user, state="escalated")
     session.refresh_from_db()
     assert session.claimed_by is None
 

@@ -14,6 +14,7 @@ from agents.errors import (
     NothingToResume,
     SessionClosed,
     SessionExists,
+    SessionHandedOff,
     StateMismatch,
     UnknownMachine,
     UnknownSession,
@@ -225,28 +226,33 @@ def test_resume_with_an_empty_stack(agent):
     assert Session.objects.get(key="s").seq == 0
 
 
-def test_the_model_cannot_interrupt_or_resume_its_way_out_of_a_policy_handoff(agent):
+def test_the_model_cannot_interrupt_resume_or_move_its_way_out_of_a_policy_handoff(agent):
     start(agent, "s", "change_address", "awaiting_intent", "collecting_params")
     session_interrupt(agent=agent, session_id="s", to="awaiting_intent", expected_state="collecting_params")
     for _ in range(3):
         report(agent, "s")
     session = Session.objects.get(key="s")
     assert (session.state, session.stack) == ("human_handoff", ["collecting_params"])
-    with pytest.raises(IllegalTransition) as refused:
+    with pytest.raises(SessionHandedOff) as refused:
         session_resume(agent=agent, session_id="s", expected_state="human_handoff")
-    assert refused.value.extra["allowed_transitions"] == ["completed", "failed"]
-    with pytest.raises(IllegalTransition):
+    assert refused.value.extra == {"state": "human_handoff", "seq": 4, "handoff_reason": "model_failure"}
+    with pytest.raises(SessionHandedOff):
         session_interrupt(agent=agent, session_id="s", to="executing", expected_state="human_handoff")
-    # The machine's own way out (the person finishing the job) is still open.
-    assert session_transition(agent=agent, session_id="s", to="completed", expected_state="human_handoff").seq == 5
+    # Not even the machine's own way out: that is the person's (agents.services.queue).
+    with pytest.raises(SessionHandedOff):
+        session_transition(agent=agent, session_id="s", to="completed", expected_state="human_handoff")
+    assert Session.objects.get(key="s").seq == 4
 
 
-def test_a_handoff_by_interrupt_can_be_resumed(agent):
-    """Interrupting into the handoff state on purpose (the customer asked for a person) is not the
-    policy's handoff: the agent may come back from it."""
+def test_a_handoff_by_interrupt_is_the_persons_too(agent):
+    """Interrupting into the handoff state on purpose (the customer asked for a person) hands the
+    conversation over like any other way in: the agent may not resume out of it."""
     start(agent, "s", "change_address", "awaiting_intent")
     session_interrupt(agent=agent, session_id="s", to="human_handoff", expected_state="awaiting_intent")
-    assert session_resume(agent=agent, session_id="s", expected_state="human_handoff").state == "awaiting_intent"
+    assert Session.objects.get(key="s").handoff_reason == "agent"
+    with pytest.raises(SessionHandedOff):
+        session_resume(agent=agent, session_id="s", expected_state="human_handoff")
+    assert Session.objects.get(key="s").state == "human_handoff"
 
 
 # -- transitions ---------------------------------------------------------------------------------

@@ -141,3 +141,18 @@ def test_import_config_refuses_an_unknown_user():
     with pytest.raises(CommandError, match="There is no user 'nobody'"):
         call("import_config", str(DEMO_FILE), "--user", "nobody")
     assert ConfigRevision.objects.count() == 0
+
+
+@pytest.mark.parametrize("char", ["\x10", "\x16", "\x07"], ids=["U+0010", "U+0016", "U+0007"])
+def test_validate_config_names_a_control_character_in_one_line(write, capsys, char):
+    """YAML allows no control characters but tab and line breaks: PyYAML's ReaderError was a traceback."""
+    path = write(DEMO.replace("value: 0.65", f"value: 0.6{char}5", 1))
+    line = DEMO[: DEMO.index("value: 0.65")].count("\n") + 1
+    with pytest.raises(SystemExit) as exc:
+        execute_from_command_line(["manage.py", "validate_config", path])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "ReaderError" not in err
+    first = err.splitlines()[0]
+    assert first.startswith(f"document: invalid YAML: the character U+{ord(char):04X} (column ")
+    assert first.endswith(f"(line {line})")
