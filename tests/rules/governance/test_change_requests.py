@@ -217,13 +217,15 @@ def test_a_scheduled_request_superseded_before_its_time_is_not_applied(demo, edi
 def test_break_glass_applies_at_once_and_leaves_a_review_for_a_second_person(demo, editor, approver):
     request = _raise_limit(editor)
     with pytest.raises(PermissionDenied):
-        change_request_break_glass(request=request, actor=approver, reason="outage")
+        change_request_break_glass(request=request, actor=approver, digest=reviewed_digest(request), reason="outage")
     on_call = make_user("on_call", "config_editors")
     from django.contrib.auth.models import Permission
 
     on_call.user_permissions.add(Permission.objects.get(codename="break_glass_changerequest"))
     on_call = type(on_call).objects.get(pk=on_call.pk)  # fresh permission cache
-    done = change_request_break_glass(request=request, actor=on_call, reason="refunds stuck during an outage")
+    done = change_request_break_glass(
+        request=request, actor=on_call, digest=reviewed_digest(request), reason="refunds stuck during an outage"
+    )
     assert done.state == "applied" and _limit() == 1000
     assert list(change_requests_under_review()) == [done]
     with pytest.raises(PermissionDenied):  # a break-glass user without the approver role
