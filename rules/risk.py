@@ -135,15 +135,16 @@ def rule_high_risk(rule: Mapping[str, Any], handoff: set[str]) -> str | None:
     return _render(why["message"], why["params"], translate=False) if why else None
 
 
-def _strings(value: Any) -> Iterator[str]:
+def document_strings(value: Any) -> Iterator[str]:
+    """Every string inside a document value: the keys of the lists and thresholds conditions name."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _strings(item)
+            yield from document_strings(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _strings(item)
+            yield from document_strings(item)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +229,7 @@ class _View:
                         into, use = guarded, _Use(f"{point_key}.{rule_key}", f"{point_key}.{point.guards[rule_key]}")
                     else:
                         continue
-                    for key in _strings(rule.get("conditions", [])):
+                    for key in document_strings(rule.get("conditions", [])):
                         if key in self.thresholds or key in self.lists:
                             into.setdefault(key, use)
             self._uses = {**guarded, **used}

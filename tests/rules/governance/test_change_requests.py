@@ -25,6 +25,7 @@ from rules.selectors import (
 from rules.services import records
 from rules.services.change_requests import (
     change_request_acknowledge,
+    change_request_apply,
     change_request_approve,
     change_request_break_glass,
     change_request_event_line,
@@ -292,3 +293,12 @@ def test_a_request_stands_when_the_broker_cannot_be_reached(
     assert stored.impact_status == "failed"
     assert stored.impact["error"].startswith("The impact preview could not be queued")
     assert "could not queue rules.tasks.change_request_notify" in caplog.text
+
+
+def test_applying_is_only_for_an_approved_request(demo, editor, approver):
+    """``change_request_apply`` is public (the scheduler calls it, and so can the shell): a pending
+    request, which has not had its approvals, is refused and nothing is applied."""
+    request = _raise_limit(editor)
+    with pytest.raises(NotPending):
+        change_request_apply(request=request, actor=editor)
+    assert ChangeRequest.objects.get(pk=request.pk).state == "pending" and _limit() == 500
