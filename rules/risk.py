@@ -18,8 +18,8 @@ past, so it is governed as the high-risk rule is. Concretely a change is high-ri
   ``when_no_candidate``, machine, state map, fallback state or the type of a declared fact; masks less
   personal data in its log (a built-in mask skipped, an own pattern removed or changed, a fact path
   removed, or its facts no longer masked); or deletes the point;
-- changes a state machine's transitions, per-state actions, timeouts, handoff state or model-failure
-  policy (``max_anomalies``), or deletes the machine.
+- changes a state machine's transitions, per-state actions, timeouts, initial, terminal or handoff
+  state or model-failure policy (``max_anomalies``), or deletes the machine.
 Every record is judged on both sides — as it was and as it would be — so switching a rule on ahead of a
 high-risk rule, turning one off, or moving a rule out of a high-risk category is high-risk too.
 Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
@@ -55,7 +55,7 @@ POINT_FIELDS = frozenset(
         "fallback_state",
     }
 )
-MACHINE_FIELDS = frozenset({"transitions", "actions", "timeouts", "handoff", "max_anomalies"})
+MACHINE_FIELDS = frozenset({"transitions", "actions", "timeouts", "handoff", "initial", "terminal", "max_anomalies"})
 
 # A reason's parameters: text, or a nested reason (``{"message": …, "params": …}``) rendered in its place.
 Params = Mapping[str, Any]
@@ -135,15 +135,16 @@ def rule_high_risk(rule: Mapping[str, Any], handoff: set[str]) -> str | None:
     return _render(why["message"], why["params"], translate=False) if why else None
 
 
-def _strings(value: Any) -> Iterator[str]:
+def document_strings(value: Any) -> Iterator[str]:
+    """Every string inside a document value: the keys of the lists and thresholds conditions name."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _strings(item)
+            yield from document_strings(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _strings(item)
+            yield from document_strings(item)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +229,7 @@ class _View:
                         into, use = guarded, _Use(f"{point_key}.{rule_key}", f"{point_key}.{point.guards[rule_key]}")
                     else:
                         continue
-                    for key in _strings(rule.get("conditions", [])):
+                    for key in document_strings(rule.get("conditions", [])):
                         if key in self.thresholds or key in self.lists:
                             into.setdefault(key, use)
             self._uses = {**guarded, **used}
@@ -416,7 +417,7 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
         )
     if kind == "machine":
         return gettext(
-            "Changing the transitions, actions, timeouts, handoff state or max anomalies, or deleting it, "
-            "needs approval."
+            "Changing the transitions, actions, timeouts, initial, terminal or handoff state or max anomalies, "
+            "or deleting it, needs approval."
         )
     return None

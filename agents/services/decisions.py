@@ -16,16 +16,16 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents.errors import MachineMismatch, SessionClosed, SessionHandedOff, UnknownSession
+from agents.errors import MachineMismatch, SessionClosed, UnknownSession
 from agents.models import AgentRuntime, Session
 from agents.selectors import agent_principal
-from agents.services.handoff import SESSION_HANDED_OFF, handoff_refusal
 from agents.services.sessions import (
     DECISION_MOVE_NOT_ALLOWED,
     FeedbackBasis,
     anomaly_record,
     session_allowed_targets,
     session_feedback,
+    session_handed_off,
     session_lock,
     session_log_if_state,
     session_move,
@@ -89,7 +89,13 @@ def decision_make(
         with transaction.atomic():
             session = _session_for(principal, request.session_id, point, apply)
             # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
-            refused = _handed_off(session, principal, point) if apply and session is not None else None
+            refused = (
+                session_handed_off(
+                    session, principal, f"a decision of {point.spec.key} with apply", point=point.spec.key
+                )
+                if apply and session is not None
+                else None
+            )
             if refused is None:
                 decided = _decide_locked(turn, session, apply)
         if refused is not None:
@@ -128,18 +134,6 @@ def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideR
     feedback = session_feedback(session) if session else []
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
     return replace(decision_result_from_record(record, replayed=False), feedback=feedback)
-
-
-def _handed_off(session: Session, agent: AgentPrincipal, point: CompiledPoint) -> SessionHandedOff | None:
-    """A decision with ``apply`` may not move a session a person has (agents.services.handoff)."""
-    attempted = f"a decision of {point.spec.key} with apply"
-    refusal = handoff_refusal(session, attempted=attempted)
-    if refusal is not None:
-        detail = f"{attempted} while handed off ({refusal.extra['handoff_reason']})"
-        anomaly_record(
-            session, agent=agent, session_id=session.key, point=point.spec.key, code=SESSION_HANDED_OFF, detail=detail
-        )
-    return refusal
 
 
 def _counted(result: DecideResult) -> DecideResult:

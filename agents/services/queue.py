@@ -128,7 +128,11 @@ def queue_return(*, session_pk: int, user: Any, state: str, note: str = "") -> M
     session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     _leave(session, to=state, terminal=False)
-    move = session_move(session, to=state, kind=TransitionKind.RETURN, actor=operator_actor(user), reason=note)
+    # The interrupt stack goes: what the agent meant to resume before the handoff is not the person's
+    # decision, and a resume must not undo the state they returned the session to.
+    move = session_move(
+        session, to=state, kind=TransitionKind.RETURN, actor=operator_actor(user), reason=note, stack=[]
+    )
     Session.objects.filter(pk=session.pk).update(anomaly_count=0)
     session.anomaly_count = 0
     return move
@@ -141,4 +145,6 @@ def queue_resolve(*, session_pk: int, user: Any, state: str, note: str) -> Move:
     session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     _leave(session, to=state, terminal=True)
-    return session_move(session, to=state, kind=TransitionKind.RESOLVE, actor=operator_actor(user), reason=note)
+    return session_move(
+        session, to=state, kind=TransitionKind.RESOLVE, actor=operator_actor(user), reason=note, stack=[]
+    )

@@ -506,7 +506,7 @@ def _transition_locked(
         return _mismatch(session, expected_state)
     if session.state in session.machine.terminal_states:
         return _closed(session)
-    if handed_off := _handed_off(session, agent, f"a move to '{to}'"):
+    if handed_off := session_handed_off(session, agent, f"a move to '{to}'"):
         return handed_off
     allowed = session_allowed_targets(session)
     if to not in allowed:
@@ -554,12 +554,17 @@ def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str
     raise refusal
 
 
-def _handed_off(session: Session, agent: AgentRef, attempted: str) -> SessionHandedOff | None:
-    """Refuse an agent's move of a session a person has (agents.services.handoff), as an anomaly."""
+def session_handed_off(
+    session: Session, agent: AgentRef, attempted: str, *, point: str = ""
+) -> SessionHandedOff | None:
+    """Refuse an agent's move of a session a person has (agents.services.handoff), as an anomaly: the
+    refusal to raise once the anomaly is committed, or None when the session is not handed off."""
     refusal = handoff_refusal(session, attempted=attempted)
     if refusal is not None:
         detail = f"{attempted} while handed off ({refusal.extra['handoff_reason']})"
-        anomaly_record(session, agent=agent, session_id=session.key, code=SESSION_HANDED_OFF, detail=detail)
+        anomaly_record(
+            session, agent=agent, session_id=session.key, point=point, code=SESSION_HANDED_OFF, detail=detail
+        )
     return refusal
 
 
@@ -573,7 +578,7 @@ def session_interrupt(*, agent: AgentRef, session_id: str, to: str, expected_sta
             outcome = _mismatch(session, expected_state)
         elif session.state in machine.terminal_states:
             outcome = _closed(session)
-        elif handed_off := _handed_off(session, agent, f"an interrupt into '{to}'"):
+        elif handed_off := session_handed_off(session, agent, f"an interrupt into '{to}'"):
             outcome = handed_off
         elif to not in machine.states or to in machine.terminal_states or to == session.state:
             outcome = IllegalTransition(
@@ -600,7 +605,7 @@ def session_resume(*, agent: AgentRef, session_id: str, expected_state: str, rea
             outcome = _mismatch(session, expected_state)
         elif session.state in session.machine.terminal_states:
             outcome = _closed(session)
-        elif handed_off := _handed_off(session, agent, "a resume"):
+        elif handed_off := session_handed_off(session, agent, "a resume"):
             outcome = handed_off
         elif not session.stack:
             outcome = NothingToResume(

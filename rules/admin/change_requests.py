@@ -181,7 +181,9 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
                 change_request_withdraw(request=obj, actor=user, reason=reason)
                 said = gettext("Withdrawn.")
             elif action == "break_glass":
-                change_request_break_glass(request=obj, actor=user, reason=reason)
+                change_request_break_glass(
+                    request=obj, actor=user, digest=str(request.POST.get("digest", "")), reason=reason
+                )
                 said = gettext("Applied at once (break glass). A second person must review it.")
             elif action == "acknowledge":
                 change_request_acknowledge(request=obj, actor=user, note=reason)

@@ -94,6 +94,10 @@ def _candidate(data: Any) -> tuple[Candidate | None, str | None, dict[str, str]]
     return None, None, {}
 
 
+def _not_a_number(name: str) -> Any:
+    raise ValueError(name)
+
+
 def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
     errors: dict[str, str] = {}
     point = data.get("point", "").strip()
@@ -103,13 +107,19 @@ def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
     facts: Any = {}
     if facts_text:
         try:
-            facts = json.loads(facts_text)
+            facts = json.loads(facts_text, parse_constant=_not_a_number)
         except json.JSONDecodeError as exc:
             # json's own message is English: say where it went wrong, in the operator's language.
             errors["facts"] = gettext("Not JSON: it goes wrong at line %(line)s, column %(column)s.") % {
                 "line": exc.lineno,
                 "column": exc.colno,
             }
+        except (ValueError, RecursionError):
+            # NaN or Infinity, an integer past Python's digit limit, or nesting past the recursion limit:
+            # JSON decode errors they are not, but the operator typed them.
+            errors["facts"] = gettext(
+                "Not JSON a decision can use: a number is too long or not finite, or it is nested too deeply."
+            )
         else:
             if not isinstance(facts, dict):
                 errors["facts"] = gettext('A JSON object, e.g. {"refund_amount": 800}.')

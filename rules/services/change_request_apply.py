@@ -96,14 +96,16 @@ def change_request_apply(*, request: ChangeRequest, actor: Actor) -> ChangeReque
     A request that cannot be applied stays unapplied and says why: ``superseded`` (with the record
     that changed; ``ChangeRequestSuperseded`` is raised) or, when the configuration refuses it (it no
     longer compiles, a record is refused), in ``failure`` (``ConfigError`` is raised). An applied
-    request is returned as it is (a retried task); a rejected or withdrawn one is refused.
+    request is returned as it is (a retried task); any other that is not approved is refused.
     """
     with transaction.atomic():
         request = locked(request)
         if request.state == ChangeRequestState.APPLIED:
             return request  # applied meanwhile: applying twice would be wrong
-        if request.state not in OPEN_STATES:
-            raise not_open(request, "open")
+        # Only an approved request is applied here (by the scheduler, on time): a pending one has not
+        # had its approvals, and this is a public service the shell can call too.
+        if request.state != ChangeRequestState.APPROVED:
+            raise not_open(request, "approved")
         refusal = apply_locked(request, actor)
     if refusal is not None:
         raise refusal

@@ -15,8 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rules.configio.diff import KIND_LABELS, RecordChange, same
-from rules.models import ChangeRequest
+from django.utils.translation import gettext_noop
+
+from rules.configio.diff import KIND_LABELS, RecordChange, config_diff, same
+from rules.models import OPEN_STATES, ChangeRequest
+from rules.risk import RiskReason, change_risks
 
 
 def change_request_digest(changes: Iterable[Mapping[str, Any]]) -> str:
@@ -138,3 +141,23 @@ def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str
         "points": points,
         "machines": [sections["machines"][k] for k in sorted(sections["machines"])],
     }
+
+
+def change_risks_under_open_requests(*, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[RiskReason]:
+    """Why the change from ``before`` to ``after`` (the live configuration and the one proposed) needs
+    approval in a configuration where an open request has applied: the change is replayed on top of each
+    open request's proposal and judged there. Empty when it is low-risk under every one of them."""
+    reasons: list[RiskReason] = []
+    for request in ChangeRequest.objects.filter(state__in=OPEN_STATES).order_by("pk"):
+        then_before = config_document_apply(before, request.changes)
+        then_after = config_document_apply(after, request.changes)
+        for reason in change_risks(then_before, then_after, config_diff(then_before, then_after)):
+            reasons.append(
+                RiskReason.of(
+                    reason.record,
+                    gettext_noop("%(why)s, once change request %(number)s is applied"),
+                    why={"message": reason.message, "params": dict(reason.params)},
+                    number=request.pk,
+                )
+            )
+    return reasons

@@ -272,6 +272,20 @@ def change_request_approvals_required() -> int:
     return max(1, int(settings.ARBITER_REQUIRED_APPROVALS))
 
 
+def _reviewed(request: ChangeRequest, digest: str) -> None:
+    """Refuse to act on a locked request whose change is not the one the caller was shown (``digest``)."""
+    current = change_request_digest(request.changes)
+    if digest != current:
+        raise ChangeRequestChanged(
+            gettext(
+                "Change request %(number)s changed since it was read: review its current change and "
+                "approve that (its digest is given)."
+            )
+            % {"number": request.pk},
+            extra={"digest": current, "diff": change_request_diff_rows(request)},
+        )
+
+
 def change_request_approve(
     *, request: ChangeRequest, actor: Actor, digest: str, reason: str = "", override_reason: str = ""
 ) -> ChangeRequest:
@@ -289,16 +303,7 @@ def change_request_approve(
         request = locked(request)
         if request.state != ChangeRequestState.PENDING:
             raise not_open(request)
-        current = change_request_digest(request.changes)
-        if digest != current:
-            raise ChangeRequestChanged(
-                gettext(
-                    "Change request %(number)s changed since it was read: review its current change and "
-                    "approve that (its digest is given)."
-                )
-                % {"number": request.pk},
-                extra={"digest": current, "diff": change_request_diff_rows(request)},
-            )
+        _reviewed(request, digest)
         broken = (request.impact or {}).get("broken_cases") or []
         if broken and not override_reason.strip():
             raise OverrideReasonRequired(
@@ -352,10 +357,10 @@ def change_request_withdraw(*, request: ChangeRequest, actor: Actor, reason: str
     return request
 
 
-def change_request_break_glass(*, request: ChangeRequest, actor: Actor, reason: str) -> ChangeRequest:
+def change_request_break_glass(*, request: ChangeRequest, actor: Actor, digest: str, reason: str) -> ChangeRequest:
     """Apply an open request at once, without approval, for an emergency (in the same locked
-    transaction). The request then carries an open retroactive review until a second person
-    acknowledges it."""
+    transaction): the change whose digest is ``digest``, what the user was shown, as for an approval.
+    The request then carries an open retroactive review until a second person acknowledges it."""
     if not actor_may(actor, BREAK_GLASS_PERMISSION):
         raise PermissionDenied(gettext("Only users with the break-glass permission may apply a request at once."))
     if not reason.strip():
@@ -364,6 +369,7 @@ def change_request_break_glass(*, request: ChangeRequest, actor: Actor, reason: 
         request = locked(request)
         if request.state not in OPEN_STATES:
             raise not_open(request)
+        _reviewed(request, digest)
         request.break_glass_by = actor_user(actor)
         request.break_glass_reason = reason.strip()
         request.save(update_fields=["break_glass_by", "break_glass_reason", "updated_at"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from rules.engine import CompiledPoint, compile_config
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
-from rules.risk import HIGH_RISK_CATEGORIES, handoff_outcomes, rule_high_risk
+from rules.risk import HIGH_RISK_CATEGORIES, document_strings, handoff_outcomes, rule_high_risk
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.change_requests import change_request_digest, config_document_apply
 from rules.services.decide import logged_candidate
@@ -59,17 +59,6 @@ _COLUMNS = (
 )
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
 def _deciding_view(document: Mapping[str, Any], key: str) -> Any:
     """What decides at a point: the point without its prose, and the values of the thresholds and the
     terms of the keyword lists its rules refer to (a changed threshold changes every point using it)."""
@@ -78,7 +67,7 @@ def _deciding_view(document: Mapping[str, Any], key: str) -> Any:
         return None
     prose = {"name", "description"}
     rules = [{k: v for k, v in r.items() if k != "description"} for r in point.get("rules", [])]
-    referenced = set(_strings([r.get("conditions", []) for r in rules]))
+    referenced = set(document_strings([r.get("conditions", []) for r in rules]))
     thresholds = {t["key"]: t["value"] for t in document.get("thresholds", []) if t["key"] in referenced}
     lists = {
         kl["key"]: (kl.get("match"), kl.get("fold_traditional"), kl.get("ignore_cjk_gaps"), sorted(kl["terms"]))

@@ -121,6 +121,14 @@ def governance_gate(change: ConfigChange, snapshot: dict[str, Any]) -> Proposal 
     changes = config_diff(latest.snapshot, snapshot)
     risks = change_risks(latest.snapshot, snapshot, changes)
     if not risks:
+        # Judged against what is live only, a list edit is low-risk while the rule that reads it still
+        # decides after every high-risk rule; but an open request may be about to move that rule ahead.
+        # The edit is judged as it would be once each open request applies, so that one person cannot arm
+        # an approved (or pending) change afterwards with edits its reviewers never saw.
+        from rules.services.change_request_data import change_risks_under_open_requests
+
+        risks = change_risks_under_open_requests(before=latest.snapshot, after=snapshot)
+    if not risks:
         return None
     return Proposal(base_revision=latest.number, before=latest.snapshot, after=snapshot, changes=changes, risks=risks)
 

@@ -182,3 +182,27 @@ def test_a_stale_expected_state_is_still_a_state_mismatch(client):
     stale = post(client, "/api/v1/sessions/s1/transitions", {"to": "closed", "expected_state": "received"})
     assert stale.status_code == 409 and stale.json()["code"] == "state_mismatch"
     assert stale.json()["state"] == "human_handoff"
+
+
+def test_a_resume_cannot_undo_the_state_a_person_returned_the_session_to(client, ops):
+    """An interrupt stack from before the handoff is gone once a person returns the session: resuming
+    would put it back where the agent was, over the person's decision."""
+    start(client, "st1")
+    for before, to in (("init", "received"), ("received", "refund_review")):
+        moved = post(client, "/api/v1/sessions/st1/transitions", {"to": to, "expected_state": before})
+        assert moved.status_code == 200, moved.content
+    paused = post(client, "/api/v1/sessions/st1/interrupt", {"to": "intent_clarify", "expected_state": "refund_review"})
+    assert paused.status_code == 200, paused.content
+    handed = post(
+        client,
+        "/api/v1/decisions",
+        {"point": "intent_routing", "session_id": "st1", "input": "我要投诉", "apply": True},
+    )
+    assert handed.json()["session"]["state"] == "human_handoff", handed.content
+    pk = Session.objects.get(key="st1").pk
+    returned = ops.post(f"/api/v1/queue/{pk}/return", {"state": "escalated", "note": "calm"}, format="json")
+    assert returned.status_code == 200, returned.content
+    resumed = post(client, "/api/v1/sessions/st1/resume", {"expected_state": "escalated"})
+    assert resumed.status_code == 409, resumed.content
+    assert resumed.json()["code"] == "nothing_to_resume"
+    assert detail(client, "st1")["state"] == "escalated"

@@ -25,6 +25,7 @@ from rules.selectors import (
 from rules.services import records
 from rules.services.change_requests import (
     change_request_acknowledge,
+    change_request_apply,
     change_request_approve,
     change_request_break_glass,
     change_request_event_line,
@@ -217,13 +218,15 @@ def test_a_scheduled_request_superseded_before_its_time_is_not_applied(demo, edi
 def test_break_glass_applies_at_once_and_leaves_a_review_for_a_second_person(demo, editor, approver):
     request = _raise_limit(editor)
     with pytest.raises(PermissionDenied):
-        change_request_break_glass(request=request, actor=approver, reason="outage")
+        change_request_break_glass(request=request, actor=approver, digest=reviewed_digest(request), reason="outage")
     on_call = make_user("on_call", "config_editors")
     from django.contrib.auth.models import Permission
 
     on_call.user_permissions.add(Permission.objects.get(codename="break_glass_changerequest"))
     on_call = type(on_call).objects.get(pk=on_call.pk)  # fresh permission cache
-    done = change_request_break_glass(request=request, actor=on_call, reason="refunds stuck during an outage")
+    done = change_request_break_glass(
+        request=request, actor=on_call, digest=reviewed_digest(request), reason="refunds stuck during an outage"
+    )
     assert done.state == "applied" and _limit() == 1000
     assert list(change_requests_under_review()) == [done]
     with pytest.raises(PermissionDenied):  # a break-glass user without the approver role
@@ -290,3 +293,12 @@ def test_a_request_stands_when_the_broker_cannot_be_reached(
     assert stored.impact_status == "failed"
     assert stored.impact["error"].startswith("The impact preview could not be queued")
     assert "could not queue rules.tasks.change_request_notify" in caplog.text
+
+
+def test_applying_is_only_for_an_approved_request(demo, editor, approver):
+    """``change_request_apply`` is public (the scheduler calls it, and so can the shell): a pending
+    request, which has not had its approvals, is refused and nothing is applied."""
+    request = _raise_limit(editor)
+    with pytest.raises(NotPending):
+        change_request_apply(request=request, actor=editor)
+    assert ChangeRequest.objects.get(pk=request.pk).state == "pending" and _limit() == 500

@@ -199,7 +199,9 @@ def test_break_glass_against_reject_ends_one_way_or_the_other(people, db):
         request = _propose(editor, 1000 + round_)
         before, live = ConfigRevision.objects.count(), _limit()
         results = _at_once(
-            lambda r=request: change_request_break_glass(request=r, actor=firefighter, reason="outage"),
+            lambda r=request: change_request_break_glass(
+                request=r, actor=firefighter, digest=reviewed_digest(r), reason="outage"
+            ),
             lambda r=request: change_request_reject(request=r, actor=approver, reason="no"),
         )
         assert _codes(results) == ["not_pending", "ok"]

@@ -161,3 +161,23 @@ def _rows(request: ChangeRequest) -> list[dict]:
     from rules.services.change_requests import change_request_diff_rows
 
     return change_request_diff_rows(ChangeRequest.objects.get(pk=request.pk))
+
+
+def test_break_glass_applies_only_the_change_that_was_shown(demo, editor):
+    """Break glass is the other way a held change goes live: it is bound to what was read, too."""
+    from django.contrib.auth.models import Permission
+
+    from rules.services.change_requests import change_request_break_glass
+    from tests.rules.governance.conftest import make_user
+
+    on_call = make_user("on_call", "config_editors")
+    on_call.user_permissions.add(Permission.objects.get(codename="break_glass_changerequest"))
+    on_call = type(on_call).objects.get(pk=on_call.pk)  # a fresh permission cache
+    request = _propose_555(editor)
+    read = reviewed_digest(request)
+    _edit_to_77777(request, editor)
+    with pytest.raises(ChangeRequestChanged):
+        change_request_break_glass(request=request, actor=on_call, digest=read, reason="outage")
+    stored = ChangeRequest.objects.get(pk=request.pk)
+    assert (stored.state, stored.break_glass_by_id) == ("pending", None)
+    assert _limit() == 500 and ConfigRevision.objects.count() == 1

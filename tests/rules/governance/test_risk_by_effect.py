@@ -15,6 +15,7 @@ from rules.errors import ApprovalRequired
 from rules.models import ChangeRequest, ConfigRevision, KeywordList, Rule, Threshold
 from rules.selectors import config_document
 from rules.services import records
+from rules.services.change_requests import change_request_withdraw
 from tests.rules.api.conftest import decide
 from tests.support import agent_api
 
@@ -232,3 +233,50 @@ def test_the_admin_note_of_a_high_risk_rule_is_all_in_chinese(demo, approver, cl
     pk = Rule.objects.get(key="high_risk_keyword").pk
     page = client.get(f"/admin/rules/rule/{pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "高风险规则（合规规则）" in page and "a compliance rule" not in page
+
+
+def test_an_edit_that_arms_an_open_request_waits_for_approval(demo, editor, approver):
+    """A request moves a harmless late rule ahead of the risk rule; its author then edits the list that
+    rule reads. Against the live configuration the edit is low-risk (the rule still decides last), but
+    once the request applies it decides what the risk rule sees: the edit waits too, naming the request."""
+    document = config_document()
+    words = copy.deepcopy(next(kl for kl in document["keyword_lists"] if kl["key"] == "refund_triggers"))
+    words.update(key="late_words", name="late words", terms=["发票"])
+    document["keyword_lists"].append(words)
+    late = copy.deepcopy(_rule(document, "intent_routing", "refund_trigger"))
+    late.update(key="late_rule", priority=900, outcome="general_query", conditions=[{"input_contains": "late_words"}])
+    _routing(document)["rules"].append(late)
+    assert config_apply(document=document, actor=editor, reason="a late rule").change_request is None
+    ahead = config_document()
+    _rule(ahead, "intent_routing", "late_rule")["priority"] = 30
+    request = config_apply(document=ahead, actor=editor, reason="move it up").change_request
+    assert request is not None and request.state == "pending"
+
+    late_words = KeywordList.objects.get(key="late_words")
+    with pytest.raises(ApprovalRequired) as held:
+        records.keyword_terms_add(keyword_list=late_words, terms=["我"], actor=editor, reason="more words")
+    reason = held.value.change_request.risks[0]
+    assert reason["record"] == "keyword list late_words"
+    assert f"once change request {request.pk} is applied" in reason["why"]
+    assert not KeywordList.objects.get(key="late_words").terms.filter(term="我").exists()
+
+    # With no open request, the same edit applies at once: it is the request that makes it matter.
+    change_request_withdraw(request=request, actor=editor)
+    records.keyword_terms_add(keyword_list=late_words, terms=["我"], actor=editor, reason="more words")
+    assert KeywordList.objects.get(key="late_words").terms.filter(term="我").exists()
+
+
+def test_changing_a_machines_initial_or_terminal_states_is_high_risk(demo):
+    """A new initial state can start every session past a rule that reads the state; a new terminal state
+    ends conversations there. Judged on the documents alone (the demo's machine has no other valid
+    initial state to move to without changing its transitions, which is high-risk anyway)."""
+    from rules.configio.diff import config_diff
+    from rules.risk import change_risks
+
+    before = config_document()
+    for field, value in (("initial", "intent_clarify"), ("terminal", ["closed", "escalated"])):
+        after = copy.deepcopy(before)
+        next(m for m in after["machines"] if m["key"] == "after_sales")[field] = value
+        risks = change_risks(before, after, config_diff(before, after))
+        assert [r.record for r in risks] == ["machine after_sales"], risks
+        assert field in risks[0].why

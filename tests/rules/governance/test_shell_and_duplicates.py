@@ -63,13 +63,18 @@ def _nothing_written(before: int) -> None:
         (("--user", "nobody"), "There is no user 'nobody'."),
         (("--user", "gone"), "User 'gone' is not active."),
         (("--user", "customer"), "User 'customer' is not staff: only staff users make configuration changes."),
+        (
+            ("--user", "viewer"),
+            "User 'viewer' may not propose configuration changes (rules.add_changerequest, config_editors).",
+        ),
     ],
 )
-def test_import_config_needs_an_existing_active_staff_user(demo, raised_file, args, says):
+def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo, raised_file, args, says):
     make_user("gone", "config_editors", is_active=False)
     customer = make_user("customer", "config_editors")
     customer.is_staff = False
     customer.save()
+    make_user("viewer", "risk_approvers")  # staff who may read and approve, not propose
     before = ConfigRevision.objects.count()
     with pytest.raises(CommandError) as refused:
         _import(raised_file, *args)

@@ -52,6 +52,10 @@ def test_two_configurations_side_by_side_and_nothing_is_logged(editor, pending):
 def test_form_problems_are_shown(editor, demo):
     html = browser(editor).post(reverse(URL), form(facts="{nope")).content.decode()
     assert "Not JSON" in html and 'class="arbiter-sim-side"' not in html
+    for unreadable in ('{"refund_amount": ' + "9" * 5000 + "}", '{"refund_amount": NaN}', "[" * 100_000):
+        answer = browser(editor).post(reverse(URL), form(facts=unreadable))
+        assert answer.status_code == 200
+        assert "Not JSON a decision can use" in answer.content.decode()
     html = browser(editor).post(reverse(URL), form(facts='{"refund_amount": "many"}')).content.decode()
     assert "Some facts do not fit the decision point." in html
 
