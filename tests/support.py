@@ -49,3 +49,25 @@ def reviewed_digest(request: Any) -> str:
     from rules.services.change_requests import change_request_digest
 
     return change_request_digest(ChangeRequest.objects.get(pk=request.pk).changes)
+
+
+# The groups migrations create, by the migration that makes each one.
+GROUP_MIGRATIONS = {
+    "config_editors": ("rules.migrations.0009_governance_groups", "create_groups"),
+    "risk_approvers": ("rules.migrations.0009_governance_groups", "create_groups"),
+    "queue_operators": ("agents.migrations.0008_queue_claims", "create_group"),
+}
+
+
+def groups_ensure() -> None:
+    """The groups (with their permissions) as their migrations make them: a transactional test's flush
+    empties the tables after the migrations ran, so a test that runs after one makes them again the
+    same way."""
+    import importlib
+
+    from django.apps import apps
+    from django.contrib.auth.models import Group
+
+    present = set(Group.objects.filter(name__in=GROUP_MIGRATIONS).values_list("name", flat=True))
+    for module, function in {GROUP_MIGRATIONS[name] for name in GROUP_MIGRATIONS.keys() - present}:
+        getattr(importlib.import_module(module), function)(apps, None)

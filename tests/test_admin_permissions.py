@@ -8,12 +8,10 @@ history form, so an admin added later is covered without being listed here.
 
 from __future__ import annotations
 
-import importlib
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
@@ -24,29 +22,19 @@ from simple_history.models import registered_models
 
 from rules.models import ConfigRevision
 from tests.rules.test_admin import build_config, form_data
+from tests.support import groups_ensure
 
 HISTORY_ADMINS = sorted(
     (model for model, model_admin in admin.site._registry.items() if isinstance(model_admin, SimpleHistoryAdmin)),
     key=lambda model: model._meta.label,
 )
-VIEW_ONLY_GROUPS = {
-    "risk_approvers": "rules.migrations.0009_governance_groups",
-    "queue_operators": "agents.migrations.0008_queue_claims",
-}
-
-
-def _ensure_groups() -> None:
-    """The view-only groups as their migrations make them (a transactional test's flush empties them)."""
-    for name, module in VIEW_ONLY_GROUPS.items():
-        if not Group.objects.filter(name=name).exists():
-            migration = importlib.import_module(module)
-            (getattr(migration, "create_groups", None) or migration.create_group)(apps, None)
+VIEW_ONLY_GROUPS = ("risk_approvers", "queue_operators")
 
 
 @pytest.fixture
 def viewer(db) -> Any:
     """Staff in both view-only groups: they may read configuration and agents, and change neither."""
-    _ensure_groups()
+    groups_ensure()
     user = get_user_model().objects.create_user(username="viewer", password="viewer-pw-123", is_staff=True)
     user.groups.add(*Group.objects.filter(name__in=VIEW_ONLY_GROUPS))
     return user

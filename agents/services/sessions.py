@@ -236,6 +236,8 @@ def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tup
     statement = _session_statement(lock=False, with_feedback=True)
     fetched = _session_fetch(statement, agent_id, key, extra=(limit, limit))
     if fetched is None:
+        # Gone (deleted behind this process's back): a guess of it must not outlive it.
+        _seen_states.pop((connection.alias, agent_id, key), None)
         return None, FeedbackBasis()
     session, (anomalies, overruled) = fetched
     _seen(agent_id, key, session.state)

@@ -31,6 +31,7 @@ from django.contrib.auth.models import Group, User
 from rules.configio.export import config_export
 from rules.services.tokens import staff_token_create
 from tests.api.conftest import ROOT
+from tests.support import groups_ensure
 
 API_DOC = ROOT / "docs" / "api.md"
 WRAPPER = r"""
@@ -170,6 +171,7 @@ def expected_statuses(blocks: list[list[str]]) -> list[int | None]:
 
 def _staff_setup(tmp_path: Path) -> dict[str, str]:
     """What the document's staff setup block does on the server: a second approver, a token for each."""
+    groups_ensure()  # a transactional test before this one may have flushed what the migrations made
     admin = User.objects.create_superuser("admin", password="admin-password-1")
     approver = User.objects.create_user("li.wei", password="change-me", is_staff=True)
     approver.groups.add(Group.objects.get(name="risk_approvers"))
@@ -183,7 +185,9 @@ def _staff_setup(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.governed  # the high-risk change waits for the second person, as on a real server
-def test_the_api_examples_run_as_written(live_demo, live_token, tmp_path: Path):
+def test_the_api_examples_run_as_written(django_db_reset_sequences, live_demo, live_token, tmp_path: Path):
+    # Sequences start again at 1 (PostgreSQL's go on across tests): the ids the document shows are a
+    # fresh installation's.
     text = API_DOC.read_text(encoding="utf-8")
     blocks = runnable_blocks(text)
     assert len(blocks) >= 14, "the runner no longer finds the examples"

@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from rules.models import OPEN_STATES, ChangeRequest, Threshold
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
-from tests.rules.governance.conftest import ensure_groups
+from tests.support import groups_ensure
 
 SCREENSHOT = Path("/tmp/arbiter-demo-approver.png")  # noqa: S108
 
@@ -58,7 +58,7 @@ def test_the_demos_approver_approves_the_admins_high_risk_change_and_the_reset(
 
     # The impact preview runs in the live server's process (see test_governance_browser).
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
-    ensure_groups()  # a transactional test's flush removed what the migration made
+    groups_ensure()  # a transactional test's flush removed what the migration made
     output, passwords = _demo_setup("--url", live_server.url)
     assert set(passwords) == {"admin", "approver"}
     assert f"Approver:     {live_server.url}/admin/  user approver  password {passwords['approver']}" in output

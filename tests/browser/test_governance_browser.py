@@ -16,8 +16,7 @@ from rules.configio.apply import config_import
 from rules.models import ChangeRequest, Threshold
 from rules.services.decide import DecideRequest
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
-from tests.rules.governance.conftest import ensure_groups
-from tests.support import DEMO
+from tests.support import DEMO, groups_ensure
 
 SCREENSHOT = Path("/tmp/arbiter-change-request.png")  # noqa: S108
 
@@ -25,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.governed]
 
 
 def _user(username, group):
-    ensure_groups()
+    groups_ensure()
     user = get_user_model().objects.create_user(username=username, password=f"{username}-pw-1", is_staff=True)
     user.groups.add(Group.objects.get(name=group))
     return user

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from decision_service.env import BASE_DIR
+from rules.models import ChangeRequest
 from tests.rules.governance.conftest import make_user
 from tests.support import DEMO_TEXT
 
@@ -29,9 +30,13 @@ def _clean(text: str) -> None:
 
 @pytest.mark.governed
 def test_import_config_prints_its_result_and_logs_one_line_per_e_mail(
-    demo, settings, tmp_path, caplog, capfd, django_capture_on_commit_callbacks
+    demo, settings, tmp_path, caplog, capfd, django_capture_on_commit_callbacks, monkeypatch
 ):
+    from decision_service.celery import app as celery_app
     from decision_service.settings import base
+
+    # The embedded default: the notification task runs inside the command (CI's PostgreSQL run sets a broker).
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
 
     # pytest-django puts the locmem backend in place: put back the one the settings choose without EMAIL_HOST.
     assert not base.env.EMAIL_HOST
@@ -48,7 +53,8 @@ def test_import_config_prints_its_result_and_logs_one_line_per_e_mail(
     for text in (out.getvalue(), err.getvalue(), captured.out):
         _clean(text)
     mails = [r.getMessage() for r in caplog.records if r.name == "arbiter.mail" and r.levelno == logging.INFO]
-    assert mails == ["e-mail to wang@example.com: [Arbiter] Change request 1 waits for your approval"]
+    (request,) = ChangeRequest.objects.all()
+    assert mails == [f"e-mail to wang@example.com: [Arbiter] Change request {request.pk} waits for your approval"]
 
 
 def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -202,6 +202,8 @@ steps = st.lists(
         ("decide", 0, INPUTS[0], None),
     ]
 )
+# A guess of a session deleted since, by a decide that asks for a candidate (it logs nothing to check by).
+@example(steps=[("decide", 0, INPUTS[0], GUESS), ("delete", 0), ("decide", 0, INPUTS[0], None)])
 def test_whatever_was_guessed_the_rules_see_the_committed_state_and_one_row_is_logged(agent, steps):
     """Sessions moved and deleted behind the process's back (``elsewhere``: the state written as another
     worker's move would commit it), guesses forgotten as a restarted worker forgets them, decides in
