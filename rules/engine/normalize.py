@@ -106,6 +106,11 @@ def join_cjk(text: str) -> str:
     return text if text.isascii() else _CJK_GAP.sub("", text)
 
 
+def gap_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``join_cjk`` deletes (start, end), for mapping a hit back to the text before it."""
+    return [] if text.isascii() else [m.span() for m in _CJK_GAP.finditer(text)]
+
+
 def _traditional_table() -> dict[int, str]:
     """Traditional → Simplified, one character for one, from OpenCC's character table (opencc-purepy).
 

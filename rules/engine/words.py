@@ -1,0 +1,50 @@
+"""Word-aware matching of CJK keywords: a hit counts only where a word segmenter puts word edges.
+
+The segmenter is rjieba (jieba's dictionary and algorithm in Rust): ~14x faster than jieba on the same
+sentences (bench/RESULTS.md, "Segmenters"), and pinned, since its dictionary is part of what a revision's
+matching means. It only runs on a hit of a list in ``segmented`` mode, never on every request.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib.resources import files
+
+# Where a sentence surely breaks: the segmenter is given the clause around a hit, not the whole text.
+_CLAUSE_BREAK = re.compile(r"[\n。！？!?；;]")
+_WINDOW = 40
+
+
+@functools.cache
+def _segmenter() -> object:
+    import rjieba
+
+    jieba = rjieba.Jieba()
+    for line in files("rules.engine").joinpath("data", "segmenter_words.txt").read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            jieba.add_word(line.strip(), None, None)
+    return jieba
+
+
+def word_edges(text: str) -> set[int]:
+    """The positions in ``text`` where the segmenter puts a word edge (0 and ``len(text)`` included)."""
+    edges = {0}
+    at = 0
+    for word in _segmenter().cut(text, True):  # type: ignore[attr-defined]
+        at += len(word)
+        edges.add(at)
+    return edges
+
+
+def on_word_edges(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` begins and ends where words do (烟雾报警器: 报警 does not end on one)."""
+    lo = max(0, start - _WINDOW)
+    hi = min(len(text), end + _WINDOW)
+    for m in _CLAUSE_BREAK.finditer(text, lo, start):
+        lo = m.end()
+    found = _CLAUSE_BREAK.search(text, end, hi)
+    if found:
+        hi = found.start()
+    edges = word_edges(text[lo:hi])
+    return (start - lo) in edges and (end - lo) in edges
