@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.engine.conditions import CompileContext, read_condition
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.engine.explain import Explainer, explainer
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
 from rules.engine.masking import Masker
@@ -100,18 +101,6 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
         state_map=dict(raw.get("state_map", {})),
         fallback_state=raw.get("fallback_state", ""),
     )
-
-
-# The evasion options of rules 0018 (rules.engine.evasion): a snapshot without one has it off.
-EVASION_OPTIONS = (
-    "decode_escapes",
-    "ignore_invisible",
-    "fold_variants",
-    "fold_confusables",
-    "fold_digits",
-    "bridge_cjk",
-    "match_pinyin",
-)
 
 
 def keyword_list_spec(raw: Mapping[str, Any], unless: tuple[str, ...] = ()) -> KeywordListSpec:

@@ -28,6 +28,18 @@ from importlib.resources import files
 
 from rules.engine.normalize import CJK_CHARS, normalize_text
 
+# The options, as a keyword list's fields and snapshot keys are named (rules 0018). A snapshot without one
+# has it off (rules.engine.compiler.keyword_list_spec): a revision from before matches as it did.
+EVASION_OPTIONS = (
+    "decode_escapes",
+    "ignore_invisible",
+    "fold_variants",
+    "fold_confusables",
+    "fold_digits",
+    "bridge_cjk",
+    "match_pinyin",
+)
+
 # --- Escapes written as text ---------------------------------------------------------------------------
 
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?")
