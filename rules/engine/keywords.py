@@ -29,7 +29,7 @@ from rules.engine.evasion import (
 )
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
 from rules.engine.pinyin import BREAK, read_pinyin, source_span, spellings
-from rules.engine.words import on_word_edges
+from rules.engine.words import is_word, on_word_edges
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
 # it. CJK has no spaces between words, so a CJK neighbour never blocks a match.
@@ -315,10 +315,11 @@ class KeywordScanner:
         for bit, term, start, end, mode in judged:
             if mode == UNLESS or any(us <= start and end <= ue for us, ue in unless.get(bit, ())):
                 continue
-            if mode == SEGMENTED:
-                # Word edges are looked for before gaps were dropped: 日报、警报 holds 日报 and 警报, not 报警.
+            if mode == SEGMENTED and not on_word_edges(text, start, end):
+                # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as
+                # words of their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
                 before, b_start, b_end = before_gaps(normalized, view, start, end)
-                if not on_word_edges(before, b_start, b_end):
+                if before == text or not on_word_edges(before, b_start, b_end):
                     continue
             mask |= 1 << bit
             terms = found.setdefault(bit, [])
@@ -345,8 +346,10 @@ class KeywordScanner:
                 first, stop, han = source_span(text, start, end)
                 if text[first:stop] == pattern:
                     continue  # the term itself: the plain reading has it (or its unless pattern dropped it)
-                if han and not on_word_edges(text, first, stop):
-                    continue  # 请报经理: 报经 is not a word here, so not 报警 either
+                # A word of its own that only sounds like the term is that word (投宿 is not 投诉), and a
+                # homophone must sit on word edges (请报经理: 报经 is no word here, so not 报警 either).
+                if han and (is_word(text[first:stop]) or not on_word_edges(text, first, stop)):
+                    continue
                 mask |= 1 << bit
                 terms = found.setdefault(bit, [])
                 if term not in terms:

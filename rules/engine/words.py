@@ -48,3 +48,8 @@ def on_word_edges(text: str, start: int, end: int) -> bool:
         hi = found.start()
     edges = word_edges(text[lo:hi])
     return (start - lo) in edges and (end - lo) in edges
+
+
+def is_word(text: str) -> bool:
+    """Whether ``text`` is a word of the segmenter's dictionary (投宿 is; 头诉 is not)."""
+    return bool(_segmenter().has_word(text))  # type: ignore[attr-defined]
