@@ -198,7 +198,7 @@ _CONFUSABLES = confusable_table()
 _CONFUSABLE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_CONFUSABLES) if c < 0x10000) + "]")
 # Digits and symbols written for letters, only where they touch a Latin letter (p0lice, 5ue); 12315 alone
 # is a number and stays one. i, l and 1 are one skeleton character, as UTS #39 makes I, l and 1 one.
-_LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "|": "l", "!": "l"}
+_LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "|": "l", "!": "l"}
 _LEET_CHAR = re.compile(r"(?<=[a-z])[0134578@$|!]|[0134578@$|!](?=[a-z])")
 _LATIN_INNER_SEPARATOR = re.compile(r"(?<=[a-z])[.\-_·*'+~]+(?=[a-z])")
 # Three or more single letters apart (p o l i c e): one word.

@@ -295,3 +295,9 @@ def test_the_new_reading_steps_are_idempotent(text):
     for step in (evasion.strip_invisible, evasion.fold_variants, evasion.bridge_cjk):
         once = step(text)
         assert step(once) == once
+
+
+@pytest.mark.parametrize("char", sorted("0134578@$|!"))
+def test_every_digit_or_symbol_read_as_a_letter_has_its_letter(char):
+    """A Latin word with any of them inside reads as letters (found by the benchmark: 8 had no letter)."""
+    assert evasion.skeleton(f"a{char}b") == evasion.skeleton(f"a{evasion._LEET[char]}b")
