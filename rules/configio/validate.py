@@ -22,7 +22,7 @@ from typing import Any
 from rules.conditions import ADAPTERS, DOCUMENT_KEYS, KINDS
 from rules.conditions.base import DocumentContext
 from rules.document import datetime_out, drop_empty, number_out
-from rules.engine.evasion import EVASION_OPTIONS
+from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
 from rules.machines import machine_problems
@@ -265,7 +265,7 @@ class _Checker(Reader):
         match = self.choice(record, path, "match", MatchMode.values, MatchMode.SUBSTRING.value)
         fold_traditional = self.boolean(record, path, "fold_traditional", True)
         ignore_cjk_gaps = self.boolean(record, path, "ignore_cjk_gaps", True)
-        options = {option: self.boolean(record, path, option, True) for option in EVASION_OPTIONS}
+        options = {option: self.boolean(record, path, option, EVASION_DEFAULTS[option]) for option in EVASION_OPTIONS}
         items = self.sequence(record["terms"], (*path, "terms")) if "terms" in record else None
         terms = self.terms(items or [], (*path, "terms"), match or MatchMode.SUBSTRING)
         if self.count() > start or key is None:

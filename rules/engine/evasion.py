@@ -39,6 +39,10 @@ EVASION_OPTIONS = (
     "bridge_cjk",
     "match_pinyin",
 )
+# What a new list (and a YAML document that leaves an option out) has. Pinyin is the one a list asks for:
+# homophones are the fuzziest reading (every list of thousands of terms would hit random text), and reading
+# a message as pinyin costs the most (bench/RESULTS.md, "Keyword evasion options").
+EVASION_DEFAULTS = {option: option != "match_pinyin" for option in EVASION_OPTIONS}
 
 # --- Escapes written as text ---------------------------------------------------------------------------
 
@@ -238,21 +242,31 @@ CHINESE_DIGITS = {
 _DIGITS: dict[int, str] = {zero + k: str(k) for zero in DIGIT_ZEROS[1:] for k in range(10)}
 _DIGITS.update({ord(c): d for c, d in CHINESE_DIGITS.items()})
 _DIGITS[0x20E3] = ""  # the keycap enclosing mark of 1️⃣ (its variation selector is an invisible character)
-_NON_ASCII_DIGIT = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_DIGITS) if c < 0x10000) + "]")
+# A run of digits of any kind (ASCII, other scripts, Chinese numerals, keycaps) with at most three
+# separators between two of them. Only runs are rewritten: Chinese numerals are common in prose (问一下), and
+# translating a whole 10,000-character message measured ~1 ms where finding its runs costs ~0.1 ms.
+_DIGIT_CLASS = "0-9" + "".join(re.escape(chr(c)) for c in sorted(_DIGITS) if c < 0x10000)
+_DIGIT_RUN = re.compile(f"[{_DIGIT_CLASS}](?:[\\s\\-.·_,/*~|]{{0,3}}[{_DIGIT_CLASS}])+")
 # Letters written for digits, where they touch a digit and are not part of a word (I2315, 1231S).
 _LETTER_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "s": "5", "b": "8"}
 _LETTER_DIGIT = re.compile(r"(?<=[0-9])[oilzsb](?![a-z])|(?<![a-z])[oilzsb](?=[0-9])")
-_DIGIT_SEPARATOR = re.compile(r"(?<=[0-9])[\s\-.·_,/*~|]{1,3}(?=[0-9])")
+_DIGIT_SEPARATOR = re.compile(r"[\s\-.·_,/*~|]+")
+_ASTRAL_DIGITS = {c: d for c, d in _DIGITS.items() if c >= 0x10000}
+
+
+def _fold_digit_run(match: re.Match[str]) -> str:
+    return _DIGIT_SEPARATOR.sub("", match.group().translate(_DIGITS))
 
 
 def fold_digits(text: str) -> str:
-    """``١٢٣١٥``, ``१२३१५``, ``一二三一五``, ``幺二三幺五``, ``1 2 3 1 5``, ``123-15``, ``I2315`` → ``12315``."""
-    if not text.isascii() and (_NON_ASCII_DIGIT.search(text) or re.search("[\U00010000-\U0010ffff]", text)):
-        text = text.translate(_DIGITS)
-    if not re.search("[0-9]", text):
-        return text
-    text = _LETTER_DIGIT.sub(lambda m: _LETTER_DIGITS[m.group()], text)
-    return _DIGIT_SEPARATOR.sub("", text)
+    """``١٢٣١٥``, ``१२३١٥``, ``一二三一五``, ``幺二三幺五``, ``1 2 3 1 5``, ``123-15``, ``I2315`` → ``12315``."""
+    if not text.isascii() and re.search("[\U00010000-\U0010ffff]", text):
+        text = text.translate(_ASTRAL_DIGITS)
+    if "\u20e3" in text:
+        text = text.replace("\u20e3", "")
+    if re.search("[0-9]", text):
+        text = _LETTER_DIGIT.sub(lambda m: _LETTER_DIGITS[m.group()], text)
+    return _DIGIT_RUN.sub(_fold_digit_run, text)
 
 
 def is_numeric(term: str) -> bool:

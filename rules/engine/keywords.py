@@ -28,7 +28,7 @@ from rules.engine.evasion import (
     strip_invisible,
 )
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
-from rules.engine.pinyin import BREAK, read_pinyin, source_span, spellings
+from rules.engine.pinyin import BREAK, origins, read_pinyin, source_span, spellings
 from rules.engine.words import is_word, on_word_edges
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
@@ -339,11 +339,14 @@ class KeywordScanner:
         if spoken == BREAK * 2:
             return 0
         mask = 0
+        located: tuple[list[int], list[bool]] | None = None
         for start, end, pid in group.automaton.find_overlapping(spoken):
             for bit, term, pattern in group.hits[pid]:
                 if mask & (1 << bit) and term in found.get(bit, ()):
                     continue
-                first, stop, han = source_span(text, start, end)
+                if located is None:
+                    located = origins(text)
+                first, stop, han = source_span(*located, start, end)
                 if text[first:stop] == pattern:
                     continue  # the term itself: the plain reading has it (or its unless pattern dropped it)
                 # A word of its own that only sounds like the term is that word (投宿 is not 投诉), and a
@@ -359,18 +362,19 @@ class KeywordScanner:
     def explained_hits(self, normalized: str, found: Mapping[int, list[str]]) -> dict[str, tuple[str, ...]]:
         """``named_hits`` with the step that made each hit (``投诉 via pinyin``); only run for a reason."""
         out: dict[str, list[str]] = {}
+        read: dict[View, str] = {}  # the text under each partial reading, shared by every hit term
         for bit, terms in sorted(found.items()):
             kl = self._lists[bit]
             listed = out.setdefault(self._keys[bit], [])
             for term in terms:
-                via = self._via(kl, normalized, term) if kl.match != "regex" else None
+                via = self._via(kl, normalized, term, read) if kl.match != "regex" else None
                 shown = f"{term} via {via}" if via else term
                 if shown not in listed:
                     listed.append(shown)
         return {key: tuple(terms) for key, terms in out.items()}
 
     @staticmethod
-    def _via(kl: KeywordListSpec, normalized: str, term: str) -> str | None:
+    def _via(kl: KeywordListSpec, normalized: str, term: str, read: dict[View, str]) -> str | None:
         """The first step of the list's reading after which the term is in the text (None: as written)."""
         if term in normalized:
             return None
@@ -380,7 +384,10 @@ class KeywordScanner:
             if not getattr(view, flag):
                 continue
             partial = partial._replace(**{flag: True})
-            if read_as(term, partial) in read_as(normalized, partial):
+            text = read.get(partial)
+            if text is None:
+                text = read[partial] = read_as(normalized, partial)
+            if read_as(term, partial) in text:
                 return name
         return "pinyin" if kl.match_pinyin else None
 

@@ -70,30 +70,34 @@ def spellings(term: str, limit: int = 64) -> tuple[str, ...]:
     return tuple(out)
 
 
-def source_span(text: str, start: int, end: int) -> tuple[int, int, bool]:
-    """The characters of ``text`` that ``read_pinyin(text)[start:end]`` was read from: (start, end, all Han).
-
-    Walks the text once; only called for a hit."""
+def origins(text: str) -> tuple[list[int], list[bool]]:
+    """For each character of ``read_pinyin(text)``: the index in ``text`` it was read from (-1 for a break),
+    and whether that was a Han character. One walk of the text, made only when the text has a pinyin hit."""
     translation = _translation()
-    at = 0  # position in the pinyin text, breaks as read_pinyin collapses them
-    out = BREAK
-    first = last = -1
-    han = True
+    where: list[int] = [-1]
+    han: list[bool] = [False]
     for i, ch in enumerate(text):
         piece = translation.get(ord(ch))
         is_han = piece is not None
         if piece is None:
             piece = ch if "a" <= ch <= "z" else BREAK
         for p in piece:
-            if p == BREAK and out.endswith(BREAK):
+            if p == BREAK:
+                if where[-1] != -1:
+                    where.append(-1)
+                    han.append(False)
                 continue
-            out += p
-            at = len(out)
-            if p != BREAK and start < at <= end:
-                if first < 0:
-                    first = i
-                last = i
-                han = han and is_han
-    if first < 0:
+            where.append(i)
+            han.append(is_han)
+    if where[-1] != -1:
+        where.append(-1)
+        han.append(False)
+    return where, han
+
+
+def source_span(where: list[int], han: list[bool], start: int, end: int) -> tuple[int, int, bool]:
+    """The characters of the text that ``read_pinyin(text)[start:end]`` was read from: (start, end, all Han)."""
+    letters = [k for k in range(start, end) if where[k] >= 0]
+    if not letters:
         return 0, 0, False
-    return first, last + 1, han
+    return where[letters[0]], where[letters[-1]] + 1, all(han[k] for k in letters)

@@ -190,7 +190,8 @@ class KeywordList(models.Model):
             "(投 诉, 投-诉 and 投.诉 hit 投诉). Only for lists holding CJK terms; not for regular expressions."
         ),
     )
-    # The evasion options of rules.engine.evasion. On for a new list; the migration that added them left
+    # The evasion options of rules.engine.evasion. On for a new list (pinyin: only for a list that asks for
+    # it, see EVASION_DEFAULTS); the migration that added them left
     # every list from before with them off, so a list keeps matching as it did until someone turns them on
     # (and turning one on or off for a list a high-risk rule uses is itself a high-risk change).
     decode_escapes = models.BooleanField(
@@ -235,7 +236,7 @@ class KeywordList(models.Model):
     )
     match_pinyin = models.BooleanField(
         _("match homophones and pinyin"),
-        default=True,
+        default=False,
         help_text=_(
             "Chinese terms also match characters that sound the same and their pinyin (头诉, tousu hit 投诉), "
             "where the segmenter finds word edges."

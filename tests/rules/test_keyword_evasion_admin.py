@@ -48,7 +48,8 @@ def test_every_option_is_in_the_admin_on_by_default_in_english_and_chinese(admin
     data = form_data(add)
     for option, (english, _chinese) in LABELS.items():
         assert english in page, option
-        assert data.get(option) == "on", option  # a new list has it on
+        # A new list has it on, but pinyin, which a list asks for.
+        assert data.get(option) == ("on" if option != "match_pinyin" else None), option
     assert "Whole word, Chinese segmented" in page or "whole word, Chinese segmented" in page
     chinese = unescape(admin_client_.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode())
     for option, (_english, label) in LABELS.items():
@@ -60,18 +61,18 @@ def test_turning_an_option_off_is_saved_with_who_and_why_and_reaches_the_revisio
     keyword_list = KeywordList.objects.get(key="refund_triggers")
     url = reverse("admin:rules_keywordlist_change", args=[keyword_list.pk])
     data = form_data(admin_client_.get(url))
-    data.pop("match_pinyin")  # an unticked box is not sent
+    data.pop("fold_digits")  # an unticked box is not sent
     data.update(change_reason="refund words as written only")
     response = admin_client_.post(url, data)
     assert response.status_code == 302, response.context["adminform"].form.errors
     keyword_list.refresh_from_db()
-    assert keyword_list.match_pinyin is False and keyword_list.fold_digits is True
+    assert keyword_list.fold_digits is False and keyword_list.fold_variants is True
     record = keyword_list.history.first()
     assert (record.history_user, record.history_change_reason) == (staff_user, "refund words as written only")
     latest = ConfigRevision.objects.order_by("-number").first()
     listed = {kl["key"]: kl for kl in latest.snapshot["keyword_lists"]}
-    assert listed["refund_triggers"]["match_pinyin"] is False
-    assert listed["high_risk"]["match_pinyin"] is True
+    assert listed["refund_triggers"]["fold_digits"] is False
+    assert listed["high_risk"]["fold_digits"] is True
 
 
 def test_the_rule_page_shows_the_unless_phrases_of_its_keyword_condition(demo, admin_client_):

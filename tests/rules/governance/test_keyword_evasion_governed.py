@@ -43,6 +43,6 @@ def test_changing_the_unless_phrases_of_a_high_risk_rule_waits_for_approval(demo
 
 def test_turning_an_option_off_on_a_list_no_high_risk_rule_uses_applies_at_once(demo, editor):
     keyword_list = KeywordList.objects.get(key="refund_triggers")
-    keyword_list.match_pinyin = False
+    keyword_list.fold_variants = False
     records.keyword_list_save(keyword_list=keyword_list, actor=editor, reason="refund words as written only")
-    assert KeywordList.objects.get(key="refund_triggers").match_pinyin is False
+    assert KeywordList.objects.get(key="refund_triggers").fold_variants is False
