@@ -125,6 +125,16 @@ INVISIBLE_RANGES = tuple(sorted(DEFAULT_IGNORABLE_RANGES + _EXTRA_INVISIBLE))
 _INVISIBLE = re.compile(
     "[" + "".join(re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in INVISIBLE_RANGES) + "]+"
 )
+# ``re`` tests a class of BMP characters with one bitmap lookup but astral ranges one by one: the BMP part is
+# searched first, the whole class only in text holding an astral character (as strip_ignorable does).
+_INVISIBLE_BMP = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in INVISIBLE_RANGES if b < 0x10000
+    )
+    + "]"
+)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # A right-to-left override shows what follows it reversed, up to the pop (or the end of the line): ‮诉投‬
 # reads 投诉 on screen, so matching reads it that way too. Other controls do not reorder Han or Latin text.
 _RLO = re.compile("\u202e([^\u202c\u202d\u2069\n]*)(?:\u202c|$)")
@@ -136,7 +146,9 @@ def strip_invisible(text: str) -> str:
         return text
     if "\u202e" in text:
         text = _RLO.sub(lambda m: m.group(1)[::-1], text)
-    return _INVISIBLE.sub("", text) if _INVISIBLE.search(text) else text
+    if _INVISIBLE_BMP.search(text) or (_ASTRAL.search(text) and _INVISIBLE.search(text)):
+        return _INVISIBLE.sub("", text)
+    return text
 
 
 # --- Variant characters -----------------------------------------------------------------------------------
@@ -203,9 +215,12 @@ _CONFUSABLE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_CONFUS
 # Digits and symbols written for letters, only where they touch a Latin letter (p0lice, 5ue); 12315 alone
 # is a number and stays one. i, l and 1 are one skeleton character, as UTS #39 makes I, l and 1 one.
 _LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "|": "l", "!": "l"}
-_LEET_CHAR = re.compile(r"(?<=[a-z])[0134578@$|!]|[0134578@$|!](?=[a-z])")
-_LATIN_INNER_SEPARATOR = re.compile(r"(?<=[a-z])[.\-_·*'+~]+(?=[a-z])")
-# Three or more single letters apart (p o l i c e): one word.
+# Each pattern starts with a character class, not a look-behind, so that ``re`` skips ahead to a candidate
+# (measured: ~4x faster on 500-character CJK texts than the same tests written with a look-behind first).
+_LEET_CHAR = re.compile(r"[0134578@$|!](?:(?<=[a-z].)|(?=[a-z]))")
+_LATIN_INNER_SEPARATOR = re.compile(r"([a-z])[.\-_·*'+~]+(?=[a-z])")
+# Three or more single letters apart (p o l i c e): one word. Looked for only where " x " occurs.
+_SPACED_HINT = re.compile(" [a-z] ")
 _SPACED_LETTERS = re.compile(r"(?<![a-z])[a-z](?: [a-z](?![a-z])){2,}")
 
 
@@ -217,8 +232,9 @@ def skeleton(text: str) -> str:
         return text
     for _ in range(2):  # p00lice: the second 0 touches a letter only once the first is one
         text = _LEET_CHAR.sub(lambda m: _LEET[m.group()], text)
-    text = _LATIN_INNER_SEPARATOR.sub("", text)
-    text = _SPACED_LETTERS.sub(lambda m: m.group().replace(" ", ""), text)
+    text = _LATIN_INNER_SEPARATOR.sub(r"\1", text)
+    if _SPACED_HINT.search(text):
+        text = _SPACED_LETTERS.sub(lambda m: m.group().replace(" ", ""), text)
     return text.replace("i", "l")
 
 
@@ -277,16 +293,23 @@ def is_numeric(term: str) -> bool:
 # --- One foreign character inside a CJK word ---------------------------------------------------------------
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\U00030000-\U000323af"
-_BRIDGE = re.compile(
-    f"(?<=[{_HAN}])[\\W_]*[a-z0-9\u3041-\u3096\u30a1-\u30fa\u3105-\u312f\u31a0-\u31bf][\\W_]*(?=[{_HAN}])"
-)
+_FOREIGN = "a-z0-9\u3041-\u3096\u30a1-\u30fa\u3105-\u312f\u31a0-\u31bf"
+_BRIDGE = re.compile(f"(?<=[{_HAN}])[\\W_]*[{_FOREIGN}][\\W_]*(?=[{_HAN}])")
+# Text without astral characters (nearly all) is searched with the BMP ranges only: a class holding astral
+# ranges is tested range by range at every position (~2x the time on 500-character CJK texts).
+_HAN_BMP = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_BRIDGE_BMP = re.compile(f"(?<=[{_HAN_BMP}])[\\W_]*[{_FOREIGN}][\\W_]*(?=[{_HAN_BMP}])")
+
+
+def _bridge(text: str) -> re.Pattern[str]:
+    return _BRIDGE if _ASTRAL.search(text) else _BRIDGE_BMP
 
 
 def bridge_cjk(text: str) -> str:
     """``投x诉``, ``投1诉``, ``投の诉``, ``投ㄊ诉`` → ``投诉``: one letter, digit, kana or bopomofo between two Han."""
-    return text if text.isascii() else _BRIDGE.sub("", text)
+    return text if text.isascii() else _bridge(text).sub("", text)
 
 
 def bridge_spans(text: str) -> list[tuple[int, int]]:
     """Where ``bridge_cjk`` deletes (start, end), for mapping a hit back to the text before it."""
-    return [m.span() for m in _BRIDGE.finditer(text)] if not text.isascii() else []
+    return [m.span() for m in _bridge(text).finditer(text)] if not text.isascii() else []

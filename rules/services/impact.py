@@ -23,6 +23,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from rules.engine import CompiledPoint, compile_config
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.change_requests import config_document_apply
@@ -75,7 +76,13 @@ def _deciding_view(document: Mapping[str, Any], key: str) -> Any:
     referenced = set(_strings([r.get("conditions", []) for r in rules]))
     thresholds = {t["key"]: t["value"] for t in document.get("thresholds", []) if t["key"] in referenced}
     lists = {
-        kl["key"]: (kl.get("match"), kl.get("fold_traditional"), kl.get("ignore_cjk_gaps"), sorted(kl["terms"]))
+        kl["key"]: (
+            kl.get("match"),
+            kl.get("fold_traditional"),
+            kl.get("ignore_cjk_gaps"),
+            *(kl.get(option) for option in EVASION_OPTIONS),
+            sorted(kl["terms"]),
+        )
         for kl in document.get("keyword_lists", [])
         if kl["key"] in referenced
     }
