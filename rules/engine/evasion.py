@@ -265,13 +265,17 @@ _DIGIT_CLASS = "0-9" + "".join(re.escape(chr(c)) for c in sorted(_DIGITS) if c <
 _DIGIT_RUN = re.compile(f"[{_DIGIT_CLASS}](?:[\\s\\-.·_,/*~|]{{0,3}}[{_DIGIT_CLASS}])+")
 # Letters written for digits, where they touch a digit and are not part of a word (I2315, 1231S).
 _LETTER_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "s": "5", "b": "8"}
-_LETTER_DIGIT = re.compile(r"(?<=[0-9])[oilzsb](?![a-z])|(?<![a-z])[oilzsb](?=[0-9])")
+# (Written to start with the letter, not a look-behind: ``re`` then skips to candidates, ~8x faster.)
+_LETTER_DIGIT = re.compile(r"[oilzsb](?:(?<=[0-9].)(?![a-z])|(?<![a-z].)(?=[0-9]))")
 _DIGIT_SEPARATOR = re.compile(r"[\s\-.·_,/*~|]+")
 _ASTRAL_DIGITS = {c: d for c, d in _DIGITS.items() if c >= 0x10000}
 
 
 def _fold_digit_run(match: re.Match[str]) -> str:
-    return _DIGIT_SEPARATOR.sub("", match.group().translate(_DIGITS))
+    run = match.group()
+    if run.isdigit() and run.isascii():
+        return run  # most runs: a plain number, nothing to fold
+    return _DIGIT_SEPARATOR.sub("", run if run.isascii() else run.translate(_DIGITS))
 
 
 def fold_digits(text: str) -> str:

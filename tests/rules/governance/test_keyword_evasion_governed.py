@@ -3,6 +3,8 @@ wait for a second person, through the services (the shell's and the admin's path
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from rules.engine.evasion import EVASION_OPTIONS
@@ -46,3 +48,18 @@ def test_turning_an_option_off_on_a_list_no_high_risk_rule_uses_applies_at_once(
     keyword_list.fold_variants = False
     records.keyword_list_save(keyword_list=keyword_list, actor=editor, reason="refund words as written only")
     assert KeywordList.objects.get(key="refund_triggers").fold_variants is False
+
+
+@pytest.mark.parametrize("option", EVASION_OPTIONS)
+def test_the_impact_preview_replays_a_point_whose_list_changes_an_option(option):
+    """A changed option changes what the point decides, so its traffic is replayed (not skipped as unchanged)."""
+
+    from rules.configio.validate import config_from_yaml
+    from rules.services.impact import impact_points_affected
+    from tests.support import DEMO
+
+    live = config_from_yaml(DEMO.read_text(encoding="utf-8"))
+    proposed = copy.deepcopy(live)
+    listed = next(kl for kl in proposed["keyword_lists"] if kl["key"] == "high_risk")
+    listed[option] = not listed[option]
+    assert impact_points_affected(live, proposed) == ["intent_routing"]
