@@ -301,3 +301,11 @@ def test_the_new_reading_steps_are_idempotent(text):
 def test_every_digit_or_symbol_read_as_a_letter_has_its_letter(char):
     """A Latin word with any of them inside reads as letters (found by the benchmark: 8 had no letter)."""
     assert evasion.skeleton(f"a{char}b") == evasion.skeleton(f"a{evasion._LEET[char]}b")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from("投诉报警ab1 -、。「」_😡\u3000ㄊの"), max_size=30))
+def test_the_fast_gap_pattern_drops_what_the_plain_one_does(text):
+    from rules.engine.normalize import _CJK_GAP, join_cjk
+
+    assert join_cjk(text) == _CJK_GAP.sub("", text)
