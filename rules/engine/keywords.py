@@ -389,7 +389,17 @@ class KeywordScanner:
                 text = read[partial] = read_as(normalized, partial)
             if read_as(term, partial) in text:
                 return name
-        return "pinyin" if kl.match_pinyin else None
+        if kl.match_pinyin:
+            # Only if the text read as pinyin holds it: a hit recorded earlier (a replay of masked input) or
+            # one no reading explains has no "via".
+            spoken = view._replace(confusables=False)
+            text = read.get(spoken)
+            if text is None:
+                text = read[spoken] = read_as(normalized, spoken)
+            heard = read_pinyin(text)
+            if any(spelt in heard for spelt in spellings(read_as(term, spoken))):
+                return "pinyin"
+        return None
 
     def known_hits(self, named: Mapping[str, Sequence[str]]) -> tuple[int, dict[int, list[str]]]:
         """Hits recorded earlier (list key → the terms that hit) that these lists still contain.

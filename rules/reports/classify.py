@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rules.engine.evasion import EVASION_OPTIONS
+from rules.engine.evasion import EVASION_OPTIONS, is_numeric
 from rules.risk import handoff_outcomes, rule_high_risk
 
 CONTROLLED = "controlled"
@@ -213,10 +213,12 @@ def _list_within(config: _Config, narrow_key: str, wide_key: str) -> bool:
         return False
     wide_terms = list(wide.get("terms", []))
     # A term inside a longer one is not implied where hits are judged by their edges (whole words, segmented
-    # words, whole numbers) or read by sound: there only the same term is.
-    if mode in ("word", "segmented") or any(narrow.get(o) for o in EVASION_OPTIONS):
+    # words) or read by sound: there only the same term is. Nor is a number inside a longer one where numeric
+    # terms match whole numbers (fold_digits).
+    if mode in ("word", "segmented") or narrow.get("match_pinyin"):
         return set(narrow["terms"]) <= set(wide_terms)
-    return all(any(w in term for w in wide_terms) for term in narrow["terms"])
+    whole = bool(narrow.get("fold_digits"))
+    return all(any(w == term if whole and is_numeric(w) else w in term for w in wide_terms) for term in narrow["terms"])
 
 
 def condition_implies(config: _Config, narrow: Mapping[str, Any], wide: Mapping[str, Any]) -> bool:

@@ -309,3 +309,11 @@ def test_the_fast_gap_pattern_drops_what_the_plain_one_does(text):
     from rules.engine.normalize import _CJK_GAP, join_cjk
 
     assert join_cjk(text) == _CJK_GAP.sub("", text)
+
+
+def test_a_hit_recorded_earlier_and_no_longer_in_the_text_is_named_without_a_reading():
+    """A replay of masked input brings its hits along; no reading made them, so none is named (found by the
+    API corpus: a masked 12315 came out "via pinyin")."""
+    s = scanner()
+    assert s.explained_hits(normalize_text("打 [email]"), {0: ["12315"]}) == {"k": ("12315",)}
+    assert s.explained_hits(normalize_text("打 [email]"), {0: ["投诉"]}) == {"k": ("投诉",)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rules.engine.evasion import EVASION_OPTIONS
+from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.reports.classify import _Config, condition_implies
 
 
@@ -31,10 +31,16 @@ def test_lists_reading_the_input_differently_do_not_imply_each_other(option):
 
 
 @pytest.mark.parametrize("option", ["fold_digits", "match_pinyin"])
-def test_with_an_option_on_only_the_same_term_is_implied(option):
-    # 123156 as a whole number does not hold 12315 as one; 投诉书's pinyin is not 投诉's alone.
+def test_with_an_option_on_a_number_or_a_sound_implies_only_itself(option):
+    # 123156 as a whole number does not hold 12315 as one; a homophone of 我要投诉 need not hold one of 投诉.
     assert not implies({"terms": ["123156"], option: True}, {"terms": ["12315"], option: True})
     assert implies({"terms": ["12315"], option: True}, {"terms": ["12315", "报警"], option: True})
+
+
+def test_with_the_default_options_a_longer_term_still_implies_a_shorter_one_but_not_a_number():
+    defaults = dict.fromkeys(("fold_traditional", "ignore_cjk_gaps"), True) | EVASION_DEFAULTS
+    assert implies({"terms": ["我要投诉"], **defaults}, {"terms": ["投诉", "12315"], **defaults})
+    assert not implies({"terms": ["打12315"], **defaults}, {"terms": ["12315"], **defaults})
 
 
 def test_segmented_lists_imply_by_the_same_terms_only():
