@@ -43,7 +43,21 @@ from rules.configio.diff import KIND_LABELS, RecordChange
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
-LIST_FIELDS = frozenset({"terms", "match", "fold_traditional", "ignore_cjk_gaps"})
+LIST_FIELDS = frozenset(
+    {
+        "terms",
+        "match",
+        "fold_traditional",
+        "ignore_cjk_gaps",
+        "decode_escapes",
+        "ignore_invisible",
+        "fold_variants",
+        "fold_confusables",
+        "fold_digits",
+        "bridge_cjk",
+        "match_pinyin",
+    }
+)
 POINT_FIELDS = frozenset(
     {
         "outcomes",

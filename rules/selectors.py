@@ -17,6 +17,7 @@ from django.db.models.sql.constants import MULTI
 from rules.conditions import adapter
 from rules.document import datetime_out, drop_empty, number_out
 from rules.engine import CompiledPoint
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.errors import IdempotencyConflict, NotFound
 from rules.models import (
     OPEN_STATES,
@@ -81,6 +82,8 @@ def config_document() -> dict[str, Any]:
                 # format characters (rules.engine.compiler.keyword_list_spec).
                 "fold_traditional": kl.fold_traditional,
                 "ignore_cjk_gaps": kl.ignore_cjk_gaps,
+                # Always written too: a revision without them is one from before they existed (rules 0018).
+                **{option: getattr(kl, option) for option in EVASION_OPTIONS},
                 "terms": [term.term for term in kl.terms.order_by("id")],
             },
             "name",

@@ -40,7 +40,7 @@ FACT_TYPES = ("string", "number", "integer", "boolean", "string_list")
 NUMERIC_FACT_TYPES = frozenset({"number", "integer"})
 OPERATORS = ("<", "<=", ">", ">=", "==", "!=", "in")
 ORDERING_OPERATORS = frozenset({"<", "<=", ">", ">="})
-MATCH_MODES = ("substring", "word", "regex")
+MATCH_MODES = ("substring", "word", "segmented", "regex")
 
 # A keyword term is stored in a column of 200 characters; a regular expression anywhere in the
 # configuration is held to the same length, so every pattern the engine compiles is bounded alike.

@@ -19,6 +19,7 @@ from decision_service.admin.fields import ListField, MappingField, PairsField, p
 from decision_service.admin.forms import AuditedModelForm
 from rules.admin.fields import FactsField, LiteralField
 from rules.conditions import ADAPTERS, INPUTS_USED, adapter, unused_inputs
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.engine.masking import BUILTIN_PATTERNS
 from rules.models import Condition, DecisionPoint, FactType, KeywordList, Rule, StateMachine, Threshold
 from rules.models.config import point_view
@@ -68,12 +69,21 @@ class KeywordListForm(AuditedModelForm):
 
     class Meta:
         model = KeywordList
-        fields = ["key", "name", "description", "match_mode", "fold_traditional", "ignore_cjk_gaps"]
+        fields = [
+            "key",
+            "name",
+            "description",
+            "match_mode",
+            "fold_traditional",
+            "ignore_cjk_gaps",
+            *EVASION_OPTIONS,
+        ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
             "match_mode": _(
-                "Substring: anywhere in the text (use for Chinese). Whole word: not inside a longer "
-                "word. Regular expression: each term is a pattern."
+                "Substring: anywhere in the text. Whole word: not inside a longer word. Whole word, Chinese "
+                "segmented: Chinese terms too count only as words of their own (报警器 is not 报警). Regular "
+                "expression: each term is a pattern."
             )
         }
 
@@ -222,6 +232,13 @@ class ConditionForm(forms.ModelForm):
     )
     outcomes = ListField(one_per_line=False, label=_("Outcomes"), help_text=_("Outcome keys, separated by commas."))
     states = ListField(one_per_line=False, label=_("States"), help_text=_("Session state keys, separated by commas."))
+    unless = ListField(
+        label=_("Unless"),
+        help_text=_(
+            "Weak-signal phrases, one per line: a keyword inside one of them does not count "
+            "(不是要投诉 keeps 投诉 in “我不是要投诉” from matching)."
+        ),
+    )
 
     class Meta:
         model = Condition
@@ -229,6 +246,7 @@ class ConditionForm(forms.ModelForm):
             "kind",
             "position",
             "keyword_list",
+            "unless",
             "fact",
             "operator",
             "threshold",

@@ -14,6 +14,7 @@ from decision_service.admin.kit import actor_of, reason_from, refused_on_form
 from rules.admin.base import AuditedInline, ConfigAdmin
 from rules.admin.forms import KeywordListForm
 from rules.admin.thresholds import rules_using
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import Condition, KeywordList, KeywordTerm
 from rules.services.records import (
     keyword_list_delete,
@@ -48,7 +49,10 @@ class KeywordListAdmin(ConfigAdmin):
     search_fields = ("key", "name", "description", "terms__term")
     fieldsets = [
         (None, {"fields": ["key", "name", "description", "match_mode"]}),
-        (_("Matching that sees through evasion"), {"fields": ["fold_traditional", "ignore_cjk_gaps"]}),
+        (
+            _("Matching that sees through evasion"),
+            {"fields": ["fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS]},
+        ),
         (_("Add many terms at once"), {"fields": ["bulk_terms"]}),
     ]
 

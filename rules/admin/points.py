@@ -119,6 +119,7 @@ class ConditionInline(AuditedInline, admin.StackedInline):
     fields = (
         "kind",
         "keyword_list",
+        "unless",
         ("fact", "operator"),
         ("threshold", "value"),
         "outcomes",

@@ -42,6 +42,7 @@ INPUTS: Mapping[str, Any] = {
     "window_start": None,
     "window_end": None,
     "timezone": "",
+    "unless": [],
 }
 
 # A condition's values as ``problems`` sees them: each input above by name; ``keyword_list`` and

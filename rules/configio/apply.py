@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 
 from rules.conditions import ADAPTERS, empty_inputs
 from rules.conditions.base import Records
+from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.errors import ApprovalRequired, ConfigError
 from rules.models import (
     ChangeRequest,
@@ -268,6 +269,8 @@ class _Applier:
                 keyword_list.match_mode = doc["match"]
                 keyword_list.fold_traditional = doc.get("fold_traditional", True)
                 keyword_list.ignore_cjk_gaps = doc.get("ignore_cjk_gaps", True)
+                for option in EVASION_OPTIONS:
+                    setattr(keyword_list, option, doc.get(option, EVASION_DEFAULTS[option]))
                 records.keyword_list_save(keyword_list=keyword_list, actor=actor, reason=reason)
         for index, term in enumerate(doc["terms"]):
             if term in existing:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import yaml
 
+from rules.engine.evasion import EVASION_DEFAULTS
+
 Action = Literal["add", "change", "remove"]
 Kind = Literal["threshold", "keyword_list", "point", "rule", "machine"]
 
@@ -43,6 +45,7 @@ KEYWORD_LIST_FIELDS: dict[str, Any] = {
     "match": "substring",
     "fold_traditional": True,
     "ignore_cjk_gaps": True,
+    **EVASION_DEFAULTS,
     "terms": [],
 }
 POINT_FIELDS: dict[str, Any] = {

@@ -22,6 +22,7 @@ from typing import Any
 from rules.conditions import ADAPTERS, DOCUMENT_KEYS, KINDS
 from rules.conditions.base import DocumentContext
 from rules.document import datetime_out, drop_empty, number_out
+from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
 from rules.machines import machine_problems
@@ -54,7 +55,7 @@ from .yamlload import LoadedYaml, Path, load_yaml
 TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
 THRESHOLD_KEYS = ("key", "name", "description", "value", "unit", "min", "max", "high_risk")
 THRESHOLD_REQUIRED = ("key", "value")
-LIST_KEYS = ("key", "name", "description", "match", "fold_traditional", "ignore_cjk_gaps", "terms")
+LIST_KEYS = ("key", "name", "description", "match", "fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS, "terms")
 LIST_REQUIRED = ("key", "terms")
 POINT_KEYS = (
     "key",
@@ -264,6 +265,7 @@ class _Checker(Reader):
         match = self.choice(record, path, "match", MatchMode.values, MatchMode.SUBSTRING.value)
         fold_traditional = self.boolean(record, path, "fold_traditional", True)
         ignore_cjk_gaps = self.boolean(record, path, "ignore_cjk_gaps", True)
+        options = {option: self.boolean(record, path, option, EVASION_DEFAULTS[option]) for option in EVASION_OPTIONS}
         items = self.sequence(record["terms"], (*path, "terms")) if "terms" in record else None
         terms = self.terms(items or [], (*path, "terms"), match or MatchMode.SUBSTRING)
         if self.count() > start or key is None:
@@ -278,6 +280,7 @@ class _Checker(Reader):
                 # rules.engine.compiler.keyword_list_spec), one from before does not.
                 "fold_traditional": fold_traditional,
                 "ignore_cjk_gaps": ignore_cjk_gaps,
+                **options,
                 "terms": terms,
             },
             "name",

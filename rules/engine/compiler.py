@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.engine.conditions import CompileContext, read_condition
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.engine.explain import Explainer, explainer
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
 from rules.engine.masking import Masker
@@ -95,15 +96,17 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
         ask_when_no_candidate=raw.get("when_no_candidate", "ask") == "ask",
         rules=tuple(rules),
         keyword_lists=ctx.keyword_lists(),
+        keyword_unless=ctx.keyword_unless(),
         machine=raw.get("machine", ""),
         state_map=dict(raw.get("state_map", {})),
         fallback_state=raw.get("fallback_state", ""),
     )
 
 
-def keyword_list_spec(raw: Mapping[str, Any]) -> KeywordListSpec:
+def keyword_list_spec(raw: Mapping[str, Any], unless: tuple[str, ...] = ()) -> KeywordListSpec:
     """A keyword list of a snapshot. A revision written before keyword-evasion matching (rules 0011) has
-    neither option: its lists match as they did then, format characters included, so it replays the same."""
+    neither option: its lists match as they did then, format characters included, so it replays the same.
+    One written before rules 0018 has none of ``EVASION_OPTIONS``, and matches without them."""
     evasion_aware = "fold_traditional" in raw or "ignore_cjk_gaps" in raw
     return KeywordListSpec(
         key=raw["key"],
@@ -112,6 +115,8 @@ def keyword_list_spec(raw: Mapping[str, Any]) -> KeywordListSpec:
         fold_traditional=bool(raw.get("fold_traditional", False)),
         ignore_cjk_gaps=bool(raw.get("ignore_cjk_gaps", False)),
         ignore_format=evasion_aware,
+        unless=unless,
+        **{option: bool(raw.get(option, False)) for option in EVASION_OPTIONS},
     )
 
 
@@ -134,7 +139,12 @@ def compile_snapshot(
         missing = [k for k in spec.keyword_lists if k not in lists]
         if missing:
             raise CompileError(f"point {spec.key}: unknown keyword list {', '.join(missing)}")
-        scanner = keyword_scanner(tuple(keyword_list_spec(lists[k]) for k in spec.keyword_lists))
+        scanner = keyword_scanner(
+            tuple(
+                keyword_list_spec(lists[k], unless)
+                for k, unless in zip(spec.keyword_lists, spec.keyword_unless, strict=True)
+            )
+        )
         views = tuple(
             MatchedRule(key=r.key, priority=r.priority, category=r.category, outcome=r.outcome, shadow=r.shadow)
             for r in spec.rules

@@ -111,7 +111,10 @@ def evaluate(
         decision: str | None = rule.outcome
         ruled_by: RuledBy | None = HARD_RULE
         overridden = cand is not None and cand != decision
-        reason = _rule_reason(point, winner, hits, facts, mask, cand, conf, session_state, now)
+        # The reason names the reading that made each hit ("keyword 投诉 via pinyin"), so an operator can
+        # tell an evasion from a false positive; worked out only here, for the rule that decided.
+        shown = point.scanner.explained_hits(normalize_text(text), found) if found and text else hits
+        reason = _rule_reason(point, winner, shown, facts, mask, cand, conf, session_state, now)
         break
     else:
         if cand is not None and cand in spec.whitelist:

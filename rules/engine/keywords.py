@@ -13,60 +13,186 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import daachorse
 
-from rules.engine.normalize import fold_traditional, has_cjk, join_cjk, normalize_text, strip_ignorable
+from rules.engine.evasion import (
+    bridge_cjk,
+    bridge_spans,
+    decode_escapes,
+    fold_digits,
+    fold_variants,
+    is_numeric,
+    skeleton,
+    strip_invisible,
+)
+from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
+from rules.engine.pinyin import BREAK, origins, read_pinyin, source_span, spellings
+from rules.engine.words import is_word, on_word_edges
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
 # it. CJK has no spaces between words, so a CJK neighbour never blocks a match.
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_DIGITS = frozenset("0123456789")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
 class KeywordListSpec:
     key: str
-    match: str  # substring | word | regex
+    match: str  # substring | word | segmented | regex
     terms: tuple[str, ...]
-    # Evasion options (a list's own choice, part of its revision). They change only how CJK text matches,
-    # so they take effect for substring and word lists holding at least one CJK term.
+    # Evasion options (a list's own choice, part of its revision). Traditional folding, gaps, variants and
+    # bridging change only how CJK text matches, so they take effect for lists holding at least one CJK term.
     fold_traditional: bool = False
     ignore_cjk_gaps: bool = False
     # Format characters and variation selectors are ignored by every list of a revision written since
     # matching learnt to (rules 0011); a revision from before keeps its matching, so its replays agree.
     ignore_format: bool = False
+    # The options of rules.engine.evasion (rules 0018); a revision from before has them all off.
+    decode_escapes: bool = False
+    ignore_invisible: bool = False
+    fold_variants: bool = False
+    fold_confusables: bool = False
+    fold_digits: bool = False
+    bridge_cjk: bool = False
+    match_pinyin: bool = False
+    # Weak-signal patterns of one condition (``input_contains`` with ``unless``): a hit inside one of them
+    # (投诉 inside 不是要投诉) does not count. Read like the terms, so they are evasion-proof the same way.
+    unless: tuple[str, ...] = ()
 
-    def view(self) -> View:
-        """How the input is read for this list: (ignore format characters, fold Traditional, join CJK)."""
-        cjk = self.match != "regex" and any(has_cjk(t) for t in self.terms)
-        return (self.ignore_format, cjk and self.fold_traditional, cjk and self.ignore_cjk_gaps)
+    def view(self, *, numeric: bool = False) -> View:
+        """How the input is read for this list's terms (``numeric``: its numeric terms, if it folds digits)."""
+        if self.match == "regex":
+            return View(self.ignore_format, invisible=self.ignore_invisible, decode=self.decode_escapes)
+        if numeric:
+            return View(self.ignore_format, invisible=self.ignore_invisible, decode=self.decode_escapes, digits=True)
+        cjk = any(has_cjk(t) for t in (*self.terms, *self.unless))
+        latin = any(_LATIN.search(normalize_text(t)) for t in (*self.terms, *self.unless))
+        return View(
+            self.ignore_format,
+            cjk and self.fold_traditional,
+            cjk and self.ignore_cjk_gaps,
+            decode=self.decode_escapes,
+            invisible=self.ignore_invisible,
+            variants=cjk and self.fold_variants,
+            confusables=latin and self.fold_confusables,
+            bridge=cjk and self.bridge_cjk,
+        )
+
+    def numeric_term(self, term: str) -> bool:
+        return self.fold_digits and self.match != "regex" and is_numeric(normalize_text(term))
 
 
-# (ignore format characters, fold Traditional to Simplified, drop gaps between CJK characters)
-View = tuple[bool, bool, bool]
+class View(NamedTuple):
+    """How the input is read for some terms: each step of ``read_as``, in the order it is applied."""
+
+    ignore_format: bool
+    fold: bool = False  # Traditional → Simplified
+    join: bool = False  # gaps between CJK characters
+    decode: bool = False
+    invisible: bool = False
+    variants: bool = False
+    confusables: bool = False
+    bridge: bool = False
+    digits: bool = False  # the numeric reading: nothing but digits is folded
+
+
+_LATIN = re.compile("[a-z]")
+# How each step is named when it made a match ("keyword 投诉 via pinyin"), in the order steps apply.
+_STEP_NAMES = (
+    ("decode", "decoding"),
+    ("ignore_format", "invisible characters"),
+    ("invisible", "invisible characters"),
+    ("fold", "Traditional forms"),
+    ("variants", "variant characters"),
+    ("confusables", "confusables"),
+    ("digits", "digits"),
+    ("join", "gaps"),
+    ("bridge", "bridging"),
+)
+
+
+def read_before_gaps(text: str, view: View) -> str:
+    """``text`` (already ``normalize_text``-ed) as ``view`` reads it, up to dropping gaps and bridging."""
+    if view.decode:
+        text = decode_escapes(text)
+    if view.invisible:
+        text = strip_invisible(text)
+    elif view.ignore_format:
+        text = strip_ignorable(text)
+    if view.digits:
+        return fold_digits(text)
+    if view.fold:
+        text = fold_traditional(text)
+    if view.variants:
+        text = fold_variants(text)
+    if view.confusables:
+        text = skeleton(text)
+    return text
 
 
 def read_as(text: str, view: View) -> str:
     """``text`` (already ``normalize_text``-ed) as lists of this view match it. Terms go through it too."""
-    ignore_format, fold, join = view
-    if ignore_format:
-        text = strip_ignorable(text)
-    if fold:
-        text = fold_traditional(text)
-    if join:
+    text = read_before_gaps(text, view)
+    if view.join:
         text = join_cjk(text)
+    if view.bridge:
+        text = bridge_cjk(text)
     return text
+
+
+def _kept(text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
+    """Positions of ``text`` left after deleting ``spans`` (sorted, apart)."""
+    kept: list[int] = []
+    at = 0
+    for start, end in spans:
+        kept.extend(range(at, start))
+        at = end
+    kept.extend(range(at, len(text)))
+    return kept
+
+
+def before_gaps(normalized: str, view: View, start: int, end: int) -> tuple[str, int, int]:
+    """A hit ``[start, end)`` of ``read_as(normalized, view)`` in the text before gaps were dropped."""
+    text = read_before_gaps(normalized, view)
+    index = list(range(len(text)))
+    current = text
+    for on, spans_of, step in ((view.join, gap_spans, join_cjk), (view.bridge, bridge_spans, bridge_cjk)):
+        if on:
+            kept = _kept(current, spans_of(current))
+            index = [index[k] for k in kept]
+            current = step(current)
+    return text, index[start], index[end - 1] + 1
+
+
+# Entry modes: how a pattern's hit is judged before it counts.
+SUBSTRING, WORD, SEGMENTED, NUMBER, UNLESS = range(5)
+_EDGED = {WORD: _WORD_CHARS, NUMBER: _DIGITS}
 
 
 class _Group:
     """The plain-term lists that read the input one way: one automaton for all of them."""
 
-    __slots__ = ("automaton", "hits", "view")
+    __slots__ = ("automaton", "hits", "judged", "view")
 
-    def __init__(self, view: View, entries: dict[str, list[tuple[int, bool, str]]]) -> None:
+    def __init__(self, view: View, entries: dict[str, list[tuple[int, int, str]]]) -> None:
         self.view = view
         # Pattern ids index ``hits``: one entry per distinct pattern, with every list (and term) holding it.
+        self.hits = tuple(tuple(hits) for hits in entries.values())
+        self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick(list(entries))
+        # Whether any hit needs more than a look at its neighbours (an unless pattern, a segmenter).
+        self.judged = any(mode in (SEGMENTED, UNLESS) for hits in self.hits for _, mode, _ in hits)
+
+
+class _PinyinGroup:
+    """The Han terms of lists matching pinyin, read the way one view reads the input."""
+
+    __slots__ = ("automaton", "hits", "terms", "view")
+
+    def __init__(self, view: View, entries: dict[str, list[tuple[int, str, str]]]) -> None:
+        self.view = view
         self.hits = tuple(tuple(hits) for hits in entries.values())
         self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick(list(entries))
 
@@ -74,33 +200,47 @@ class _Group:
 class KeywordScanner:
     """Built once per compiled point; ``scan`` returns a bitmask of hit lists and the terms that hit."""
 
-    __slots__ = ("_groups", "_keys", "_plain", "_regexes")
+    __slots__ = ("_groups", "_keys", "_lists", "_pinyin", "_plain", "_regexes")
 
     def __init__(self, lists: Sequence[KeywordListSpec]) -> None:
         self._keys = tuple(kl.key for kl in lists)
-        by_view: dict[View, dict[str, list[tuple[int, bool, str]]]] = {}
+        self._lists = tuple(lists)
+        by_view: dict[View, dict[str, list[tuple[int, int, str]]]] = {}
+        by_pinyin: dict[View, dict[str, list[tuple[int, str, str]]]] = {}
         regexes: list[tuple[int, View, tuple[re.Pattern[str], ...]]] = []
         for bit, kl in enumerate(lists):
-            view = kl.view()
             if kl.match == "regex":
                 # Each pattern on its own: joined into one alternation, a term with inline flags such as
                 # (?i) would no longer compile. Input is case-folded, so patterns ignore case too.
                 if kl.terms:
-                    regexes.append((bit, view, tuple(re.compile(t, re.IGNORECASE) for t in kl.terms)))
+                    regexes.append((bit, kl.view(), tuple(re.compile(t, re.IGNORECASE) for t in kl.terms)))
                 continue
-            entries = by_view.setdefault(view, {})
-            for term in kl.terms:
+            words = {"word": WORD, "segmented": SEGMENTED}.get(kl.match, SUBSTRING)
+            char_view = kl.view()
+            written = [(t, NUMBER if kl.numeric_term(t) else words) for t in kl.terms]
+            for term, mode in [*written, *((u, UNLESS) for u in kl.unless)]:
                 norm = normalize_text(term)
+                if mode == SEGMENTED and not has_cjk(norm):
+                    mode = WORD  # the segmenter is for CJK; a Latin term of a segmented list is a whole word
+                view = kl.view(numeric=True) if mode == NUMBER else char_view
                 pattern = _SURROGATE.sub("\ufffd", read_as(norm, view))  # as scan() spells input it must clean
                 if pattern:
-                    hits = entries.setdefault(pattern, [])
-                    if (bit, kl.match == "word", norm) not in hits:
-                        hits.append((bit, kl.match == "word", norm))
+                    hits = by_view.setdefault(view, {}).setdefault(pattern, [])
+                    if (bit, mode, norm) not in hits:
+                        hits.append((bit, mode, norm))
+                if kl.match_pinyin and mode not in (NUMBER, UNLESS):
+                    for spelt in spellings(pattern):
+                        # Read before the skeleton, which would spell baojing baojlng.
+                        spoken = char_view._replace(confusables=False)
+                        held = by_pinyin.setdefault(spoken, {}).setdefault(spelt, [])
+                        if (bit, norm, pattern) not in held:
+                            held.append((bit, norm, pattern))
         self._regexes = tuple(regexes)
         self._plain = {
             bit: frozenset(normalize_text(t) for t in kl.terms) for bit, kl in enumerate(lists) if kl.match != "regex"
         }
         self._groups = tuple(_Group(view, entries) for view, entries in by_view.items() if entries)
+        self._pinyin = tuple(_PinyinGroup(view, entries) for view, entries in by_pinyin.items() if entries)
 
     @property
     def list_keys(self) -> tuple[str, ...]:
@@ -122,19 +262,30 @@ class KeywordScanner:
             except UnicodeEncodeError:
                 # A lone surrogate cannot cross into Rust; U+FFFD keeps every position where it was.
                 matches = group.automaton.find_overlapping(_SURROGATE.sub("\ufffd", text))
-            if matches:
-                last = len(text)
-                all_hits = group.hits
-                for start, end, pid in matches:
-                    for bit, whole_word, term in all_hits[pid]:
-                        if whole_word and (
-                            (start > 0 and text[start - 1] in _WORD_CHARS) or (end < last and text[end] in _WORD_CHARS)
-                        ):
-                            continue
-                        mask |= 1 << bit
-                        terms = found.setdefault(bit, [])
-                        if term not in terms:
-                            terms.append(term)
+            if not matches:
+                continue
+            last = len(text)
+            all_hits = group.hits
+            judged: list[tuple[int, str, int, int, int]] = []  # (bit, term, start, end, mode)
+            for start, end, pid in matches:
+                for bit, mode, term in all_hits[pid]:
+                    # A whole word: no Latin letter or digit touches it. A whole number (a numeric term
+                    # read with fold_digits): no digit does, since 12315 inside an order number is no hotline.
+                    if mode in _EDGED and (
+                        (start > 0 and text[start - 1] in _EDGED[mode]) or (end < last and text[end] in _EDGED[mode])
+                    ):
+                        continue
+                    if group.judged:
+                        judged.append((bit, term, start, end, mode))
+                        continue
+                    mask |= 1 << bit
+                    terms = found.setdefault(bit, [])
+                    if term not in terms:
+                        terms.append(term)
+            if judged:
+                mask |= self._judge(normalized, group.view, text, judged, found)
+        for spoken in self._pinyin if normalized else ():
+            mask |= self._scan_pinyin(normalized, spoken, views, found)
         for bit, view, patterns in self._regexes:
             text = views.get(view)
             if text is None:
@@ -146,6 +297,109 @@ class KeywordScanner:
                     found.setdefault(bit, []).append(match.group(0))
                     break
         return mask, found
+
+    def _judge(
+        self,
+        normalized: str,
+        view: View,
+        text: str,
+        judged: list[tuple[int, str, int, int, int]],
+        found: dict[int, list[str]],
+    ) -> int:
+        """The hits of a group with unless patterns or segmented lists: which count (only run on a hit)."""
+        mask = 0
+        unless: dict[int, list[tuple[int, int]]] = {}
+        for bit, _term, start, end, mode in judged:
+            if mode == UNLESS:
+                unless.setdefault(bit, []).append((start, end))
+        for bit, term, start, end, mode in judged:
+            if mode == UNLESS or any(us <= start and end <= ue for us, ue in unless.get(bit, ())):
+                continue
+            if mode == SEGMENTED and not on_word_edges(text, start, end):
+                # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as
+                # words of their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
+                before, b_start, b_end = before_gaps(normalized, view, start, end)
+                if before == text or not on_word_edges(before, b_start, b_end):
+                    continue
+            mask |= 1 << bit
+            terms = found.setdefault(bit, [])
+            if term not in terms:
+                terms.append(term)
+        return mask
+
+    def _scan_pinyin(
+        self, normalized: str, group: _PinyinGroup, views: dict[View, str], found: dict[int, list[str]]
+    ) -> int:
+        text = views.get(group.view)
+        if text is None:
+            text = views[group.view] = read_as(normalized, group.view)
+        if not text:
+            return 0
+        spoken = read_pinyin(text)
+        if spoken == BREAK * 2:
+            return 0
+        mask = 0
+        located: tuple[list[int], list[bool]] | None = None
+        for start, end, pid in group.automaton.find_overlapping(spoken):
+            for bit, term, pattern in group.hits[pid]:
+                if mask & (1 << bit) and term in found.get(bit, ()):
+                    continue
+                if located is None:
+                    located = origins(text)
+                first, stop, han = source_span(*located, start, end)
+                if text[first:stop] == pattern:
+                    continue  # the term itself: the plain reading has it (or its unless pattern dropped it)
+                # A word of its own that only sounds like the term is that word (投宿 is not 投诉), and a
+                # homophone must sit on word edges (请报经理: 报经 is no word here, so not 报警 either).
+                if han and (is_word(text[first:stop]) or not on_word_edges(text, first, stop)):
+                    continue
+                mask |= 1 << bit
+                terms = found.setdefault(bit, [])
+                if term not in terms:
+                    terms.append(term)
+        return mask
+
+    def explained_hits(self, normalized: str, found: Mapping[int, list[str]]) -> dict[str, tuple[str, ...]]:
+        """``named_hits`` with the step that made each hit (``投诉 via pinyin``); only run for a reason."""
+        out: dict[str, list[str]] = {}
+        read: dict[View, str] = {}  # the text under each partial reading, shared by every hit term
+        for bit, terms in sorted(found.items()):
+            kl = self._lists[bit]
+            listed = out.setdefault(self._keys[bit], [])
+            for term in terms:
+                via = self._via(kl, normalized, term, read) if kl.match != "regex" else None
+                shown = f"{term} via {via}" if via else term
+                if shown not in listed:
+                    listed.append(shown)
+        return {key: tuple(terms) for key, terms in out.items()}
+
+    @staticmethod
+    def _via(kl: KeywordListSpec, normalized: str, term: str, read: dict[View, str]) -> str | None:
+        """The first step of the list's reading after which the term is in the text (None: as written)."""
+        if term in normalized:
+            return None
+        view = kl.view(numeric=kl.numeric_term(term))
+        partial = View(False)
+        for flag, name in _STEP_NAMES:
+            if not getattr(view, flag):
+                continue
+            partial = partial._replace(**{flag: True})
+            text = read.get(partial)
+            if text is None:
+                text = read[partial] = read_as(normalized, partial)
+            if read_as(term, partial) in text:
+                return name
+        if kl.match_pinyin:
+            # Only if the text read as pinyin holds it: a hit recorded earlier (a replay of masked input) or
+            # one no reading explains has no "via".
+            spoken = view._replace(confusables=False)
+            text = read.get(spoken)
+            if text is None:
+                text = read[spoken] = read_as(normalized, spoken)
+            heard = read_pinyin(text)
+            if any(spelt in heard for spelt in spellings(read_as(term, spoken))):
+                return "pinyin"
+        return None
 
     def known_hits(self, named: Mapping[str, Sequence[str]]) -> tuple[int, dict[int, list[str]]]:
         """Hits recorded earlier (list key → the terms that hit) that these lists still contain.

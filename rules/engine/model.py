@@ -71,6 +71,8 @@ class PointSpec:
     machine: str = ""
     state_map: Mapping[str, str] = field(default_factory=dict)
     fallback_state: str = ""
+    # The ``unless`` patterns each bit's list is read with (parallel to ``keyword_lists``; () for none).
+    keyword_unless: tuple[tuple[str, ...], ...] = ()
 
     def reads_clock(self) -> bool:
         """Whether a decision here can depend on ``now``: a rule with an effective period or a condition on

@@ -68,6 +68,18 @@ _CJK = re.compile(f"[{CJK_CHARS}]")
 # Anything that is neither a letter nor a digit (spaces, punctuation, symbols, emoji, marks) between two
 # CJK characters. Latin letters and digits are never dropped, so Latin word boundaries stay where they were.
 _CJK_GAP = re.compile(f"(?<=[{CJK_CHARS}])[\\W_]+(?=[{CJK_CHARS}])")
+# The same, written to start with the gap (rarer than CJK characters in CJK text, so ``re`` skips ahead to
+# it) and to look back two characters from its first one; BMP ranges only, for text without an astral
+# character (nearly all). Measured on 10,000 characters of after-sales text: ~4x faster (bench/RESULTS.md).
+_CJK_BMP_CHARS = "\u3041-\u3096\u30a1-\u30fa\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff"
+_CJK_GAP_BMP = re.compile(f"[\\W_](?<=[{_CJK_BMP_CHARS}].)[\\W_]*(?=[{_CJK_BMP_CHARS}])")
+
+
+def _gaps(text: str) -> re.Pattern[str]:
+    return _CJK_GAP if _ASTRAL_ANY.search(text) else _CJK_GAP_BMP
+
+
+_ASTRAL_ANY = re.compile("[\U00010000-\U0010ffff]")
 
 
 def _char_class(codepoints: list[int]) -> str:
@@ -103,7 +115,12 @@ def has_cjk(text: str) -> bool:
 
 def join_cjk(text: str) -> str:
     """Drop spaces and punctuation between CJK characters (``投 诉``, ``投-诉``, ``投.诉`` → ``投诉``)."""
-    return text if text.isascii() else _CJK_GAP.sub("", text)
+    return text if text.isascii() else _gaps(text).sub("", text)
+
+
+def gap_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``join_cjk`` deletes (start, end), for mapping a hit back to the text before it."""
+    return [] if text.isascii() else [m.span() for m in _gaps(text).finditer(text)]
 
 
 def _traditional_table() -> dict[int, str]:

@@ -21,6 +21,7 @@ from simple_history.models import HistoricalRecords
 from rules.conditions import ADAPTERS, INPUTS, adapter
 from rules.conditions.base import PointView
 from rules.engine.normalize import normalize_term
+from rules.models.keyword_options import KeywordEvasionOptions
 from rules.validators import (
     KEY,
     KEY_MESSAGE,
@@ -82,6 +83,7 @@ class RuleMode(models.TextChoices):
 class MatchMode(models.TextChoices):
     SUBSTRING = "substring", _("substring")
     WORD = "word", _("whole word")
+    SEGMENTED = "segmented", _("whole word, Chinese segmented")
     REGEX = "regex", _("regular expression")
 
 
@@ -162,8 +164,8 @@ class Threshold(models.Model):
             raise ValidationError(errors)
 
 
-class KeywordList(models.Model):
-    """Named, normalised terms shared by many rules."""
+class KeywordList(KeywordEvasionOptions):
+    """Named, normalised terms shared by many rules (its issue-21 evasion options: ``KeywordEvasionOptions``)."""
 
     key = _key_field(_("Rules refer to the list by this key; it cannot change later."))
     name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
@@ -506,6 +508,15 @@ class Condition(models.Model):
     window_end = models.TimeField(null=True, blank=True, verbose_name=_("window end"))
     timezone = models.CharField(
         max_length=64, blank=True, help_text=_("IANA name, e.g. Asia/Shanghai."), verbose_name=_("timezone")
+    )
+    unless = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_(
+            "Weak-signal phrases, one per line: a keyword inside one of them does not count "
+            "(不是要投诉 keeps 投诉 in “我不是要投诉” from matching)."
+        ),
+        verbose_name=_("unless"),
     )
     history = HistoricalRecords()
 

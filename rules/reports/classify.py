@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rules.engine.evasion import EVASION_OPTIONS, is_numeric
 from rules.risk import handoff_outcomes, rule_high_risk
 
 CONTROLLED = "controlled"
@@ -261,10 +262,18 @@ def _list_within(config: _Config, narrow_key: str, wide_key: str) -> bool:
     mode = narrow.get("match", "substring")
     if mode != wide.get("match", "substring") or mode == "regex":
         return False
+    # Lists that read the input differently (one folds digits or reads pinyin, the other not) can hit apart.
+    options = ("fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS)
+    if any(bool(narrow.get(o)) != bool(wide.get(o)) for o in options):
+        return False
     wide_terms = list(wide.get("terms", []))
-    if mode == "word":
+    # A term inside a longer one is not implied where hits are judged by their edges (whole words, segmented
+    # words) or read by sound: there only the same term is. Nor is a number inside a longer one where numeric
+    # terms match whole numbers (fold_digits).
+    if mode in ("word", "segmented") or narrow.get("match_pinyin"):
         return set(narrow["terms"]) <= set(wide_terms)
-    return all(any(w in term for w in wide_terms) for term in narrow["terms"])
+    whole = bool(narrow.get("fold_digits"))
+    return all(any(w == term if whole and is_numeric(w) else w in term for w in wide_terms) for term in narrow["terms"])
 
 
 def condition_implies(config: _Config, narrow: Mapping[str, Any], wide: Mapping[str, Any]) -> bool:
@@ -272,6 +281,9 @@ def condition_implies(config: _Config, narrow: Mapping[str, Any], wide: Mapping[
     if dict(narrow) == dict(wide):
         return True
     if "input_contains" in narrow and "input_contains" in wide:
+        # Unless phrases make a condition hold less often: a wide one with them may fail where narrow holds.
+        if wide.get("unless"):
+            return False
         return _list_within(config, narrow["input_contains"], wide["input_contains"])
     if CONFIDENCE in narrow and CONFIDENCE in wide:
         a, b = config.threshold_value(narrow[CONFIDENCE]), config.threshold_value(wide[CONFIDENCE])

@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from rules.engine import CompiledPoint, compile_config
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
 from rules.risk import HIGH_RISK_CATEGORIES, document_strings, handoff_outcomes, rule_high_risk
 from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
@@ -70,7 +71,13 @@ def _deciding_view(document: Mapping[str, Any], key: str) -> Any:
     referenced = set(document_strings([r.get("conditions", []) for r in rules]))
     thresholds = {t["key"]: t["value"] for t in document.get("thresholds", []) if t["key"] in referenced}
     lists = {
-        kl["key"]: (kl.get("match"), kl.get("fold_traditional"), kl.get("ignore_cjk_gaps"), sorted(kl["terms"]))
+        kl["key"]: (
+            kl.get("match"),
+            kl.get("fold_traditional"),
+            kl.get("ignore_cjk_gaps"),
+            *(kl.get(option) for option in EVASION_OPTIONS),
+            sorted(kl["terms"]),
+        )
         for kl in document.get("keyword_lists", [])
         if kl["key"] in referenced
     }

@@ -1,4 +1,5 @@
-"""``input_contains: <list>`` — the input holds a term of a keyword list.
+"""``input_contains: <list>`` — the input holds a term of a keyword list (``unless`` a weak-signal pattern
+around it says otherwise: ``unless: [不是要投诉]``).
 
 The scan of the input is shared by all of a point's conditions (``rules.engine.keywords``): a condition
 only tests its list's bit in the scan's bitmask.
@@ -33,11 +34,15 @@ class InputContains(ConditionSpec):
 
     list_key: str
     list_bit: int
+    # Weak-signal patterns: a hit of the list inside one of them does not count (``KeywordListSpec.unless``).
+    # The scanner gives the list read with them a bit of its own, so every backend tests just that bit.
+    unless: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, raw: Mapping[str, Any], ctx: CompileContext) -> InputContains:
         key = raw["input_contains"]
-        return InputContains(list_key=key, list_bit=ctx.keyword_bit(key))
+        unless = tuple(raw.get("unless", ()))
+        return InputContains(list_key=key, list_bit=ctx.keyword_bit(key, unless), unless=unless)
 
     def holds(self, point: PointSpec, request: Request) -> bool:
         return bool(request.mask & (1 << self.list_bit))

@@ -60,6 +60,7 @@ def test_the_demo_imports_as_one_revision_with_the_user_and_reason(actor):
         "媒体曝光",
         "12315",
         "报警",
+        "police",
     ]
     routing = DecisionPoint.objects.get(key="intent_routing")
     assert [(r.key, r.priority, r.category, r.outcome) for r in routing.rules.order_by("priority")] == [
@@ -87,7 +88,7 @@ def test_the_diff_lists_what_is_added():
     assert result.diff[:3] == [
         "+ threshold auto_refund_limit: value 500 CNY, bounds 0 … 100000, high risk",
         "+ threshold min_confidence: value 0.65 ratio, bounds 0 … 1, high risk",
-        "+ keyword list high_risk: substring match, 5 terms [投诉, 起诉, 媒体曝光, '12315', 报警]",
+        "+ keyword list high_risk: segmented match, 6 terms [投诉, 起诉, 媒体曝光, '12315', 报警, police]",
     ]
     assert (
         "+ rule refund_approval.over_auto_refund_limit: priority 10, risk: {fact: refund_amount, op: '>', "
@@ -258,7 +259,7 @@ def test_an_invalid_file_writes_nothing(actor):
         run(DEMO.replace("value: 0.65", "value: 1.65").replace("outcome: refund_review", "outcome: refund"), actor)
     assert exc.value.problems == [
         "thresholds[0].value: 1.65 is outside the allowed bounds 0 … 1 ratio (line 15)",
-        "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 98)",
+        "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 111)",
     ]
     assert db_state() == before
 

@@ -226,7 +226,7 @@ def test_validation_needs_no_database():
         (
             "    terms: [退款, refund]",
             "    match: fuzzy\n    terms: [退款, refund]",
-            "keyword_lists[0].match: 'fuzzy' is not one of substring, word, regex (line 9)",
+            "keyword_lists[0].match: 'fuzzy' is not one of substring, word, segmented, regex (line 9)",
         ),
         # time windows
         (

@@ -17,9 +17,17 @@ LISTS = {
     "l_word": ("word", ["refund", "cancel", "ab"]),
     "l_sub": ("substring", ["ab", "退", "x1"]),
     "l_re": ("regex", [r"\d{3}", r"^hi"]),
+    "l_seg": ("segmented", ["报警", "police", "12315", "投诉"]),
 }
+# Every evasion option a list may have (rules.engine.evasion), drawn on or off per list.
+OPTIONS = ("fold_traditional", "ignore_cjk_gaps", "decode_escapes", "ignore_invisible", "fold_variants")
+OPTIONS += ("fold_confusables", "fold_digits", "bridge_cjk", "match_pinyin")
+UNLESS = ["不是要投诉", "不想投诉", "refund", "报警器"]
 FACTS = {"n": "number", "i": "integer", "s": "string", "b": "boolean", "tags": "string_list"}
-ALPHABET = "ab退款投诉12315xhi refundcancel媒体曝光ＲＥＦＵＮＤ１２３"
+# With what the evasion options read through: fillers, an override, escapes, numerals, homophones, look-alikes.
+ALPHABET = (
+    "ab退款投诉12315xhi refundcancel媒体曝光ＲＥＦＵＮＤ１２３\u3164\u202e&#;%\\u一二幺١头苏抱警报器不是要оᴘ0l.-、"
+)
 ZONES = ["UTC", "Asia/Shanghai", "America/New_York"]
 
 number = st.one_of(
@@ -66,7 +74,11 @@ def _outcome_list(kind: str) -> st.SearchStrategy[dict[str, Any]]:
 # conditions of every kind the engine registers (rules.engine.conditions.KINDS); test_strategies fails
 # when a registered kind has no strategy here.
 CONDITIONS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
-    "input_contains": st.builds(lambda k: {"input_contains": k}, st.sampled_from(sorted(LISTS))),
+    "input_contains": st.builds(
+        lambda k, unless: {"input_contains": k, **({"unless": unless} if unless else {})},
+        st.sampled_from(sorted(LISTS)),
+        st.lists(st.sampled_from(UNLESS), max_size=2, unique=True),
+    ),
     "fact": _fact_condition(),
     "candidate_in": _outcome_list("candidate_in"),
     "candidate_not_in": _outcome_list("candidate_not_in"),
@@ -113,7 +125,10 @@ def snapshot(draw: st.DrawFn, *, max_rules: int = 12) -> dict[str, Any]:
     return {
         "version": 1,
         "thresholds": [{"key": k, "value": v} for k, v in THRESHOLDS.items()],
-        "keyword_lists": [{"key": k, "match": m, "terms": t} for k, (m, t) in LISTS.items()],
+        "keyword_lists": [
+            {"key": k, "match": m, "terms": t, **{o: draw(st.booleans()) for o in OPTIONS}}
+            for k, (m, t) in LISTS.items()
+        ],
         "points": [
             {
                 "key": "p",

@@ -9,6 +9,7 @@ import pytest
 
 from rules.configio.diff import config_diff
 from rules.configio.validate import config_from_yaml
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.risk import change_risks, record_approval_note
 
 DEMO = config_from_yaml((Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml").read_text("utf-8"))
@@ -316,7 +317,7 @@ def test_changing_the_terms_of_a_list_a_high_risk_rule_uses_is_high_risk():
     ]
 
 
-@pytest.mark.parametrize("option", ["fold_traditional", "ignore_cjk_gaps"])
+@pytest.mark.parametrize("option", ["fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS])
 def test_turning_off_an_evasion_option_of_a_list_a_high_risk_rule_uses_is_high_risk(option):
     risks = _risks(lambda d: keyword_list(d, "high_risk").__setitem__(option, False))
     assert [record for record, _ in risks] == ["keyword list high_risk"]
@@ -330,6 +331,14 @@ def test_changing_the_terms_of_a_list_only_rules_after_the_high_risk_ones_use_is
     after = copy.deepcopy(base)
     keyword_list(after, "thanks")["terms"].append("多谢")
     assert change_risks(base, after, config_diff(base, after)) == []
+
+
+def test_an_unless_on_a_high_risk_rule_is_a_high_risk_change_of_that_rule():
+    def drop_unless(d):
+        rule(d, "intent_routing", "high_risk_keyword")["conditions"][0].pop("unless")
+
+    risks = _risks(drop_unless)
+    assert [record for record, _ in risks] == ["rule intent_routing.high_risk_keyword"]
 
 
 # --- points and machines -----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from agents.services import agent_create
 from rules.configio.apply import config_import
+from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ConfigRevision, DecisionRecord, KeywordList
 from rules.runtime import engines
 from rules.selectors import config_document
@@ -41,9 +42,10 @@ def _decided(client, text: str) -> DecisionRecord:
     return DecisionRecord.objects.get(pk=response.json()["id"])
 
 
-def _new_revision(*, fold: bool = True, reason: str) -> None:
+def _new_revision(*, fold: bool = True, pinyin: bool = True, reason: str) -> None:
     high_risk = KeywordList.objects.get(key="high_risk")
     high_risk.fold_traditional = fold
+    high_risk.match_pinyin = pinyin
     high_risk.description = f"{high_risk.description} ({reason})"
     keyword_list_save(keyword_list=high_risk, actor=None, reason=reason)
 
@@ -51,11 +53,11 @@ def _new_revision(*, fold: bool = True, reason: str) -> None:
 def test_a_decision_made_before_evasion_matching_replays_as_it_was_decided(client):
     latest = ConfigRevision.objects.order_by("-number").first()
     assert latest is not None
-    # Stand for a revision written before rules 0011: its keyword lists hold neither option.
+    # Stand for a revision written before rules 0011: its keyword lists hold none of the options (neither
+    # rules 0011's nor rules 0018's).
     old = dict(latest.snapshot)
-    old["keyword_lists"] = [
-        {k: v for k, v in kl.items() if k not in ("fold_traditional", "ignore_cjk_gaps")} for kl in old["keyword_lists"]
-    ]
+    options = ("fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS)
+    old["keyword_lists"] = [{k: v for k, v in kl.items() if k not in options} for kl in old["keyword_lists"]]
     ConfigRevision.objects.filter(pk=latest.pk).update(snapshot=old)
     engines.clear()
 
@@ -79,7 +81,8 @@ def test_turning_an_option_off_later_does_not_change_the_replay(client):
     assert (folded.decision, folded.rule_key) == ("human_handoff", "high_risk_keyword")
     assert folded.keyword_hits == {"high_risk": ["投诉"]}
 
-    _new_revision(fold=False, reason="fold off")
+    # Pinyin off too: it would still read 訴 as su, so 投訴 as 投诉.
+    _new_revision(fold=False, pinyin=False, reason="fold off")
     unfolded = _decided(client, "我要投訴")
     assert (unfolded.decision, unfolded.ruled_by) == ("general_query", "llm_candidate")
 
@@ -91,7 +94,8 @@ def test_turning_an_option_off_later_does_not_change_the_replay(client):
 
 
 def test_the_revision_records_each_lists_options(client):
-    _new_revision(fold=False, reason="fold off")
+    # Pinyin off too: it would still read 訴 as su, so 投訴 as 投诉.
+    _new_revision(fold=False, pinyin=False, reason="fold off")
     latest = ConfigRevision.objects.order_by("-number").first()
     assert latest is not None
     lists = {kl["key"]: kl for kl in latest.snapshot["keyword_lists"]}

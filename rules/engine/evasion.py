@@ -1,0 +1,319 @@
+"""The keyword evasion options a list may turn on beyond format characters, Traditional forms and CJK gaps.
+
+Each is a pure function of the text, applied the same way to a list's terms and to the input, so a term
+always matches itself. The tables they read are part of what a revision's matching means: they are written
+out here or kept in ``rules/engine/data`` (never read from the interpreter's Unicode version at run time),
+and tests/rules/engine/test_evasion_options.py pins each one with a digest.
+
+What each option reads as the keyword (the names are the keyword list's fields):
+
+* ``decode_escapes``: HTML entities, percent-encoded UTF-8 and ``\\uXXXX`` escapes written as text;
+* ``ignore_invisible``: every Default_Ignorable_Code_Point (the Hangul fillers among them) and the bidi
+  controls; text inside a right-to-left override is read in the order it is displayed;
+* ``fold_variants``: variant characters of ``data/variants.tsv`` (beyond OpenCC);
+* ``fold_confusables``: Latin, Cyrillic and Greek homoglyphs and small capitals to one skeleton (UTS #39),
+  digits written for letters inside Latin words, separators inside Latin words, spaced-out letters;
+* ``fold_digits`` (numeric terms only): digits of every script, keycaps, Chinese numerals, letters written
+  for digits, separators between digits; a numeric term then matches a whole number only;
+* ``bridge_cjk``: one foreign character (a Latin letter, a digit, kana, bopomofo) between two Han characters;
+* ``match_pinyin`` (``rules.engine.pinyin``): homophones and pinyin spellings of Han terms.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import urllib.parse
+from importlib.resources import files
+
+from rules.engine.normalize import CJK_CHARS, normalize_text
+
+# The options, as a keyword list's fields and snapshot keys are named (rules 0018). A snapshot without one
+# has it off (rules.engine.compiler.keyword_list_spec): a revision from before matches as it did.
+EVASION_OPTIONS = (
+    "decode_escapes",
+    "ignore_invisible",
+    "fold_variants",
+    "fold_confusables",
+    "fold_digits",
+    "bridge_cjk",
+    "match_pinyin",
+)
+# What a new list (and a YAML document that leaves an option out) has. Pinyin is the one a list asks for:
+# homophones are the fuzziest reading (every list of thousands of terms would hit random text), and reading
+# a message as pinyin costs the most (bench/RESULTS.md, "Keyword evasion options").
+EVASION_DEFAULTS = {option: option != "match_pinyin" for option in EVASION_OPTIONS}
+
+# --- Escapes written as text ---------------------------------------------------------------------------
+
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?")
+_PERCENT = re.compile(r"(?:%[0-9a-f]{2})+")
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-f]{4})|\\u\{([0-9a-f]{1,6})\}|\\U([0-9a-f]{8})")
+
+
+def _percent(match: re.Match[str]) -> str:
+    try:
+        return urllib.parse.unquote_to_bytes(match.group()).decode("utf-8")
+    except UnicodeDecodeError:
+        return match.group()  # not UTF-8: left as written (a discount of 20%ab is no escape)
+
+
+def _unicode(match: re.Match[str]) -> str:
+    cp = int(match.group(1) or match.group(2) or match.group(3), 16)
+    return chr(cp) if cp <= 0x10FFFF else match.group()
+
+
+_SURROGATE_PAIR = re.compile("([\ud800-\udbff])([\udc00-\udfff])")
+
+
+def decode_escapes(text: str) -> str:
+    """``&#25237;&#35785;``, ``%e6%8a%95%e8%af%89`` and ``\\u6295\\u8bc9`` → ``投诉`` (input is already case-folded).
+
+    One pass of each, not repeated: text encoded twice stays encoded once (the threat model says why)."""
+    changed = False
+    if "&" in text and _ENTITY.search(text):
+        text, changed = html.unescape(text), True
+    if "%" in text and _PERCENT.search(text):
+        text, changed = _PERCENT.sub(_percent, text), True
+    if "\\u" in text and _UNICODE_ESCAPE.search(text):
+        text = _UNICODE_ESCAPE.sub(_unicode, text)
+        # \ud83d\ude21 written as two escapes: one character, as a JSON reader would have made it.
+        text = _SURROGATE_PAIR.sub(
+            lambda m: (m.group(1) + m.group(2)).encode("utf-16", "surrogatepass").decode("utf-16"), text
+        )
+        changed = True
+    return normalize_text(text) if changed else text
+
+
+# --- Invisible characters -------------------------------------------------------------------------------
+
+# Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1), with the format characters that
+# are not in it (Arabic number signs and the like, which ``strip_ignorable`` has always dropped) and the
+# braille blank U+2800, which renders as a space. Written out: see the module's docstring.
+DEFAULT_IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+_EXTRA_INVISIBLE = (
+    (0x0600, 0x0605),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x2800, 0x2800),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+)
+INVISIBLE_RANGES = tuple(sorted(DEFAULT_IGNORABLE_RANGES + _EXTRA_INVISIBLE))
+_INVISIBLE = re.compile(
+    "[" + "".join(re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in INVISIBLE_RANGES) + "]+"
+)
+# ``re`` tests a class of BMP characters with one bitmap lookup but astral ranges one by one: the BMP part is
+# searched first, the whole class only in text holding an astral character (as strip_ignorable does).
+_INVISIBLE_BMP = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in INVISIBLE_RANGES if b < 0x10000
+    )
+    + "]"
+)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+# A right-to-left override shows what follows it reversed, up to the pop (or the end of the line): ‮诉投‬
+# reads 投诉 on screen, so matching reads it that way too. Other controls do not reorder Han or Latin text.
+_RLO = re.compile("\u202e([^\u202c\u202d\u2069\n]*)(?:\u202c|$)")
+
+
+def strip_invisible(text: str) -> str:
+    """Default-ignorable and bidi-control code points removed (``投\u3164诉`` → ``投诉``)."""
+    if text.isascii():
+        return text
+    if "\u202e" in text:
+        text = _RLO.sub(lambda m: m.group(1)[::-1], text)
+    if _INVISIBLE_BMP.search(text) or (_ASTRAL.search(text) and _INVISIBLE.search(text)):
+        return _INVISIBLE.sub("", text)
+    return text
+
+
+# --- Variant characters -----------------------------------------------------------------------------------
+
+
+def variant_table() -> dict[int, str]:
+    """``data/variants.tsv``: variant → the form it is read as."""
+    table: dict[int, str] = {}
+    for line in files("rules.engine").joinpath("data", "variants.tsv").read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        variant, form, _source = line.split("\t", 2)
+        if len(variant) == 1 and len(form) == 1 and variant != form:
+            table[ord(variant)] = form
+    return table
+
+
+_VARIANTS = variant_table()
+_VARIANT_RUN = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_VARIANTS)) + "]")
+
+
+def fold_variants(text: str) -> str:
+    """``投愬`` → ``投诉``, ``媒体曝灮`` → ``媒体曝光``."""
+    if text.isascii() or not _VARIANT_RUN.search(text):
+        return text
+    return text.translate(_VARIANTS)
+
+
+# --- Confusables ------------------------------------------------------------------------------------------
+
+
+def confusable_table() -> dict[int, str]:
+    """Letters that look like a Latin letter → that letter, case-folded (UTS #39's skeleton for these scripts).
+
+    From the confusables data of ``confusable-homoglyphs`` (pinned): a letter or digit whose listed look-alike
+    is one ASCII letter. Small capitals (ᴘᴏʟɪᴄᴇ), which that data lists only against other small letters,
+    are added by their names. CJK characters are never folded."""
+    import json
+    import unicodedata
+
+    data = json.loads(files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8"))
+    table: dict[int, str] = {}
+    for char, entries in data.items():
+        if len(char) != 1 or char.isascii() or re.match(f"[{CJK_CHARS}]", char):
+            continue
+        if not unicodedata.category(char).startswith(("L", "N")):
+            continue
+        targets = [e["c"] for e in entries if len(e["c"]) == 1 and e["c"].isascii() and e["c"].isalpha()]
+        if targets:
+            table[ord(char)] = targets[0].casefold()
+    for cp in range(0x1D00, 0x1D2C):
+        name = unicodedata.name(chr(cp), "")
+        if name.startswith("LATIN LETTER SMALL CAPITAL ") and len(name.rsplit(" ", 1)[1]) == 1:
+            table[cp] = name.rsplit(" ", 1)[1].casefold()
+    for cp in (0x0280, 0x0299, 0x029C, 0x029F, 0x0262, 0x026A, 0x0274, 0x0276, 0x028F, 0xA7AF):
+        name = unicodedata.name(chr(cp), "")
+        if "SMALL CAPITAL" in name and len(name.rsplit(" ", 1)[1]) == 1:
+            table[cp] = name.rsplit(" ", 1)[1].casefold()
+    return table
+
+
+_CONFUSABLES = confusable_table()
+_CONFUSABLE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_CONFUSABLES) if c < 0x10000) + "]")
+# Digits and symbols written for letters, only where they touch a Latin letter (p0lice, 5ue); 12315 alone
+# is a number and stays one. i, l and 1 are one skeleton character, as UTS #39 makes I, l and 1 one.
+_LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "|": "l", "!": "l"}
+# Each pattern starts with a character class, not a look-behind, so that ``re`` skips ahead to a candidate
+# (measured: ~4x faster on 500-character CJK texts than the same tests written with a look-behind first).
+_LEET_CHAR = re.compile(r"[0134578@$|!](?:(?<=[a-z].)|(?=[a-z]))")
+_LATIN_INNER_SEPARATOR = re.compile(r"([a-z])[.\-_·*'+~]+(?=[a-z])")
+# Three or more single letters apart (p o l i c e): one word. Looked for only where " x " occurs.
+_SPACED_HINT = re.compile(" [a-z] ")
+_SPACED_LETTERS = re.compile(r"(?<![a-z])[a-z](?: [a-z](?![a-z])){2,}")
+
+
+def skeleton(text: str) -> str:
+    """``pоlice`` (Cyrillic о), ``ᴘᴏʟɪᴄᴇ``, ``p0lice``, ``p.o.l.i.c.e``, ``po-lice`` → ``pollce``, as ``police``."""
+    if not text.isascii() and _CONFUSABLE.search(text):
+        text = text.translate(_CONFUSABLES)
+    if not re.search("[a-z]", text):
+        return text
+    for _ in range(2):  # p00lice: the second 0 touches a letter only once the first is one
+        text = _LEET_CHAR.sub(lambda m: _LEET[m.group()], text)
+    text = _LATIN_INNER_SEPARATOR.sub(r"\1", text)
+    if _SPACED_HINT.search(text):
+        text = _SPACED_LETTERS.sub(lambda m: m.group().replace(" ", ""), text)
+    return text.replace("i", "l")
+
+
+# --- Digits ----------------------------------------------------------------------------------------------
+
+# The zero of every decimal digit run in Unicode 14 (general category Nd; each run is zero to nine).
+DIGIT_ZEROS: tuple[int, ...] = (
+    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50,
+    0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066,
+    0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950,
+    0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
+    0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+)  # fmt: skip
+# Chinese numerals, everyday and financial; 幺 is how 1 is read out in phone numbers, 两 is two.
+CHINESE_DIGITS = {
+    "〇": "0", "零": "0", "一": "1", "幺": "1", "壹": "1", "二": "2", "两": "2", "贰": "2", "貳": "2",
+    "三": "3", "叁": "3", "參": "3", "四": "4", "肆": "4", "五": "5", "伍": "5", "六": "6", "陆": "6",
+    "陸": "6", "七": "7", "柒": "7", "八": "8", "捌": "8", "九": "9", "玖": "9",
+}  # fmt: skip
+_DIGITS: dict[int, str] = {zero + k: str(k) for zero in DIGIT_ZEROS[1:] for k in range(10)}
+_DIGITS.update({ord(c): d for c, d in CHINESE_DIGITS.items()})
+_DIGITS[0x20E3] = ""  # the keycap enclosing mark of 1️⃣ (its variation selector is an invisible character)
+# A run of digits of any kind (ASCII, other scripts, Chinese numerals, keycaps) with at most three
+# separators between two of them. Only runs are rewritten: Chinese numerals are common in prose (问一下), and
+# translating a whole 10,000-character message measured ~1 ms where finding its runs costs ~0.1 ms.
+_DIGIT_CLASS = "0-9" + "".join(re.escape(chr(c)) for c in sorted(_DIGITS) if c < 0x10000)
+_DIGIT_RUN = re.compile(f"[{_DIGIT_CLASS}](?:[\\s\\-.·_,/*~|]{{0,3}}[{_DIGIT_CLASS}])+")
+# Letters written for digits, where they touch a digit and are not part of a word (I2315, 1231S).
+_LETTER_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "s": "5", "b": "8"}
+# (Written to start with the letter, not a look-behind: ``re`` then skips to candidates, ~8x faster.)
+_LETTER_DIGIT = re.compile(r"[oilzsb](?:(?<=[0-9].)(?![a-z])|(?<![a-z].)(?=[0-9]))")
+_DIGIT_SEPARATOR = re.compile(r"[\s\-.·_,/*~|]+")
+_ASTRAL_DIGITS = {c: d for c, d in _DIGITS.items() if c >= 0x10000}
+
+
+def _fold_digit_run(match: re.Match[str]) -> str:
+    run = match.group()
+    if run.isdigit() and run.isascii():
+        return run  # most runs: a plain number, nothing to fold
+    return _DIGIT_SEPARATOR.sub("", run if run.isascii() else run.translate(_DIGITS))
+
+
+def fold_digits(text: str) -> str:
+    """``١٢٣١٥``, ``१२३١٥``, ``一二三一五``, ``幺二三幺五``, ``1 2 3 1 5``, ``123-15``, ``I2315`` → ``12315``."""
+    if not text.isascii() and re.search("[\U00010000-\U0010ffff]", text):
+        text = text.translate(_ASTRAL_DIGITS)
+    if "\u20e3" in text:
+        text = text.replace("\u20e3", "")
+    if re.search("[0-9]", text):
+        text = _LETTER_DIGIT.sub(lambda m: _LETTER_DIGITS[m.group()], text)
+    return _DIGIT_RUN.sub(_fold_digit_run, text)
+
+
+def is_numeric(term: str) -> bool:
+    """A numeric keyword: its normalised form is ASCII digits only (``12315``)."""
+    return term.isascii() and term.isdigit()
+
+
+# --- One foreign character inside a CJK word ---------------------------------------------------------------
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\U00030000-\U000323af"
+_FOREIGN = "a-z0-9\u3041-\u3096\u30a1-\u30fa\u3105-\u312f\u31a0-\u31bf"
+_BRIDGE = re.compile(f"(?<=[{_HAN}])[\\W_]*[{_FOREIGN}][\\W_]*(?=[{_HAN}])")
+# Text without astral characters (nearly all) is searched with the BMP ranges only: a class holding astral
+# ranges is tested range by range at every position (~2x the time on 500-character CJK texts).
+_HAN_BMP = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_BRIDGE_BMP = re.compile(f"(?<=[{_HAN_BMP}])[\\W_]*[{_FOREIGN}][\\W_]*(?=[{_HAN_BMP}])")
+
+
+def _bridge(text: str) -> re.Pattern[str]:
+    return _BRIDGE if _ASTRAL.search(text) else _BRIDGE_BMP
+
+
+def bridge_cjk(text: str) -> str:
+    """``投x诉``, ``投1诉``, ``投の诉``, ``投ㄊ诉`` → ``投诉``: one letter, digit, kana or bopomofo between two Han."""
+    return text if text.isascii() else _bridge(text).sub("", text)
+
+
+def bridge_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``bridge_cjk`` deletes (start, end), for mapping a hit back to the text before it."""
+    return [m.span() for m in _bridge(text).finditer(text)] if not text.isascii() else []
