@@ -44,10 +44,13 @@ def test_changing_the_unless_phrases_of_a_high_risk_rule_waits_for_approval(demo
 
 
 def test_turning_an_option_off_on_a_list_no_high_risk_rule_uses_applies_at_once(demo, editor):
-    keyword_list = KeywordList.objects.get(key="refund_triggers")
+    # Not refund_triggers: its rule decides before a risk rule, so its options are governed too (rules.risk).
+    records.keyword_list_save(keyword_list=KeywordList(key="thanks", name="Thanks"), actor=editor, reason="new")
+    keyword_list = KeywordList.objects.get(key="thanks")
+    assert keyword_list.fold_variants is True  # a new list's default
     keyword_list.fold_variants = False
-    records.keyword_list_save(keyword_list=keyword_list, actor=editor, reason="refund words as written only")
-    assert KeywordList.objects.get(key="refund_triggers").fold_variants is False
+    records.keyword_list_save(keyword_list=keyword_list, actor=editor, reason="thanks as written only")
+    assert KeywordList.objects.get(key="thanks").fold_variants is False
 
 
 @pytest.mark.parametrize("option", EVASION_OPTIONS)
