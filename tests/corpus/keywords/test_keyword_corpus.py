@@ -110,3 +110,36 @@ def test_the_reason_says_which_reading_made_the_match(client):
     assert decide(client, "投\u3164诉")["reason"].endswith("keyword 投诉 via invisible characters (list high_risk)")
     assert decide(client, "打一二三一五")["reason"].endswith("keyword 12315 via digits (list high_risk)")
     assert decide(client, "我要投诉")["reason"] == "high_risk_keyword: keyword 投诉 (list high_risk)"
+
+
+# Measured on this corpus when it was added (2026-12-01): 131 of 146 caught, 15 of 46 benign handed over.
+CAUGHT_AT_LEAST = 131
+BENIGN_HANDED_OVER_AT_MOST = 15
+
+
+def test_the_independent_corpus_does_not_get_worse(client, capsys):
+    """The independent adversarial corpus (``independent/``): written by a second pass that had not read the
+    main corpus, decided through the same real path as the test above.
+
+    Issue 21's targets (≥ 95% of evasions caught, ≤ 1 in 20 benign near-collisions handed over) are NOT yet met
+    on it; the misses are listed in docs/threat-model.md ("Known misses"). This test keeps the rates from getting
+    worse and prints every miss: raise ``CAUGHT_AT_LEAST`` and lower ``BENIGN_HANDED_OVER_AT_MOST`` as misses are
+    fixed, until they reach the targets. Ordinary messages are held to the target already (none handed over).
+    """
+    evasions = rows("independent/evasions.tsv")
+    missed = [(kind, text, keyword) for kind, text, keyword in evasions if not handed_over(decide(client, text))]
+    benign = rows("independent/benign.tsv")
+    false_alarms = [(kind, text) for kind, text, _near in benign if handed_over(decide(client, text))]
+    ordinary = [text for (text,) in rows("independent/ordinary.tsv") if handed_over(decide(client, text))]
+    with capsys.disabled():
+        print(
+            f"\nindependent keyword corpus: {len(evasions) - len(missed)}/{len(evasions)} evasions caught; "
+            f"{len(false_alarms)}/{len(benign)} benign near-collisions handed over; {len(ordinary)} ordinary"
+        )
+        for kind, text, keyword in missed:
+            print(f"  missed {kind}: {text!r} (expected {keyword})")
+        for kind, text in false_alarms:
+            print(f"  false alarm {kind}: {text!r}")
+    assert len(evasions) - len(missed) >= CAUGHT_AT_LEAST, missed
+    assert len(false_alarms) <= BENIGN_HANDED_OVER_AT_MOST, false_alarms
+    assert not ordinary
