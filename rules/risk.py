@@ -40,24 +40,13 @@ from typing import Any
 from django.utils.translation import gettext, gettext_noop
 
 from rules.configio.diff import KIND_LABELS, RecordChange
+from rules.engine.evasion import EVASION_OPTIONS
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
-LIST_FIELDS = frozenset(
-    {
-        "terms",
-        "match",
-        "fold_traditional",
-        "ignore_cjk_gaps",
-        "decode_escapes",
-        "ignore_invisible",
-        "fold_variants",
-        "fold_confusables",
-        "fold_digits",
-        "bridge_cjk",
-        "match_pinyin",
-    }
-)
+# Every evasion option is a change of what the list matches: the engine's own list of them, so a new
+# option is governed the day it is added.
+LIST_FIELDS = frozenset({"terms", "match", "fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS})
 POINT_FIELDS = frozenset(
     {
         "outcomes",

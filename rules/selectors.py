@@ -82,7 +82,7 @@ def config_document() -> dict[str, Any]:
                 # format characters (rules.engine.compiler.keyword_list_spec).
                 "fold_traditional": kl.fold_traditional,
                 "ignore_cjk_gaps": kl.ignore_cjk_gaps,
-                # Always written too: a revision without them is one from before they existed (rules 0018).
+                # Always written too: a revision without them is one from before they existed (rules 0019).
                 **{option: getattr(kl, option) for option in EVASION_OPTIONS},
                 "terms": [term.term for term in kl.terms.order_by("id")],
             },

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.engine.evasion_options [--rounds N] [--cpu C]
 
 *before*: the keyword lists as issue 10 left them (Traditional folding and CJK gaps on, none of the options
-of rules 0018, substring lists, no unless phrases): what a list migrated from before reads like. *after*:
+of rules 0019, substring lists, no unless phrases): what a list migrated from before reads like. *after*:
 every option on; the seed point as the demo configures it (its high_risk list ``segmented``, its keyword
 rule with ``unless`` phrases). Inputs: the seed point's short messages, the 200-rule point's generated
 texts (up to 500 CJK characters), and 10,000-character messages (ordinary after-sales text repeated, with

@@ -106,7 +106,7 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
 def keyword_list_spec(raw: Mapping[str, Any], unless: tuple[str, ...] = ()) -> KeywordListSpec:
     """A keyword list of a snapshot. A revision written before keyword-evasion matching (rules 0011) has
     neither option: its lists match as they did then, format characters included, so it replays the same.
-    One written before rules 0018 has none of ``EVASION_OPTIONS``, and matches without them."""
+    One written before rules 0019 has none of ``EVASION_OPTIONS``, and matches without them."""
     evasion_aware = "fold_traditional" in raw or "ignore_cjk_gaps" in raw
     return KeywordListSpec(
         key=raw["key"],

@@ -28,7 +28,7 @@ from importlib.resources import files
 
 from rules.engine.normalize import CJK_CHARS, normalize_text
 
-# The options, as a keyword list's fields and snapshot keys are named (rules 0018). A snapshot without one
+# The options, as a keyword list's fields and snapshot keys are named (rules 0019). A snapshot without one
 # has it off (rules.engine.compiler.keyword_list_spec): a revision from before matches as it did.
 EVASION_OPTIONS = (
     "decode_escapes",

@@ -50,7 +50,7 @@ class KeywordListSpec:
     # Format characters and variation selectors are ignored by every list of a revision written since
     # matching learnt to (rules 0011); a revision from before keeps its matching, so its replays agree.
     ignore_format: bool = False
-    # The options of rules.engine.evasion (rules 0018); a revision from before has them all off.
+    # The options of rules.engine.evasion (rules 0019); a revision from before has them all off.
     decode_escapes: bool = False
     ignore_invisible: bool = False
     fold_variants: bool = False

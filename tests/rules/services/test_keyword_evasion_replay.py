@@ -54,7 +54,7 @@ def test_a_decision_made_before_evasion_matching_replays_as_it_was_decided(clien
     latest = ConfigRevision.objects.order_by("-number").first()
     assert latest is not None
     # Stand for a revision written before rules 0011: its keyword lists hold none of the options (neither
-    # rules 0011's nor rules 0018's).
+    # rules 0011's nor rules 0019's).
     old = dict(latest.snapshot)
     options = ("fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS)
     old["keyword_lists"] = [{k: v for k, v in kl.items() if k not in options} for kl in old["keyword_lists"]]
