@@ -116,13 +116,11 @@ def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideR
     evaluated = turn.evaluate(session.state if session else None, save=True)
     record = evaluated.record
     if record is None:
-        return DecideResult(
-            decision=evaluated.decision,
-            revision=turn.revision,
-            evaluated_us=evaluated.evaluated_us,
-            record=None,
-            session_move=_stay(session) if apply and session else None,
+        return _unlogged(
+            turn,
+            evaluated,
             feedback=session_feedback(session) if session else [],
+            session_move=_stay(session) if apply and session else None,
         )
     start = _stay(session) if session is not None else None
     _record_anomalies(evaluated, session, principal, request, point, record)
@@ -239,18 +237,26 @@ def _decide_reading_session(turn: _Turn) -> DecideResult | None:
     return _decide_in(turn, session.state if session else None, basis)
 
 
+def _unlogged(
+    turn: _Turn, evaluated: Evaluated, *, feedback: list[str], session_move: dict[str, Any] | None = None
+) -> DecideResult:
+    """The answer to a decide that logged no row: the point asks for a candidate first (only counted)."""
+    return DecideResult(
+        decision=evaluated.decision,
+        revision=turn.revision,
+        evaluated_us=evaluated.evaluated_us,
+        record=None,
+        session_move=session_move,
+        feedback=feedback,
+    )
+
+
 def _decide_in(turn: _Turn, state: str | None, basis: FeedbackBasis) -> DecideResult | None:
     """Decide in ``state``, read as last committed with ``basis``, and log the row (see above)."""
     evaluated = turn.evaluate(state, save=False)
     record = evaluated.record
     if record is None:
-        return DecideResult(
-            decision=evaluated.decision,
-            revision=turn.revision,
-            evaluated_us=evaluated.evaluated_us,
-            record=None,
-            feedback=basis.hints(),
-        )
+        return _unlogged(turn, evaluated, feedback=basis.hints())
     if evaluated.anomalies:
         return None
     decision_record_insert(record=record)
