@@ -7,6 +7,7 @@ Needs PyYAML (the server's environment has it; the client does not depend on it)
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -76,16 +77,28 @@ def main() -> None:
 
 Written by clients/python/scripts/typeddicts.py; tests/client/test_schema_drift.py fails when the two
 differ. An answer is the JSON object itself: fields a newer server adds pass through untouched.
+No ``from __future__ import annotations`` here: TypedDict must see ``NotRequired`` to tell required
+keys from optional ones, so the classes come in the order they use each other.
 """
-
-from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
 '''
     # Keys that are not identifiers ("from") need the functional form.
-    body = []
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        for other in sorted(done):
+            if other != name and re.search(rf"\b{other}\b", done[name].split("\n", 1)[1]):
+                visit(other)
+        order.append(name)
+
     for name in sorted(done):
+        visit(name)
+    body = []
+    for name in order:
         text = done[name]
         if "\n    from:" in text:
             fields = []

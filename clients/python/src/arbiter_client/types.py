@@ -2,9 +2,9 @@
 
 Written by clients/python/scripts/typeddicts.py; tests/client/test_schema_drift.py fails when the two
 differ. An answer is the JSON object itself: fields a newer server adds pass through untouched.
+No ``from __future__ import annotations`` here: TypedDict must see ``NotRequired`` to tell required
+keys from optional ones, so the classes come in the order they use each other.
 """
-
-from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
@@ -17,6 +17,23 @@ class ActionAllowed(TypedDict):
 class Anomalies(TypedDict):
     count: int
     latest: list[str]
+
+
+class SessionDetail(TypedDict):
+    session_id: str
+    machine: str
+    state: str
+    seq: int
+    allowed_transitions: Any
+    allowed_actions: Any
+    interrupt_stack: Any
+    terminal: bool
+    anomalies: Anomalies
+    handoff_reason: str | None
+    claimed_by: str | None
+    feedback: list[str]
+    seconds_in_state: float
+    context: dict[str, Any]
 
 
 class AnomalyRecorded(TypedDict):
@@ -45,6 +62,11 @@ class CandidateOut(TypedDict):
     reason: str
 
 
+class SupersededBy(TypedDict):
+    record: str
+    revision: int | None
+
+
 class ChangeRequest(TypedDict):
     id: int
     state: str
@@ -69,6 +91,24 @@ class ChangeRequestList(TypedDict):
     change_requests: list[ChangeRequest]
 
 
+class MatchedRule(TypedDict):
+    key: str
+    priority: int
+    outcome: str
+    shadow: bool
+
+
+class Rule(TypedDict):
+    """The rule that decided."""
+
+    key: str
+    priority: int
+    category: str
+
+
+SessionMove = TypedDict("SessionMove", {"from": str, "state": str, "seq": int})
+
+
 class Decision(TypedDict):
     """A decision that was made and logged."""
 
@@ -89,13 +129,10 @@ class Decision(TypedDict):
     session: NotRequired[SessionMove | None]
 
 
-class DecisionMap(TypedDict):
-    generated_at: str
-    window: dict[str, Any]
-    revision: int | None
-    governance: dict[str, Any]
-    points: list[DecisionMapPoint]
-    since_snapshot: Any
+class RuledByCounts(TypedDict):
+    hard_rule: int
+    llm_candidate: int
+    default: int
 
 
 class DecisionMapPoint(TypedDict):
@@ -128,6 +165,23 @@ class DecisionMapPoint(TypedDict):
     last_change: Any
 
 
+class DecisionMap(TypedDict):
+    generated_at: str
+    window: dict[str, Any]
+    revision: int | None
+    governance: dict[str, Any]
+    points: list[DecisionMapPoint]
+    since_snapshot: Any
+
+
+class RecordedMatch(TypedDict):
+    key: str
+    priority: int
+    category: str
+    outcome: str
+    shadow: bool
+
+
 class DecisionRecord(TypedDict):
     """A logged decision, as stored (input and reasons masked)."""
 
@@ -154,13 +208,6 @@ class DecisionRecord(TypedDict):
     engine: str
     evaluated_us: int
     tokens: dict[str, Any]
-
-
-class MatchedRule(TypedDict):
-    key: str
-    priority: int
-    outcome: str
-    shadow: bool
 
 
 Move = TypedDict("Move", {"from": str, "state": str, "seq": int})
@@ -223,12 +270,14 @@ class QueueList(TypedDict):
 QueueMove = TypedDict("QueueMove", {"id": int, "session_id": str, "from": str, "state": str, "seq": int})
 
 
-class RecordedMatch(TypedDict):
-    key: str
-    priority: int
-    category: str
-    outcome: str
-    shadow: bool
+class ReplaySide(TypedDict):
+    decision: str | None
+    ruled_by: str | None
+    rule: Rule | None
+    matched_rules: list[MatchedRule]
+    overridden: bool
+    reason: str
+    revision: int
 
 
 class Replay(TypedDict):
@@ -240,30 +289,6 @@ class Replay(TypedDict):
     current: ReplaySide | None
 
 
-class ReplaySide(TypedDict):
-    decision: str | None
-    ruled_by: str | None
-    rule: Rule | None
-    matched_rules: list[MatchedRule]
-    overridden: bool
-    reason: str
-    revision: int
-
-
-class Rule(TypedDict):
-    """The rule that decided."""
-
-    key: str
-    priority: int
-    category: str
-
-
-class RuledByCounts(TypedDict):
-    hard_rule: int
-    llm_candidate: int
-    default: int
-
-
 class SessionCreated(TypedDict):
     session_id: str
     machine: str
@@ -271,26 +296,6 @@ class SessionCreated(TypedDict):
     seq: int
     allowed_transitions: list[str]
     allowed_actions: list[str]
-
-
-class SessionDetail(TypedDict):
-    session_id: str
-    machine: str
-    state: str
-    seq: int
-    allowed_transitions: Any
-    allowed_actions: Any
-    interrupt_stack: Any
-    terminal: bool
-    anomalies: Anomalies
-    handoff_reason: str | None
-    claimed_by: str | None
-    feedback: list[str]
-    seconds_in_state: float
-    context: dict[str, Any]
-
-
-SessionMove = TypedDict("SessionMove", {"from": str, "state": str, "seq": int})
 
 
 class Simulation(TypedDict):
@@ -309,8 +314,3 @@ class Simulation(TypedDict):
     evaluated_us: int
     created_at: None
     change_request: int | None
-
-
-class SupersededBy(TypedDict):
-    record: str
-    revision: int | None
