@@ -6,6 +6,7 @@ from __future__ import annotations
 import arbiter_client as ac
 import pytest
 from arbiter_client import Arbiter
+from arbiter_client._transport import Call
 
 
 def test_points_and_one_point(bot: Arbiter) -> None:
@@ -113,6 +114,9 @@ def test_actions_interrupts_resumes_and_anomalies(bot: Arbiter) -> None:
 def test_the_openapi_document_is_served_as_text(bot: Arbiter) -> None:
     text = bot.openapi_document()
     assert text.startswith("openapi: 3.1.0")
+    with pytest.raises(ac.MethodNotAllowed) as refused:
+        bot.send(Call("POST", "/api/v1/openapi.yaml", json={}))
+    assert refused.value.status == 405
 
 
 def test_a_code_the_client_does_not_know_raises_arbiter_error_and_a_page_that_is_no_problem_too() -> None:

@@ -51,6 +51,8 @@ def test_change_requests_over_the_client_follow_the_four_eyes_rules(live) -> Non
     lowered = editor.change_request_create(RAISED.replace("value: 99999", "value: 700"), reason="lower")
     refused = editor.change_request_create(RAISED.replace("value: 99999", "value: 800"), reason="other")
     assert approver.change_request_reject(refused["id"], reason="no")["state"] == "rejected"
+    with pytest.raises(ac.PermissionDenied):
+        approver.change_request_withdraw(lowered["id"])  # only its author withdraws a request
     assert editor.change_request_withdraw(lowered["id"], reason="changed my mind")["state"] == "withdrawn"
     with pytest.raises(ac.NotFound):
         editor.change_request(999_999_999)
