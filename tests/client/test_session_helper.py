@@ -77,3 +77,36 @@ def test_follow_moves_through_the_map_and_decides_again_once_on_a_mismatch(bot) 
     assert applied.follow(done) is None and applied.state == "human_handoff"
     with pytest.raises(ValueError, match="needs a candidate"):
         applied.follow(applied.decide("intent_routing", input="随便问问", apply=False), state_map=STATE_MAP)
+
+
+def test_the_async_session_tracks_and_follows_the_same_way(live) -> None:
+    import asyncio
+
+    from agents.services import agent_create
+
+    _, token = agent_create(name="async_bot", point_keys=["intent_routing"], actor=None, reason="client test")
+
+    async def conversation() -> list[tuple[str, int]]:
+        seen = []
+        async with ac.AsyncArbiter(live.url, token) as arbiter:
+            s = await arbiter.session(machine="after_sales", session_id="as-1")
+            other = await arbiter.session(session_id="as-1")
+            seen.append((s.state, s.seq))
+            d = await s.decide("intent_routing", input="我要投诉", apply=False)
+            await other.move("received")
+            await s.follow(d, state_map=STATE_MAP)  # refused as stale, decided again, moved
+            seen.append((s.state, s.seq))
+            with pytest.raises(ac.SessionHandedOff) as refused:
+                await s.move("received")  # a person owns it now
+            assert isinstance(refused.value, ac.SessionRefused) and refused.value.state == "human_handoff"
+            seen.append((s.state, s.seq))
+            await s.report_anomaly("tool_error")
+            seen.append(((await s.refresh())["state"], s.seq))
+        return seen
+
+    assert asyncio.run(conversation()) == [
+        ("init", 0),
+        ("human_handoff", 2),
+        ("human_handoff", 2),
+        ("human_handoff", 2),
+    ]

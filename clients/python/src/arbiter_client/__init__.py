@@ -1,6 +1,7 @@
 """arbiter-client: the Python client of the Arbiter decision service (see docs/client.md)."""
 
 from arbiter_client._transport import RetryEvent, RetryPolicy
+from arbiter_client.async_session import AsyncSession
 from arbiter_client.candidate import Candidate, CandidateParseError, parse_candidate
 from arbiter_client.client import Arbiter, AsyncArbiter
 from arbiter_client.errors import (
@@ -52,7 +53,7 @@ from arbiter_client.errors import (
     UnsupportedMediaType,
     error_from_problem,
 )
-from arbiter_client.session import Session
+from arbiter_client.session import Session, SessionState
 
 __all__ = [
     "ERRORS_BY_CODE",
@@ -60,6 +61,7 @@ __all__ = [
     "Arbiter",
     "ArbiterError",
     "AsyncArbiter",
+    "AsyncSession",
     "Candidate",
     "CandidateParseError",
     "ChangeRequestChanged",
@@ -100,6 +102,7 @@ __all__ = [
     "SessionExists",
     "SessionHandedOff",
     "SessionRefused",
+    "SessionState",
     "StateMismatch",
     "Throttled",
     "Unavailable",

@@ -16,6 +16,7 @@ from arbiter_client import _calls
 from arbiter_client._transport import Call, Counter, RetryEvent, RetryPolicy, send, send_async
 
 if TYPE_CHECKING:
+    from arbiter_client.async_session import AsyncSession
     from arbiter_client.session import Session
 
 P = ParamSpec("P")
@@ -165,6 +166,22 @@ class AsyncArbiter:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    async def session(
+        self,
+        *,
+        machine: str | None = None,
+        session_id: str | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> AsyncSession:
+        """As ``Arbiter.session``: a new session of ``machine``, or an existing one by ``session_id``."""
+        from arbiter_client.async_session import AsyncSession
+
+        if machine is not None:
+            return AsyncSession(self, await self.session_create(machine, session_id=session_id, context=context))
+        if session_id is None:
+            raise ValueError("give machine= to start a session or session_id= to join one")
+        return AsyncSession(self, await self.session_get(session_id))
 
     decide = _aop(_calls.decide)
     decision = _aop(_calls.decision)

@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 _TRACKED = ("state", "seq", "allowed_transitions", "allowed_actions", "handed_off", "handoff_reason", "claimed_by")
 
 
-class Session:
-    """One session as this runtime last saw it. Not thread-safe: one conversation, one worker at a time
-    (two workers on one session are kept apart by the server's ``expected_state`` check)."""
+class SessionState:
+    """One session as this runtime last saw it, kept up to date from answers (shared by ``Session`` and
+    ``AsyncSession``). Not thread-safe: one conversation, one worker at a time (two workers on one
+    session are kept apart by the server's ``expected_state`` check)."""
 
-    def __init__(self, arbiter: Arbiter, answer: Mapping[str, Any]):
-        self.arbiter = arbiter
+    def __init__(self, answer: Mapping[str, Any]):
         self.session_id: str = answer["session_id"]
         self.machine: str | None = answer.get("machine")
         self.state: str = answer["state"]
@@ -71,6 +71,39 @@ class Session:
 
     def _refused(self, error: SessionRefused) -> None:
         self.absorb(error.problem)
+        if isinstance(error.problem.get("allowed_actions"), list):
+            self.allowed_actions = list(error.problem["allowed_actions"])
+
+    @staticmethod
+    def _decide_request(
+        input: str | None,
+        candidate: Mapping[str, Any] | None,
+        candidate_raw: str | None,
+        facts: Mapping[str, Any] | None,
+        tokens: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        return {
+            "input": input,
+            "candidate": dict(candidate) if candidate is not None else None,
+            "candidate_raw": candidate_raw,
+            "facts": dict(facts) if facts is not None else None,
+            "tokens": dict(tokens) if tokens is not None else None,
+        }
+
+    def _target(self, decision: Decision | NeedsCandidate, mapping: Mapping[str, str]) -> str | None:
+        """Where the decision's outcome maps to, or None for nowhere (unmapped, or here already)."""
+        if decision["needs_candidate"] or decision["decision"] is None:
+            return None
+        target = mapping.get(decision["decision"])
+        return None if target is None or target == self.state else target
+
+
+class Session(SessionState):
+    """A session driven through a blocking ``Arbiter``."""
+
+    def __init__(self, arbiter: Arbiter, answer: Mapping[str, Any]):
+        self.arbiter = arbiter
+        super().__init__(answer)
 
     # -- decisions --
 
@@ -90,13 +123,7 @@ class Session:
         """Decide at ``point`` for this session; with ``apply`` (the default) the server moves the
         session through the point's state map in the same call. ``expected_state`` is sent only when
         given (the server takes it with ``apply`` once issue 23's complete answers land)."""
-        request: dict[str, Any] = {
-            "input": input,
-            "candidate": dict(candidate) if candidate is not None else None,
-            "candidate_raw": candidate_raw,
-            "facts": dict(facts) if facts is not None else None,
-            "tokens": dict(tokens) if tokens is not None else None,
-        }
+        request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
         self._last_decide = {"point": point, **request}
         try:
             answer = self.arbiter.decide(
@@ -135,8 +162,8 @@ class Session:
         mapping = state_map if state_map is not None else self.state_map(decision["point"], decision["revision"])
         if mapping is None:
             raise ValueError("the server serves no state_map for this point yet: pass state_map=")
-        target = mapping.get(decision["decision"])
-        if target is None or target == self.state:
+        target = self._target(decision, mapping)
+        if target is None:
             return None
         try:
             return self.move(target, decision_id=decision["id"])
@@ -145,12 +172,8 @@ class Session:
                 raise
             again = dict(self._last_decide)
             fresh = self.decide(again.pop("point"), apply=False, **again)
-            if fresh["needs_candidate"] or fresh["decision"] is None:
-                return None
-            target = mapping.get(fresh["decision"])
-            if target is None or target == self.state:
-                return None
-            return self.move(target, decision_id=fresh["id"])
+            target = self._target(fresh, mapping)
+            return None if target is None else self.move(target, decision_id=fresh["id"])
 
     # -- moves and checks --
 
@@ -179,8 +202,6 @@ class Session:
             answer = self.arbiter.session_action(self.session_id, type, dict(params) if params is not None else None)
         except SessionRefused as error:
             self._refused(error)
-            if isinstance(error.problem.get("allowed_actions"), list):
-                self.allowed_actions = list(error.problem["allowed_actions"])
             raise
         self.allowed_actions = list(answer["allowed_actions"])
         self.absorb(answer)
