@@ -1,0 +1,260 @@
+"""Every operation of docs/openapi.yaml as a ``Call``: what the sync and async clients send.
+
+``OPERATIONS`` names, per ``operationId``, the client method that performs it; the contract test
+checks that every path and method of the document has one, and that its answer type matches.
+Members given as ``None`` are left out of a body (the server treats a missing member as its default).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from arbiter_client._transport import Call
+from arbiter_client.types import (
+    ActionAllowed,
+    AnomalyRecorded,
+    ChangeRequest,
+    ChangeRequestList,
+    Decision,
+    DecisionMap,
+    DecisionRecord,
+    Move,
+    NeedsCandidate,
+    Point,
+    PointList,
+    QueueItem,
+    QueueList,
+    QueueMove,
+    Replay,
+    SessionCreated,
+    SessionDetail,
+    Simulation,
+)
+
+API = "/api/v1"
+
+OPERATIONS = {
+    "decisionCreate": "decide",
+    "decisionDetail": "decision",
+    "decisionReplay": "replay",
+    "pointList": "points",
+    "pointDetail": "point",
+    "sessionCreate": "session_create",
+    "sessionDetail": "session_get",
+    "sessionTransition": "session_move",
+    "sessionAction": "session_action",
+    "sessionInterrupt": "session_interrupt",
+    "sessionResume": "session_resume",
+    "sessionAnomalyCreate": "session_anomaly",
+    "simulationCreate": "simulate",
+    "changeRequestList": "change_requests",
+    "changeRequestCreate": "change_request_create",
+    "changeRequestDetail": "change_request",
+    "changeRequestApprove": "change_request_approve",
+    "changeRequestReject": "change_request_reject",
+    "changeRequestWithdraw": "change_request_withdraw",
+    "decisionMapGet": "decision_map",
+    "decisionMapCsv": "decision_map_csv",
+    "queueList": "queue",
+    "queueClaim": "queue_claim",
+    "queueRelease": "queue_release",
+    "queueReturn": "queue_return",
+    "queueResolve": "queue_resolve",
+    "openapiDocument": "openapi_document",
+}
+
+
+def _segment(value: str | int) -> str:
+    return quote(str(value), safe="")
+
+
+def _body(**members: Any) -> dict[str, Any]:
+    return {k: v for k, v in members.items() if v is not None}
+
+
+def _key(idempotency_key: str | None) -> dict[str, str]:
+    """The caller's key, or a new one: one per call, kept across its retries."""
+    return {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+
+
+def decide(
+    point: str,
+    *,
+    input: str | None = None,
+    session_id: str | None = None,
+    candidate: dict[str, Any] | None = None,
+    candidate_raw: str | None = None,
+    facts: dict[str, Any] | None = None,
+    tokens: dict[str, Any] | None = None,
+    apply: bool | None = None,
+    expected_state: str | None = None,
+    idempotency_key: str | None = None,
+) -> Call[Decision | NeedsCandidate]:
+    body = _body(
+        point=point,
+        input=input,
+        session_id=session_id,
+        candidate=candidate,
+        candidate_raw=candidate_raw,
+        facts=facts,
+        tokens=tokens,
+        apply=apply,
+        expected_state=expected_state,
+    )
+    return Call("POST", f"{API}/decisions", json=body, headers=_key(idempotency_key))
+
+
+def decision(decision_id: str) -> Call[DecisionRecord]:
+    return Call("GET", f"{API}/decisions/{_segment(decision_id)}")
+
+
+def replay(decision_id: str) -> Call[Replay]:
+    return Call("GET", f"{API}/decisions/{_segment(decision_id)}/replay")
+
+
+def points() -> Call[PointList]:
+    return Call("GET", f"{API}/points")
+
+
+def point(point_key: str) -> Call[Point]:
+    return Call("GET", f"{API}/points/{_segment(point_key)}")
+
+
+def session_create(
+    machine: str, *, session_id: str | None = None, context: dict[str, Any] | None = None
+) -> Call[SessionCreated]:
+    return Call("POST", f"{API}/sessions", json=_body(machine=machine, session_id=session_id, context=context))
+
+
+def session_get(session_id: str) -> Call[SessionDetail]:
+    return Call("GET", f"{API}/sessions/{_segment(session_id)}")
+
+
+def session_move(
+    session_id: str,
+    to: str,
+    *,
+    expected_state: str,
+    reason: str | None = None,
+    decision_id: str | None = None,
+    idempotency_key: str | None = None,
+) -> Call[Move]:
+    body = _body(to=to, expected_state=expected_state, reason=reason, decision_id=decision_id)
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/transitions", json=body, headers=_key(idempotency_key))
+
+
+def session_action(session_id: str, type: str, params: dict[str, Any] | None = None) -> Call[ActionAllowed]:
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/actions", json=_body(type=type, params=params))
+
+
+def session_interrupt(session_id: str, to: str, *, expected_state: str, reason: str | None = None) -> Call[Move]:
+    body = _body(to=to, expected_state=expected_state, reason=reason)
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/interrupt", json=body)
+
+
+def session_resume(session_id: str, *, expected_state: str, reason: str | None = None) -> Call[Move]:
+    body = _body(expected_state=expected_state, reason=reason)
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/resume", json=body)
+
+
+def session_anomaly(
+    session_id: str, code: str, *, detail: str | None = None, raw: str | None = None
+) -> Call[AnomalyRecorded]:
+    body = _body(code=code, detail=detail, raw=raw)
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/anomalies", json=body)
+
+
+def session_timeline(session_id: str, *, after: str | None = None) -> Call[dict[str, Any]]:
+    """Not served yet (issue 23's timeline); the session helper exposes it for when it is."""
+    return Call("GET", f"{API}/sessions/{_segment(session_id)}/timeline", params={"after": after})
+
+
+def simulate(
+    point: str,
+    *,
+    input: str | None = None,
+    facts: dict[str, Any] | None = None,
+    session_state: str | None = None,
+    candidate: dict[str, Any] | None = None,
+    candidate_raw: str | None = None,
+    revision: int | None = None,
+    change_request: int | None = None,
+) -> Call[Simulation]:
+    body = _body(
+        point=point,
+        input=input,
+        facts=facts,
+        session_state=session_state,
+        candidate=candidate,
+        candidate_raw=candidate_raw,
+        revision=revision,
+        change_request=change_request,
+    )
+    return Call("POST", f"{API}/simulations", json=body)
+
+
+def change_requests(*, state: str | None = None) -> Call[ChangeRequestList]:
+    return Call("GET", f"{API}/change-requests", params={"state": state})
+
+
+def change_request_create(config: str, *, reason: str, apply_at: str | None = None) -> Call[ChangeRequest]:
+    return Call("POST", f"{API}/change-requests", json=_body(config=config, reason=reason, apply_at=apply_at))
+
+
+def change_request(request_id: int) -> Call[ChangeRequest]:
+    return Call("GET", f"{API}/change-requests/{int(request_id)}")
+
+
+def change_request_approve(
+    request_id: int, *, digest: str, reason: str | None = None, override_reason: str | None = None
+) -> Call[ChangeRequest]:
+    body = _body(digest=digest, reason=reason, override_reason=override_reason)
+    return Call("POST", f"{API}/change-requests/{int(request_id)}/approve", json=body)
+
+
+def change_request_reject(request_id: int, *, reason: str | None = None) -> Call[ChangeRequest]:
+    return Call("POST", f"{API}/change-requests/{int(request_id)}/reject", json=_body(reason=reason))
+
+
+def change_request_withdraw(request_id: int, *, reason: str | None = None) -> Call[ChangeRequest]:
+    return Call("POST", f"{API}/change-requests/{int(request_id)}/withdraw", json=_body(reason=reason))
+
+
+def decision_map(*, days: int | None = None, point: str | None = None) -> Call[DecisionMap]:
+    return Call("GET", f"{API}/reports/decision-map", params={"days": days, "point": point})
+
+
+def decision_map_csv(*, days: int | None = None, point: str | None = None) -> Call[str]:
+    return Call(
+        "GET",
+        f"{API}/reports/decision-map.csv",
+        params={"days": days, "point": point},
+        headers={"Accept": "text/csv"},
+        expect="text",
+    )
+
+
+def queue(*, holder: str | None = None, reason: str | None = None) -> Call[QueueList]:
+    return Call("GET", f"{API}/queue", params={"holder": holder, "reason": reason})
+
+
+def queue_claim(session_pk: int, *, note: str | None = None) -> Call[QueueItem]:
+    return Call("POST", f"{API}/queue/{int(session_pk)}/claim", json=_body(note=note))
+
+
+def queue_release(session_pk: int, *, note: str | None = None) -> Call[QueueItem]:
+    return Call("POST", f"{API}/queue/{int(session_pk)}/release", json=_body(note=note))
+
+
+def queue_return(session_pk: int, state: str, *, note: str | None = None) -> Call[QueueMove]:
+    return Call("POST", f"{API}/queue/{int(session_pk)}/return", json=_body(state=state, note=note))
+
+
+def queue_resolve(session_pk: int, state: str, *, note: str) -> Call[QueueMove]:
+    return Call("POST", f"{API}/queue/{int(session_pk)}/resolve", json=_body(state=state, note=note))
+
+
+def openapi_document() -> Call[str]:
+    return Call("GET", f"{API}/openapi.yaml", headers={"Accept": "application/yaml"}, expect="text")

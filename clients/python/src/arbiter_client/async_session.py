@@ -1,0 +1,144 @@
+"""``AsyncSession``: the session helper for ``AsyncArbiter``, with the same tracking (``SessionState``)
+and the same behaviour as ``Session`` (see arbiter_client.session for what is read from where)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from arbiter_client.errors import SessionRefused, StateMismatch
+from arbiter_client.session import SessionState
+from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
+
+if TYPE_CHECKING:
+    from arbiter_client.client import AsyncArbiter
+
+
+class AsyncSession(SessionState):
+    def __init__(self, arbiter: AsyncArbiter, answer: Mapping[str, Any]):
+        self.arbiter = arbiter
+        super().__init__(answer)
+
+    async def decide(
+        self,
+        point: str,
+        *,
+        input: str | None = None,
+        candidate: Mapping[str, Any] | None = None,
+        candidate_raw: str | None = None,
+        facts: Mapping[str, Any] | None = None,
+        tokens: Mapping[str, Any] | None = None,
+        apply: bool = True,
+        expected_state: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Decision | NeedsCandidate:
+        request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
+        self._last_decide = {"point": point, **request}
+        try:
+            answer = await self.arbiter.decide(
+                point,
+                session_id=self.session_id,
+                apply=apply or None,
+                expected_state=expected_state,
+                idempotency_key=idempotency_key,
+                **request,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    async def state_map(self, point: str, revision: int) -> dict[str, str] | None:
+        key = (point, revision)
+        if key not in self._state_maps:
+            served = (await self.arbiter.point(point)).get("state_map")
+            self._state_maps[key] = dict(served) if isinstance(served, Mapping) else None
+        return self._state_maps[key]
+
+    async def follow(
+        self, decision: Decision | NeedsCandidate, *, state_map: Mapping[str, str] | None = None
+    ) -> Move | None:
+        if decision.get("session") is not None:
+            self.absorb(decision)
+            return None
+        if decision["needs_candidate"] or decision["decision"] is None:
+            raise ValueError("this answer needs a candidate: decide again with the model's candidate first")
+        mapping = state_map
+        if mapping is None:
+            mapping = await self.state_map(decision["point"], decision["revision"])
+        if mapping is None:
+            raise ValueError("the server serves no state_map for this point yet: pass state_map=")
+        target = self._target(decision, mapping)
+        if target is None:
+            return None
+        try:
+            return await self.move(target, decision_id=decision["id"])
+        except StateMismatch:
+            if self._last_decide is None:
+                raise
+            again = dict(self._last_decide)
+            fresh = await self.decide(again.pop("point"), apply=False, **again)
+            target = self._target(fresh, mapping)
+            return None if target is None else await self.move(target, decision_id=fresh["id"])
+
+    async def move(
+        self, to: str, *, reason: str | None = None, decision_id: str | None = None, idempotency_key: str | None = None
+    ) -> Move:
+        try:
+            answer = await self.arbiter.session_move(
+                self.session_id,
+                to,
+                expected_state=self.state,
+                reason=reason,
+                decision_id=decision_id,
+                idempotency_key=idempotency_key,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    async def check_action(self, type: str, params: Mapping[str, Any] | None = None) -> ActionAllowed:
+        try:
+            answer = await self.arbiter.session_action(
+                self.session_id, type, dict(params) if params is not None else None
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.allowed_actions = list(answer["allowed_actions"])
+        self.absorb(answer)
+        return answer
+
+    async def report_anomaly(self, code: str, *, detail: str | None = None, raw: str | None = None) -> AnomalyRecorded:
+        answer = await self.arbiter.session_anomaly(self.session_id, code, detail=detail, raw=raw)
+        self.absorb(answer)
+        return answer
+
+    async def interrupt(self, to: str, *, reason: str | None = None) -> Move:
+        try:
+            answer = await self.arbiter.session_interrupt(self.session_id, to, expected_state=self.state, reason=reason)
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    async def resume(self, *, reason: str | None = None) -> Move:
+        try:
+            answer = await self.arbiter.session_resume(self.session_id, expected_state=self.state, reason=reason)
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    async def refresh(self) -> SessionDetail:
+        answer = await self.arbiter.session_get(self.session_id)
+        self.absorb(answer)
+        return answer
+
+    async def timeline(self, *, after: str | None = None) -> dict[str, Any]:
+        return await self.arbiter.session_timeline(self.session_id, after=after)

@@ -1,0 +1,240 @@
+"""A conversation under a state machine, tracking ``state`` and ``seq`` from every answer.
+
+The helper sends the state it believes the session is in (``expected_state``) with every move and
+reads the session's new position from whatever comes back, so a runtime never needs a read just to
+know where it is:
+- a session's own answers (create, read, anomaly) carry ``state``, ``seq``, ``allowed_transitions`` …;
+- a move answers ``{from, state, seq}``; a decide with ``apply`` carries the same in ``session``;
+- a refusal about the session (``StateMismatch``, ``IllegalTransition`` …) carries ``state`` and ``seq``.
+Where an answer carries a ``session`` object (issue 23's complete answers) its members are read first,
+so the richer answers need no new client. ``follow`` moves through the point's outcome → state map:
+the one the caller gives, or the point's ``state_map`` once the server serves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from arbiter_client.errors import SessionRefused, StateMismatch
+from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
+
+if TYPE_CHECKING:
+    from arbiter_client.client import Arbiter
+
+_TRACKED = ("state", "seq", "allowed_transitions", "allowed_actions", "handed_off", "handoff_reason", "claimed_by")
+
+
+class SessionState:
+    """One session as this runtime last saw it, kept up to date from answers (shared by ``Session`` and
+    ``AsyncSession``). Not thread-safe: one conversation, one worker at a time (two workers on one
+    session are kept apart by the server's ``expected_state`` check)."""
+
+    def __init__(self, answer: Mapping[str, Any]):
+        self.session_id: str = answer["session_id"]
+        self.machine: str | None = answer.get("machine")
+        self.state: str = answer["state"]
+        self.seq: int = answer["seq"]
+        self.allowed_transitions: list[str] | None = None
+        self.allowed_actions: list[str] | None = None
+        self.handed_off = False
+        self.handoff_reason: str | None = None
+        self.claimed_by: str | None = None
+        self.feedback: list[str] = []
+        self._last_decide: dict[str, Any] | None = None
+        self._state_maps: dict[tuple[str, int], dict[str, str] | None] = {}
+        self.absorb(answer)
+
+    def __repr__(self) -> str:
+        return f"<Session {self.session_id} {self.state} seq={self.seq}>"
+
+    def absorb(self, answer: Mapping[str, Any]) -> None:
+        """Take the session's position from an answer or a refusal's problem document."""
+        sources = [answer]
+        if isinstance(answer.get("session"), Mapping):
+            sources.append(answer["session"])
+        seen: dict[str, Any] = {}
+        for source in sources:
+            seen.update({k: source[k] for k in _TRACKED if k in source})
+        if isinstance(seen.get("seq"), int) and seen["seq"] < self.seq:
+            return  # an answer older than what we know (a replayed idempotent move)
+        if "state" in seen and seen["state"] != self.state:
+            # Moved: what was allowed in the old state says nothing about the new one.
+            self.allowed_transitions = self.allowed_actions = None
+        for key, value in seen.items():
+            setattr(self, key, value)
+        if self.handoff_reason and not self.handed_off:
+            self.handed_off = True
+        feedback = answer.get("feedback")
+        if isinstance(feedback, list):
+            self.feedback = feedback
+
+    def _refused(self, error: SessionRefused) -> None:
+        self.absorb(error.problem)
+        if isinstance(error.problem.get("allowed_actions"), list):
+            self.allowed_actions = list(error.problem["allowed_actions"])
+
+    @staticmethod
+    def _decide_request(
+        input: str | None,
+        candidate: Mapping[str, Any] | None,
+        candidate_raw: str | None,
+        facts: Mapping[str, Any] | None,
+        tokens: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        return {
+            "input": input,
+            "candidate": dict(candidate) if candidate is not None else None,
+            "candidate_raw": candidate_raw,
+            "facts": dict(facts) if facts is not None else None,
+            "tokens": dict(tokens) if tokens is not None else None,
+        }
+
+    def _target(self, decision: Decision | NeedsCandidate, mapping: Mapping[str, str]) -> str | None:
+        """Where the decision's outcome maps to, or None for nowhere (unmapped, or here already)."""
+        if decision["needs_candidate"] or decision["decision"] is None:
+            return None
+        target = mapping.get(decision["decision"])
+        return None if target is None or target == self.state else target
+
+
+class Session(SessionState):
+    """A session driven through a blocking ``Arbiter``."""
+
+    def __init__(self, arbiter: Arbiter, answer: Mapping[str, Any]):
+        self.arbiter = arbiter
+        super().__init__(answer)
+
+    # -- decisions --
+
+    def decide(
+        self,
+        point: str,
+        *,
+        input: str | None = None,
+        candidate: Mapping[str, Any] | None = None,
+        candidate_raw: str | None = None,
+        facts: Mapping[str, Any] | None = None,
+        tokens: Mapping[str, Any] | None = None,
+        apply: bool = True,
+        expected_state: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Decision | NeedsCandidate:
+        """Decide at ``point`` for this session; with ``apply`` (the default) the server moves the
+        session through the point's state map in the same call. ``expected_state`` is sent only when
+        given (the server takes it with ``apply`` once issue 23's complete answers land)."""
+        request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
+        self._last_decide = {"point": point, **request}
+        try:
+            answer = self.arbiter.decide(
+                point,
+                session_id=self.session_id,
+                apply=apply or None,
+                expected_state=expected_state,
+                idempotency_key=idempotency_key,
+                **request,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    def state_map(self, point: str, revision: int) -> dict[str, str] | None:
+        """The point's outcome → state map as the server serves it (None while it serves none)."""
+        key = (point, revision)
+        if key not in self._state_maps:
+            served = self.arbiter.point(point).get("state_map")
+            self._state_maps[key] = dict(served) if isinstance(served, Mapping) else None
+        return self._state_maps[key]
+
+    def follow(self, decision: Decision | NeedsCandidate, *, state_map: Mapping[str, str] | None = None) -> Move | None:
+        """Move to the state the decision's outcome maps to (nothing when it maps to none or to here).
+
+        A decision made with ``apply`` has moved already: its answer is taken and nothing is sent. On a
+        ``StateMismatch`` (another worker moved the session) the last decide is asked again, without
+        ``apply``, in the state the refusal reports, and its outcome followed once more."""
+        if decision.get("session") is not None:
+            self.absorb(decision)
+            return None
+        if decision["needs_candidate"] or decision["decision"] is None:
+            raise ValueError("this answer needs a candidate: decide again with the model's candidate first")
+        mapping = state_map if state_map is not None else self.state_map(decision["point"], decision["revision"])
+        if mapping is None:
+            raise ValueError("the server serves no state_map for this point yet: pass state_map=")
+        target = self._target(decision, mapping)
+        if target is None:
+            return None
+        try:
+            return self.move(target, decision_id=decision["id"])
+        except StateMismatch:
+            if self._last_decide is None:
+                raise
+            again = dict(self._last_decide)
+            fresh = self.decide(again.pop("point"), apply=False, **again)
+            target = self._target(fresh, mapping)
+            return None if target is None else self.move(target, decision_id=fresh["id"])
+
+    # -- moves and checks --
+
+    def move(
+        self, to: str, *, reason: str | None = None, decision_id: str | None = None, idempotency_key: str | None = None
+    ) -> Move:
+        try:
+            answer = self.arbiter.session_move(
+                self.session_id,
+                to,
+                expected_state=self.state,
+                reason=reason,
+                decision_id=decision_id,
+                idempotency_key=idempotency_key,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    def check_action(self, type: str, params: Mapping[str, Any] | None = None) -> ActionAllowed:
+        """Whether ``type`` may be done now; a refusal (``ActionNotAllowed``) is raised after its
+        ``allowed_actions`` and any handoff are taken."""
+        try:
+            answer = self.arbiter.session_action(self.session_id, type, dict(params) if params is not None else None)
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.allowed_actions = list(answer["allowed_actions"])
+        self.absorb(answer)
+        return answer
+
+    def report_anomaly(self, code: str, *, detail: str | None = None, raw: str | None = None) -> AnomalyRecorded:
+        answer = self.arbiter.session_anomaly(self.session_id, code, detail=detail, raw=raw)
+        self.absorb(answer)
+        return answer
+
+    def interrupt(self, to: str, *, reason: str | None = None) -> Move:
+        try:
+            answer = self.arbiter.session_interrupt(self.session_id, to, expected_state=self.state, reason=reason)
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    def resume(self, *, reason: str | None = None) -> Move:
+        try:
+            answer = self.arbiter.session_resume(self.session_id, expected_state=self.state, reason=reason)
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    def refresh(self) -> SessionDetail:
+        answer = self.arbiter.session_get(self.session_id)
+        self.absorb(answer)
+        return answer
+
+    def timeline(self, *, after: str | None = None) -> dict[str, Any]:
+        """The session's history (moves, decisions, anomalies), once the server serves it (issue 23)."""
+        return self.arbiter.session_timeline(self.session_id, after=after)

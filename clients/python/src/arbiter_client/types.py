@@ -1,0 +1,316 @@
+"""The answers of the Arbiter API as TypedDicts, one per schema of docs/openapi.yaml.
+
+Written by clients/python/scripts/typeddicts.py; tests/client/test_schema_drift.py fails when the two
+differ. An answer is the JSON object itself: fields a newer server adds pass through untouched.
+No ``from __future__ import annotations`` here: TypedDict must see ``NotRequired`` to tell required
+keys from optional ones, so the classes come in the order they use each other.
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+
+class ActionAllowed(TypedDict):
+    allowed: bool
+    allowed_actions: list[str]
+
+
+class Anomalies(TypedDict):
+    count: int
+    latest: list[str]
+
+
+class SessionDetail(TypedDict):
+    session_id: str
+    machine: str
+    state: str
+    seq: int
+    allowed_transitions: Any
+    allowed_actions: Any
+    interrupt_stack: Any
+    terminal: bool
+    anomalies: Anomalies
+    handoff_reason: str | None
+    claimed_by: str | None
+    feedback: list[str]
+    seconds_in_state: float
+    context: dict[str, Any]
+
+
+class AnomalyRecorded(TypedDict):
+    """The session after the anomaly (as `SessionDetail`), and whether it was handed off."""
+
+    session_id: str
+    machine: str
+    state: str
+    seq: int
+    allowed_transitions: list[str]
+    allowed_actions: list[str]
+    interrupt_stack: list[str]
+    terminal: bool
+    anomalies: Anomalies
+    handoff_reason: str | None
+    claimed_by: str | None
+    feedback: list[str]
+    seconds_in_state: float
+    context: dict[str, Any]
+    handed_off: bool
+
+
+class CandidateOut(TypedDict):
+    decision: str
+    confidence: float
+    reason: str
+
+
+class SupersededBy(TypedDict):
+    record: str
+    revision: int | None
+
+
+class ChangeRequest(TypedDict):
+    id: int
+    state: str
+    risk: str
+    author: str
+    reason: str
+    created_at: str
+    apply_at: str | None
+    base_revision: int
+    applied_revision: int | None
+    risks: list[dict[str, Any]]
+    digest: str
+    diff: list[dict[str, Any]]
+    approvals: list[dict[str, Any]]
+    required_approvals: int
+    superseded_by: SupersededBy | None
+    failure: str | None
+    impact: dict[str, Any]
+
+
+class ChangeRequestList(TypedDict):
+    change_requests: list[ChangeRequest]
+
+
+class MatchedRule(TypedDict):
+    key: str
+    priority: int
+    outcome: str
+    shadow: bool
+
+
+class Rule(TypedDict):
+    """The rule that decided."""
+
+    key: str
+    priority: int
+    category: str
+
+
+SessionMove = TypedDict("SessionMove", {"from": str, "state": str, "seq": int})
+
+
+class Decision(TypedDict):
+    """A decision that was made and logged."""
+
+    id: str
+    point: str
+    decision: str
+    ruled_by: str
+    rule: Rule | None
+    matched_rules: list[MatchedRule]
+    candidate: CandidateOut | None
+    overridden: bool
+    needs_candidate: bool
+    reason: str
+    revision: int
+    evaluated_us: int
+    created_at: str
+    feedback: NotRequired[list[str]]
+    session: NotRequired[SessionMove | None]
+
+
+class RuledByCounts(TypedDict):
+    hard_rule: int
+    llm_candidate: int
+    default: int
+
+
+class DecisionMapPoint(TypedDict):
+    key: str
+    name: str
+    governance: str
+    reasons: list[str]
+    candidate_whitelist: list[str]
+    default_outcome: str
+    when_no_candidate: str
+    rules: list[dict[str, Any]]
+    rules_by_category: dict[str, Any]
+    keyword_lists: list[dict[str, Any]]
+    thresholds: list[dict[str, Any]]
+    decisions: int
+    by_ruled_by: RuledByCounts
+    with_candidate: int
+    overridden: int
+    override_rate: float | None
+    llm_calls_avoided: int
+    needs_candidate: int
+    anomalies: int
+    anomalies_by_code: dict[str, Any]
+    tokens: dict[str, Any]
+    daily: list[dict[str, Any]]
+    top_rules: list[dict[str, Any]]
+    dead_rules: list[str]
+    shadowed_rules: list[dict[str, Any]]
+    pending_changes: list[dict[str, Any]]
+    last_change: Any
+
+
+class DecisionMap(TypedDict):
+    generated_at: str
+    window: dict[str, Any]
+    revision: int | None
+    governance: dict[str, Any]
+    points: list[DecisionMapPoint]
+    since_snapshot: Any
+
+
+class RecordedMatch(TypedDict):
+    key: str
+    priority: int
+    category: str
+    outcome: str
+    shadow: bool
+
+
+class DecisionRecord(TypedDict):
+    """A logged decision, as stored (input and reasons masked)."""
+
+    id: str
+    created_at: str
+    point: str
+    agent: str
+    session_id: str
+    input: str
+    masked: dict[str, Any]
+    facts: dict[str, Any]
+    masked_facts: dict[str, Any]
+    candidate: CandidateOut | None
+    candidate_raw: str | None
+    candidate_invalid: bool
+    decision: str
+    ruled_by: str
+    rule: Rule | None
+    matched_rules: list[RecordedMatch]
+    keyword_hits: dict[str, Any]
+    overridden: bool
+    reason: str
+    revision: int
+    engine: str
+    evaluated_us: int
+    tokens: dict[str, Any]
+
+
+Move = TypedDict("Move", {"from": str, "state": str, "seq": int})
+
+
+class NeedsCandidate(TypedDict):
+    """No decision yet; ask the LLM and call again with its candidate."""
+
+    id: None
+    point: str
+    decision: None
+    ruled_by: None
+    rule: None
+    matched_rules: list[MatchedRule]
+    candidate: None
+    overridden: bool
+    needs_candidate: bool
+    reason: str
+    revision: int
+    evaluated_us: int
+    created_at: None
+    feedback: NotRequired[list[str]]
+    session: NotRequired[SessionMove | None]
+
+
+class Point(TypedDict):
+    key: str
+    name: str
+    description: str
+    outcomes: list[str]
+    candidate_whitelist: list[str]
+    default_outcome: str
+    when_no_candidate: str
+    facts: dict[str, Any]
+    min_confidence: float | None
+    min_confidence_threshold: str | None
+    revision: int
+
+
+class PointList(TypedDict):
+    revision: int
+    points: list[Point]
+
+
+class QueueItem(TypedDict):
+    id: int
+    session_id: Any
+    agent: str
+    machine: str
+    state: str
+    reason: str
+    waiting_seconds: float
+    claimed_by: str | None
+
+
+class QueueList(TypedDict):
+    queue: list[QueueItem]
+
+
+QueueMove = TypedDict("QueueMove", {"id": int, "session_id": str, "from": str, "state": str, "seq": int})
+
+
+class ReplaySide(TypedDict):
+    decision: str | None
+    ruled_by: str | None
+    rule: Rule | None
+    matched_rules: list[MatchedRule]
+    overridden: bool
+    reason: str
+    revision: int
+
+
+class Replay(TypedDict):
+    recorded: ReplaySide
+    replayed: ReplaySide
+    identical: bool
+    masked_facts: list[str]
+    revision: int
+    current: ReplaySide | None
+
+
+class SessionCreated(TypedDict):
+    session_id: str
+    machine: str
+    state: str
+    seq: int
+    allowed_transitions: list[str]
+    allowed_actions: list[str]
+
+
+class Simulation(TypedDict):
+    """The body `POST /api/v1/decisions` would answer, without `id`; `created_at` is always null"""
+
+    point: str
+    decision: str | None
+    ruled_by: str | None
+    rule: Rule | None
+    matched_rules: list[MatchedRule]
+    candidate: CandidateOut | None
+    overridden: bool
+    needs_candidate: bool
+    reason: str
+    revision: int
+    evaluated_us: int
+    created_at: None
+    change_request: int | None

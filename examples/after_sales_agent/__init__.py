@@ -1,0 +1,1 @@
+"""The reference agent: an after-sales customer-service bot on arbiter-client (see README.md here)."""

@@ -1,0 +1,94 @@
+"""Run the reference conversations against an Arbiter and print a transcript.
+
+    python -m examples.after_sales_agent.run --base-url http://127.0.0.1:8000 --token arb_…
+
+The model is the scripted one of each conversation unless ``--model openai`` (``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``ARBITER_AGENT_MODEL``). Each turn prints who decided, the Arbiter and model
+calls it cost; the end prints the calls per turn and the share of turns that needed no model call.
+A turn that does not come out as its conversation expects is reported (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arbiter_client import Arbiter
+
+from examples.after_sales_agent.agent import AfterSalesAgent, Turn
+from examples.after_sales_agent.conversations import conversation_load, conversation_paths
+from examples.after_sales_agent.llm import Model, OpenAICompatibleModel, ScriptedModel
+
+
+@dataclass
+class Outcome:
+    name: str
+    turns: list[Turn]
+    mismatches: list[str]
+
+
+def conversation_run(
+    arbiter: Arbiter,
+    path: Path,
+    *,
+    model: Model | None = None,
+    out: Callable[[str], None] | None = print,
+    session_prefix: str = "",
+    points: dict[tuple[str, int], Any] | None = None,
+) -> Outcome:
+    spec = conversation_load(path)
+    scripted = ScriptedModel()
+    agent = AfterSalesAgent(arbiter, model or scripted, out=out, points=points)
+    session = agent.start(machine=spec["machine"], session_id=f"{session_prefix}{spec['name']}-{uuid.uuid4().hex[:8]}")
+    turns, mismatches = [], []
+    for number, step in enumerate(spec["turns"], 1):
+        if model is None:
+            scripted.answers.clear()
+            if "model" in step:
+                scripted.push(step["model"])
+        turn = agent.turn(session, step["user"], point=step.get("point", "intent_routing"), facts=step.get("facts"))
+        turns.append(turn)
+        for key, wanted in (step.get("expect") or {}).items():
+            got: Any = getattr(turn, key)
+            if got != wanted:
+                mismatches.append(f"{spec['name']} turn {number}: {key} is {got!r}, expected {wanted!r}")
+    return Outcome(spec["name"], turns, mismatches)
+
+
+def summary(outcomes: list[Outcome]) -> dict[str, float]:
+    turns = [t for o in outcomes for t in o.turns]
+    return {
+        "turns": len(turns),
+        "arbiter_calls_per_turn": sum(t.arbiter_calls for t in turns) / len(turns),
+        "model_calls_per_turn": sum(t.model_calls for t in turns) / len(turns),
+        "turns_without_model_call": sum(1 for t in turns if t.model_calls == 0) / len(turns),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--model", choices=["scripted", "openai"], default="scripted")
+    args = parser.parse_args(argv)
+    model = OpenAICompatibleModel.from_environment() if args.model == "openai" else None
+    outcomes = []
+    points: dict[tuple[str, int], Any] = {}
+    with Arbiter(args.base_url, args.token) as arbiter:
+        for path in conversation_paths():
+            print(f"== {path.stem}")
+            outcomes.append(conversation_run(arbiter, path, model=model, points=points))
+    print(summary(outcomes))
+    problems = [m for o in outcomes for m in o.mismatches]
+    for problem in problems:
+        print("MISMATCH", problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The reference agent (examples/after_sales_agent) runs the seed conversations end to end against a
+live server: who decided each turn, the decision, the state after it and the model calls come out as
+each conversation says; an OpenAI-compatible model is reached over HTTP (a fake one served here)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from examples.after_sales_agent.conversations import HERE, conversation_paths
+from examples.after_sales_agent.llm import OpenAICompatibleModel
+from examples.after_sales_agent.run import conversation_run, summary
+
+
+@pytest.mark.parametrize("path", conversation_paths(), ids=lambda p: p.stem)
+def test_each_reference_conversation_comes_out_as_it_says(bot, path, capsys) -> None:
+    outcome = conversation_run(bot, path)
+    assert outcome.mismatches == []
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [p["arbiter_calls"] for p in printed] == [t.arbiter_calls for t in outcome.turns]
+    # A turn the rules settle costs one call, one that needs the model two (the point read at most once more).
+    for turn in outcome.turns:
+        assert turn.arbiter_calls <= 1 + 2 * turn.model_calls + 1, turn
+
+
+def test_all_conversations_together_give_the_calls_per_turn(bot) -> None:
+    outcomes = [conversation_run(bot, path, out=None) for path in conversation_paths()]
+    totals = summary(outcomes)
+    assert totals["turns"] == sum(len(o.turns) for o in outcomes) == 13
+    assert totals["arbiter_calls_per_turn"] < 3.9
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    answers: list[str] = []
+    seen: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        answer = type(self).answers.pop(0)
+        payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload.encode())))
+        self.end_headers()
+        self.wfile.write(payload.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[str]:
+    FakeOpenAI.answers, FakeOpenAI.seen = [], []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_agent_with_an_openai_compatible_model_from_the_environment(bot, fake_openai, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ARBITER_AGENT_MODEL", "tiny-model")
+    FakeOpenAI.answers = [
+        '{"decision": "general_query", "confidence": 0.88, "reason": "fault"}',
+        '{"decision": "general_query", "confidence": 0.9, "reason": "fault"}',
+    ]
+    model = OpenAICompatibleModel.from_environment()
+    try:
+        outcome = conversation_run(bot, HERE / "refund_800.yaml", model=model, out=None)
+    finally:
+        model.close()
+    assert outcome.mismatches == []
+    assert [t.decided_by for t in outcome.turns] == ["llm", "rule", "rule"]
+    (request,) = FakeOpenAI.seen
+    assert (request["path"], request["auth"], request["body"]["model"]) == (
+        "/v1/chat/completions",
+        "Bearer sk-test",
+        "tiny-model",
+    )
+    assert "general_query" in request["body"]["messages"][0]["content"]
