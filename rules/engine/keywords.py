@@ -24,18 +24,21 @@ from rules.engine.evasion import (
     fold_digits,
     fold_variants,
     is_numeric,
+    masked_spellings,
+    not_a_whole_number,
     skeleton,
     strip_invisible,
 )
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
 from rules.engine.pinyin import BREAK, origins, read_pinyin, source_span, spellings
-from rules.engine.words import is_word, on_word_edges
+from rules.engine.words import is_document, is_name, is_word, on_word_edges
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
 # it. CJK has no spaces between words, so a CJK neighbour never blocks a match.
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_GAP_MARK = re.compile(r"[\W_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,10 +227,14 @@ class KeywordScanner:
                     mode = WORD  # the segmenter is for CJK; a Latin term of a segmented list is a whole word
                 view = kl.view(numeric=True) if mode == NUMBER else char_view
                 pattern = _SURROGATE.sub("\ufffd", read_as(norm, view))  # as scan() spells input it must clean
-                if pattern:
-                    hits = by_view.setdefault(view, {}).setdefault(pattern, [])
-                    if (bit, mode, norm) not in hits:
-                        hits.append((bit, mode, norm))
+                # A Latin term is also matched with a letter masked (p*lice), as a whole word only.
+                masked = masked_spellings(pattern) if view.confusables and mode != UNLESS else ()
+                for spelt, spelt_mode in ((pattern, mode), *((m, WORD) for m in masked)):
+                    if not spelt:
+                        continue
+                    hits = by_view.setdefault(view, {}).setdefault(spelt, [])
+                    if (bit, spelt_mode, norm) not in hits:
+                        hits.append((bit, spelt_mode, norm))
                 if kl.match_pinyin and mode not in (NUMBER, UNLESS):
                     for spelt in spellings(pattern):
                         # Read before the skeleton, which would spell baojing baojlng.
@@ -275,6 +282,8 @@ class KeywordScanner:
                         (start > 0 and text[start - 1] in _EDGED[mode]) or (end < last and text[end] in _EDGED[mode])
                     ):
                         continue
+                    if mode == NUMBER and not_a_whole_number(text, start, end):
+                        continue
                     if group.judged:
                         judged.append((bit, term, start, end, mode))
                         continue
@@ -315,17 +324,32 @@ class KeywordScanner:
         for bit, term, start, end, mode in judged:
             if mode == UNLESS or any(us <= start and end <= ue for us, ue in unless.get(bit, ())):
                 continue
-            if mode == SEGMENTED and not on_word_edges(text, start, end):
-                # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as
-                # words of their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
-                before, b_start, b_end = before_gaps(normalized, view, start, end)
-                if before == text or not on_word_edges(before, b_start, b_end):
-                    continue
+            if mode == SEGMENTED and not self._a_word(normalized, view, text, start, end):
+                continue
             mask |= 1 << bit
             terms = found.setdefault(bit, [])
             if term not in terms:
                 terms.append(term)
         return mask
+
+    @staticmethod
+    def _a_word(normalized: str, view: View, text: str, start: int, end: int) -> bool:
+        """Whether a hit of a segmented list is a word (or a document of it: 起诉书) as a reader reads it."""
+        if on_word_edges(text, start, end):
+            if not (view.join or view.bridge):
+                return True
+            # A word only once a gap was dropped must be words as written too: 我投，诉求 is 投 and 诉求 with a
+            # comma between, never 投诉. (我要投、诉 is 投 and 诉: it is.) A bridged letter is no gap: 报ㄅ警.
+            before, b_start, b_end = before_gaps(normalized, view, start, end)
+            return not _GAP_MARK.search(before, b_start, b_end) or on_word_edges(before, b_start, b_end)
+        if is_document(text, start, end):
+            return True
+        if not (view.join or view.bridge):
+            return False
+        # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as words of
+        # their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
+        before, b_start, b_end = before_gaps(normalized, view, start, end)
+        return before != text and on_word_edges(before, b_start, b_end)
 
     def _scan_pinyin(
         self, normalized: str, group: _PinyinGroup, views: dict[View, str], found: dict[int, list[str]]
@@ -351,7 +375,10 @@ class KeywordScanner:
                     continue  # the term itself: the plain reading has it (or its unless pattern dropped it)
                 # A word of its own that only sounds like the term is that word (投宿 is not 投诉), and a
                 # homophone must sit on word edges (请报经理: 报经 is no word here, so not 报警 either).
-                if han and (is_word(text[first:stop]) or not on_word_edges(text, first, stop)):
+                # A name that sounds like it is that name (收件人鲍静).
+                if han and (
+                    is_word(text[first:stop]) or not on_word_edges(text, first, stop) or is_name(text, first, stop)
+                ):
                     continue
                 mask |= 1 << bit
                 terms = found.setdefault(bit, [])
@@ -387,7 +414,10 @@ class KeywordScanner:
             text = read.get(partial)
             if text is None:
                 text = read[partial] = read_as(normalized, partial)
-            if read_as(term, partial) in text:
+            spelt = read_as(term, partial)
+            if spelt in text:
+                return name
+            if flag == "confusables" and any(m in text for m in masked_spellings(spelt)):
                 return name
         if kl.match_pinyin:
             # Only if the text read as pinyin holds it: a hit recorded earlier (a replay of masked input) or

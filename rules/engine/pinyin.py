@@ -48,8 +48,113 @@ def _translation() -> dict[int, str]:
     return {cp: f"{BREAK}{spelt[0]}{BREAK}" for cp, spelt in readings().items()}
 
 
+# Pinyin written with its tone marks (tóusù, bàojǐng, lǜ) and zhuyin (ㄊㄡˊㄙㄨˋ) are read as toneless pinyin.
+# Text holding neither (nearly all) is read with one ``str.translate``; text holding one is walked.
+_MARKED_OR_ZHUYIN = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u3105-\u312f\u31a0-\u31bf]")
+_LATIN_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f]")
+_ZHUYIN = re.compile("[\u3105-\u312f\u31a0-\u31bf]+")
+_ZHUYIN_TONES = "\u02c9\u02ca\u02c7\u02cb\u02d9"  # ˉ ˊ ˇ ˋ ˙, each ending a syllable
+_U_UMLAUT = {"ü": "v", "ǖ": "v", "ǘ": "v", "ǚ": "v", "ǜ": "v"}
+
+
+@functools.cache
+def zhuyin_syllables() -> dict[str, str]:
+    """Zhuyin (bopomofo) spelling → the toneless pinyin syllable, for every syllable of ``readings``."""
+    from pypinyin.style.bopomofo import converter
+
+    table: dict[str, str] = {}
+    for syllable in sorted({s for spelt in readings().values() for s in spelt}):
+        zhuyin = converter.to_bopomofo(syllable.replace("v", "ü")).strip(_ZHUYIN_TONES)
+        if zhuyin and _ZHUYIN.fullmatch(zhuyin):
+            table.setdefault(zhuyin, syllable)
+    return table
+
+
+@functools.cache
+def _latin_letter(char: str) -> str | None:
+    """A Latin letter with a tone mark or other diacritic → its base letter ("" for a lone combining mark)."""
+    if char in _U_UMLAUT:
+        return _U_UMLAUT[char]
+    if unicodedata.combining(char):
+        return ""
+    base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)).casefold()
+    return base if base.isascii() and base.isalpha() else None
+
+
+def _zhuyin_at(text: str, i: int) -> tuple[str, int]:
+    """The longest zhuyin syllable at ``text[i]`` (and the tone mark after it): (pinyin, end), or ("", i)."""
+    table = zhuyin_syllables()
+    for length in (4, 3, 2, 1):
+        syllable = table.get(text[i : i + length])
+        if syllable:
+            end = i + length
+            if end < len(text) and text[end] in _ZHUYIN_TONES:
+                end += 1
+            return syllable, end
+    return "", i
+
+
+def _walk(text: str) -> tuple[str, list[int], list[bool]]:
+    """``read_pinyin`` with, for each of its characters, the index in ``text`` it was read from (-1 for a
+    break) and whether that was a Han character."""
+    translation = _translation()
+    out: list[str] = [BREAK]
+    where: list[int] = [-1]
+    han: list[bool] = [False]
+
+    def cut() -> None:
+        if where[-1] != -1:
+            out.append(BREAK)
+            where.append(-1)
+            han.append(False)
+
+    def letters(spelt: str, first: int, last: int, is_han: bool) -> None:
+        for k, letter in enumerate(spelt):
+            out.append(letter)
+            where.append(last if k == len(spelt) - 1 else first)
+            han.append(is_han)
+
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        piece = translation.get(ord(ch))
+        if piece is not None:
+            cut()
+            letters(piece.strip(BREAK), i, i, True)
+            cut()
+            i += 1
+            continue
+        if "a" <= ch <= "z":
+            letters(ch, i, i, False)
+            i += 1
+            continue
+        if "\u3105" <= ch <= "\u31bf":
+            syllable, end = _zhuyin_at(text, i)
+            if syllable:
+                cut()
+                letters(syllable, i, end - 1, False)
+                cut()
+                i = end
+                continue
+        base = _latin_letter(ch) if _LATIN_MARKED.match(ch) else None
+        if base is None:
+            cut()
+        else:
+            letters(base, i, i, False)
+        i += 1
+    cut()
+    if len(out) == 1:  # nothing read: two breaks, as ``read_pinyin`` spells it
+        out.append(BREAK)
+        where.append(-1)
+        han.append(False)
+    return "".join(out), where, han
+
+
 def read_pinyin(text: str) -> str:
-    """``text`` (case-folded) as syllables between breaks: ``我要头诉`` → ``'wo'yao'tou'su'``."""
+    """``text`` (case-folded) as syllables between breaks: ``我要头诉`` → ``'wo'yao'tou'su'``; ``tóusù`` and
+    ``ㄊㄡˊㄙㄨˋ`` → ``'tousu'`` and ``'tou'su'``."""
+    if not text.isascii() and _MARKED_OR_ZHUYIN.search(text):
+        return _walk(text)[0]
     return BREAK + _NOT_LETTER.sub(BREAK, text.translate(_translation())).strip(BREAK) + BREAK
 
 
@@ -73,25 +178,7 @@ def spellings(term: str, limit: int = 64) -> tuple[str, ...]:
 def origins(text: str) -> tuple[list[int], list[bool]]:
     """For each character of ``read_pinyin(text)``: the index in ``text`` it was read from (-1 for a break),
     and whether that was a Han character. One walk of the text, made only when the text has a pinyin hit."""
-    translation = _translation()
-    where: list[int] = [-1]
-    han: list[bool] = [False]
-    for i, ch in enumerate(text):
-        piece = translation.get(ord(ch))
-        is_han = piece is not None
-        if piece is None:
-            piece = ch if "a" <= ch <= "z" else BREAK
-        for p in piece:
-            if p == BREAK:
-                if where[-1] != -1:
-                    where.append(-1)
-                    han.append(False)
-                continue
-            where.append(i)
-            han.append(is_han)
-    if where[-1] != -1:
-        where.append(-1)
-        han.append(False)
+    _spoken, where, han = _walk(text)
     return where, han
 
 
