@@ -30,7 +30,7 @@ from rules.engine.evasion import (
     strip_invisible,
 )
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
-from rules.engine.pinyin import BREAK, origins, read_pinyin, source_span, spellings
+from rules.engine.pinyin import BREAK, han_gate, may_be_heard, origins, read_pinyin, source_span, spellings
 from rules.engine.words import is_document, is_name, is_word, on_word_edges
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
@@ -192,12 +192,14 @@ class _Group:
 class _PinyinGroup:
     """The Han terms of lists matching pinyin, read the way one view reads the input."""
 
-    __slots__ = ("automaton", "hits", "terms", "view")
+    __slots__ = ("automaton", "gate", "hits", "view")
 
     def __init__(self, view: View, entries: dict[str, list[tuple[int, str, str]]]) -> None:
         self.view = view
         self.hits = tuple(tuple(hits) for hits in entries.values())
         self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick(list(entries))
+        # Reading the whole text as pinyin is skipped where no term can be heard in it (most messages).
+        self.gate = han_gate(pattern for hits in self.hits for _bit, _term, pattern in hits)
 
 
 class KeywordScanner:
@@ -357,7 +359,7 @@ class KeywordScanner:
         text = views.get(group.view)
         if text is None:
             text = views[group.view] = read_as(normalized, group.view)
-        if not text:
+        if not text or not may_be_heard(text, group.gate):
             return 0
         spoken = read_pinyin(text)
         if spoken == BREAK * 2:

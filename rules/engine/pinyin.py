@@ -16,6 +16,7 @@ import functools
 import itertools
 import re
 import unicodedata
+from collections.abc import Iterable
 
 BREAK = "'"
 _NOT_LETTER = re.compile("[^a-z]+")
@@ -188,3 +189,66 @@ def source_span(where: list[int], han: list[bool], start: int, end: int) -> tupl
     if not letters:
         return 0, 0, False
     return where[letters[0]], where[letters[-1]] + 1, all(han[k] for k in letters)
+
+
+def _char_class(codepoints: Iterable[int]) -> str:
+    ranges: list[list[int]] = []
+    for cp in sorted(codepoints):
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "".join(re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in ranges)
+
+
+# Text that may hold a pinyin hit without Han characters for every syllable: Latin letters (tousu, 投su),
+# tone-marked letters, zhuyin, or an astral character (which the gate below, BMP only, does not read).
+_NOT_GATED = re.compile("[a-z\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u3105-\u312f\u31a0-\u31bf\U00010000-\U0010ffff]")
+
+
+# A gate is built for a few terms only (the demo's list has six): its pattern grows with every term, and a
+# list of thousands of terms would find a homophone in nearly every message anyway.
+GATED_TERMS_AT_MOST = 64
+
+
+def han_gate(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern that finds, in text without Latin letters, zhuyin or astral characters, every place where
+    one of ``terms`` could be heard: for each character of a term, any character read as one of its
+    readings, with nothing read as a letter between them. ``read_pinyin`` (a translation of the whole text,
+    the costly part of pinyin matching) is worked out only where it finds one; it never finds fewer than the
+    reading does (tests/rules/engine/test_evasion_readings.py). None for too many terms: no gate."""
+    chosen = frozenset(terms)
+    return _gate(chosen) if len(chosen) <= GATED_TERMS_AT_MOST else None
+
+
+@functools.cache
+def _heard_as() -> tuple[dict[str, tuple[int, ...]], str]:
+    """Syllable → the BMP characters read as it; and what may stand between two syllables' characters:
+    anything but a letter or a character that is read (so Han characters without a reading, too)."""
+    heard_as: dict[str, list[int]] = {}
+    for cp, spelt in readings().items():
+        if cp < 0x10000:
+            heard_as.setdefault(spelt[0], []).append(cp)
+    han = [(0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF)]
+    unread = [cp for a, b in han for cp in range(a, b + 1) if cp not in readings()]
+    blocked = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in han)
+    unread_class = f"|[{_char_class(unread)}]" if unread else ""
+    between = f"(?:[^a-z{blocked}]{unread_class})*"
+    return {s: tuple(cps) for s, cps in heard_as.items()}, between
+
+
+@functools.lru_cache(maxsize=64)
+def _gate(terms: frozenset[str]) -> re.Pattern[str]:
+    table = readings()
+    heard_as, between = _heard_as()
+    alternatives = []
+    for term in sorted(terms):
+        chars = [sorted({cp for s in table.get(ord(c), ()) for cp in heard_as.get(s, ())}) for c in term]
+        if chars and all(chars):
+            alternatives.append(between.join(f"[{_char_class(cps)}]" for cps in chars))
+    return re.compile("|".join(alternatives) or "(?!)")
+
+
+def may_be_heard(text: str, gate: re.Pattern[str] | None) -> bool:
+    """Whether ``text`` (as a pinyin list's view reads it) can hold a pinyin hit of the gate's terms."""
+    return gate is None or _NOT_GATED.search(text) is not None or gate.search(text) is not None

@@ -138,3 +138,23 @@ def test_a_message_scans_with_every_reading_on_without_raising(text):
     mask, found = s.scan(normalized)
     assert bool(mask) == bool(found)
     s.explained_hits(normalized, found)
+
+
+HOMOPHONES = "头投偷诉苏速起七启抱鲍暴报警井静镜媒美体题曝光广我要你们的" + "，、 。!-" + "\u9fff\u4dbf"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(TEXT, st.text(st.sampled_from(HOMOPHONES), max_size=20)))
+def test_the_pinyin_gate_never_hides_a_hit_the_whole_reading_finds(text):
+    gated = scanner()
+    ungated = scanner()
+    for group in ungated._pinyin:
+        group.gate = None
+    normalized = normalize_text(text)
+    assert gated.scan(normalized) == ungated.scan(normalized)
+
+
+def test_a_list_of_many_terms_has_no_pinyin_gate():
+    many = tuple(f"投{chr(0x4E00 + k)}" for k in range(pinyin.GATED_TERMS_AT_MOST + 1))
+    assert pinyin.han_gate(many) is None
+    assert pinyin.may_be_heard("我想查一下订单", None)
