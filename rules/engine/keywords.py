@@ -24,9 +24,9 @@ from rules.engine.evasion import (
     fold_digits,
     fold_variants,
     is_numeric,
-    masked_spellings,
     not_a_whole_number,
     skeleton,
+    spelling_variants,
     strip_invisible,
 )
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
@@ -229,8 +229,8 @@ class KeywordScanner:
                     mode = WORD  # the segmenter is for CJK; a Latin term of a segmented list is a whole word
                 view = kl.view(numeric=True) if mode == NUMBER else char_view
                 pattern = _SURROGATE.sub("\ufffd", read_as(norm, view))  # as scan() spells input it must clean
-                # A Latin term is also matched with a letter masked (p*lice), as a whole word only.
-                masked = masked_spellings(pattern) if view.confusables and mode != UNLESS else ()
+                # A Latin term is also matched with a letter doubled or masked (pollice, p*lice), as a whole word.
+                masked = spelling_variants(pattern) if view.confusables and mode != UNLESS else ()
                 for spelt, spelt_mode in ((pattern, mode), *((m, WORD) for m in masked)):
                     if not spelt:
                         continue
@@ -419,7 +419,7 @@ class KeywordScanner:
             spelt = read_as(term, partial)
             if spelt in text:
                 return name
-            if flag == "confusables" and any(m in text for m in masked_spellings(spelt)):
+            if flag == "confusables" and any(m in text for m in spelling_variants(spelt)):
                 return name
         if kl.match_pinyin:
             # Only if the text read as pinyin holds it: a hit recorded earlier (a replay of masked input) or
