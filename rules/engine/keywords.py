@@ -10,6 +10,7 @@ target (bench/RESULTS.md, "Keyword scanners"). A ``re`` alternation of thousands
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -159,6 +160,14 @@ def _kept(text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
 
 def before_gaps(normalized: str, view: View, start: int, end: int) -> tuple[str, int, int]:
     """A hit ``[start, end)`` of ``read_as(normalized, view)`` in the text before gaps were dropped."""
+    text, index = _unjoined(normalized, view)
+    return text, index[start], index[end - 1] + 1
+
+
+@functools.lru_cache(maxsize=8)
+def _unjoined(normalized: str, view: View) -> tuple[str, tuple[int, ...]]:
+    """The text before gaps were dropped, and where each character of ``read_as`` came from in it. Cached:
+    every segmented hit of one message asks (a pure function of the message and the view)."""
     text = read_before_gaps(normalized, view)
     index = list(range(len(text)))
     current = text
@@ -167,7 +176,7 @@ def before_gaps(normalized: str, view: View, start: int, end: int) -> tuple[str,
             kept = _kept(current, spans_of(current))
             index = [index[k] for k in kept]
             current = step(current)
-    return text, index[start], index[end - 1] + 1
+    return text, tuple(index)
 
 
 # Entry modes: how a pattern's hit is judged before it counts.
