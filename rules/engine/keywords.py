@@ -10,6 +10,7 @@ target (bench/RESULTS.md, "Keyword scanners"). A ``re`` alternation of thousands
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,18 +25,21 @@ from rules.engine.evasion import (
     fold_digits,
     fold_variants,
     is_numeric,
+    not_a_whole_number,
     skeleton,
+    spelling_variants,
     strip_invisible,
 )
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
-from rules.engine.pinyin import BREAK, origins, read_pinyin, source_span, spellings
-from rules.engine.words import is_word, on_word_edges
+from rules.engine.pinyin import BREAK, han_gate, may_be_heard, origins, read_pinyin, source_span, spellings
+from rules.engine.words import is_document, is_name, is_word, on_word_edges
 
 # Whole-word mode is for Latin text: a term is a word when no ASCII letter, digit or underscore touches
 # it. CJK has no spaces between words, so a CJK neighbour never blocks a match.
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_GAP_MARK = re.compile(r"[\W_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +160,14 @@ def _kept(text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
 
 def before_gaps(normalized: str, view: View, start: int, end: int) -> tuple[str, int, int]:
     """A hit ``[start, end)`` of ``read_as(normalized, view)`` in the text before gaps were dropped."""
+    text, index = _unjoined(normalized, view)
+    return text, index[start], index[end - 1] + 1
+
+
+@functools.lru_cache(maxsize=8)
+def _unjoined(normalized: str, view: View) -> tuple[str, tuple[int, ...]]:
+    """The text before gaps were dropped, and where each character of ``read_as`` came from in it. Cached:
+    every segmented hit of one message asks (a pure function of the message and the view)."""
     text = read_before_gaps(normalized, view)
     index = list(range(len(text)))
     current = text
@@ -164,7 +176,7 @@ def before_gaps(normalized: str, view: View, start: int, end: int) -> tuple[str,
             kept = _kept(current, spans_of(current))
             index = [index[k] for k in kept]
             current = step(current)
-    return text, index[start], index[end - 1] + 1
+    return text, tuple(index)
 
 
 # Entry modes: how a pattern's hit is judged before it counts.
@@ -189,12 +201,14 @@ class _Group:
 class _PinyinGroup:
     """The Han terms of lists matching pinyin, read the way one view reads the input."""
 
-    __slots__ = ("automaton", "hits", "terms", "view")
+    __slots__ = ("automaton", "gate", "hits", "view")
 
     def __init__(self, view: View, entries: dict[str, list[tuple[int, str, str]]]) -> None:
         self.view = view
         self.hits = tuple(tuple(hits) for hits in entries.values())
         self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick(list(entries))
+        # Reading the whole text as pinyin is skipped where no term can be heard in it (most messages).
+        self.gate = han_gate(pattern for hits in self.hits for _bit, _term, pattern in hits)
 
 
 class KeywordScanner:
@@ -224,10 +238,14 @@ class KeywordScanner:
                     mode = WORD  # the segmenter is for CJK; a Latin term of a segmented list is a whole word
                 view = kl.view(numeric=True) if mode == NUMBER else char_view
                 pattern = _SURROGATE.sub("\ufffd", read_as(norm, view))  # as scan() spells input it must clean
-                if pattern:
-                    hits = by_view.setdefault(view, {}).setdefault(pattern, [])
-                    if (bit, mode, norm) not in hits:
-                        hits.append((bit, mode, norm))
+                # A Latin term is also matched with a letter doubled or masked (pollice, p*lice), as a whole word.
+                masked = spelling_variants(pattern) if view.confusables and mode != UNLESS else ()
+                for spelt, spelt_mode in ((pattern, mode), *((m, WORD) for m in masked)):
+                    if not spelt:
+                        continue
+                    hits = by_view.setdefault(view, {}).setdefault(spelt, [])
+                    if (bit, spelt_mode, norm) not in hits:
+                        hits.append((bit, spelt_mode, norm))
                 if kl.match_pinyin and mode not in (NUMBER, UNLESS):
                     for spelt in spellings(pattern):
                         # Read before the skeleton, which would spell baojing baojlng.
@@ -275,6 +293,8 @@ class KeywordScanner:
                         (start > 0 and text[start - 1] in _EDGED[mode]) or (end < last and text[end] in _EDGED[mode])
                     ):
                         continue
+                    if mode == NUMBER and not_a_whole_number(text, start, end):
+                        continue
                     if group.judged:
                         judged.append((bit, term, start, end, mode))
                         continue
@@ -315,17 +335,32 @@ class KeywordScanner:
         for bit, term, start, end, mode in judged:
             if mode == UNLESS or any(us <= start and end <= ue for us, ue in unless.get(bit, ())):
                 continue
-            if mode == SEGMENTED and not on_word_edges(text, start, end):
-                # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as
-                # words of their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
-                before, b_start, b_end = before_gaps(normalized, view, start, end)
-                if before == text or not on_word_edges(before, b_start, b_end):
-                    continue
+            if mode == SEGMENTED and not self._a_word(normalized, view, text, start, end):
+                continue
             mask |= 1 << bit
             terms = found.setdefault(bit, [])
             if term not in terms:
                 terms.append(term)
         return mask
+
+    @staticmethod
+    def _a_word(normalized: str, view: View, text: str, start: int, end: int) -> bool:
+        """Whether a hit of a segmented list is a word (or a document of it: 起诉书) as a reader reads it."""
+        if on_word_edges(text, start, end):
+            if not (view.join or view.bridge):
+                return True
+            # A word only once a gap was dropped must be words as written too: 我投，诉求 is 投 and 诉求 with a
+            # comma between, never 投诉. (我要投、诉 is 投 and 诉: it is.) A bridged letter is no gap: 报ㄅ警.
+            before, b_start, b_end = before_gaps(normalized, view, start, end)
+            return not _GAP_MARK.search(before, b_start, b_end) or on_word_edges(before, b_start, b_end)
+        if is_document(text, start, end):
+            return True
+        if not (view.join or view.bridge):
+            return False
+        # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as words of
+        # their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
+        before, b_start, b_end = before_gaps(normalized, view, start, end)
+        return before != text and on_word_edges(before, b_start, b_end)
 
     def _scan_pinyin(
         self, normalized: str, group: _PinyinGroup, views: dict[View, str], found: dict[int, list[str]]
@@ -333,7 +368,7 @@ class KeywordScanner:
         text = views.get(group.view)
         if text is None:
             text = views[group.view] = read_as(normalized, group.view)
-        if not text:
+        if not text or not may_be_heard(text, group.gate):
             return 0
         spoken = read_pinyin(text)
         if spoken == BREAK * 2:
@@ -351,7 +386,10 @@ class KeywordScanner:
                     continue  # the term itself: the plain reading has it (or its unless pattern dropped it)
                 # A word of its own that only sounds like the term is that word (投宿 is not 投诉), and a
                 # homophone must sit on word edges (请报经理: 报经 is no word here, so not 报警 either).
-                if han and (is_word(text[first:stop]) or not on_word_edges(text, first, stop)):
+                # A name that sounds like it is that name (收件人鲍静).
+                if han and (
+                    is_word(text[first:stop]) or not on_word_edges(text, first, stop) or is_name(text, first, stop)
+                ):
                     continue
                 mask |= 1 << bit
                 terms = found.setdefault(bit, [])
@@ -387,7 +425,10 @@ class KeywordScanner:
             text = read.get(partial)
             if text is None:
                 text = read[partial] = read_as(normalized, partial)
-            if read_as(term, partial) in text:
+            spelt = read_as(term, partial)
+            if spelt in text:
+                return name
+            if flag == "confusables" and any(m in text for m in spelling_variants(spelt)):
                 return name
         if kl.match_pinyin:
             # Only if the text read as pinyin holds it: a hit recorded earlier (a replay of masked input) or

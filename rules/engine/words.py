@@ -44,6 +44,48 @@ def on_word_edges(text: str, start: int, end: int) -> bool:
     return start in edges and end in edges
 
 
+# A keyword and a document suffix (起诉书, 起诉状, 投诉信, 投诉函) is one word to the segmenter, but writing or
+# holding that document is the act itself (我已经准备好起诉书了)...
+DOCUMENT_SUFFIXES = frozenset("书状信函")
+# ...unless the next word asks for a blank form of it (起诉书模板, 投诉信范文): drafting help, not a threat.
+# "How do I write one" (投诉信怎么写) is not among them: that is someone about to complain.
+DRAFTING_WORDS = frozenset({"模板", "模版", "范本", "样本", "样板", "格式", "范文", "例文", "示例"})
+# Part-of-speech tags of jieba's dictionary for a person's or a place's name (鲍静, 保靖).
+NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns"})
+
+
+def _next_edge(edges: frozenset[int], at: int) -> int | None:
+    later = [e for e in edges if e > at]
+    return min(later) if later else None
+
+
+def is_document(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` (a keyword not on word edges) begins a word that is the keyword and a
+    document suffix, not followed by a word asking for a template of it (起诉书了: yes; 起诉书模板: no)."""
+    edges = word_edges(text)
+    after = _next_edge(edges, end)
+    if start not in edges or after is None or text[end:after] not in DOCUMENT_SUFFIXES:
+        return False
+    following = _next_edge(edges, after)
+    return following is None or text[after:following] not in DRAFTING_WORDS
+
+
+@functools.lru_cache(maxsize=16)
+def _name_spans(text: str) -> frozenset[tuple[int, int]]:
+    spans = set()
+    at = 0
+    for word, tag in _segmenter().tag(text, True):  # type: ignore[attr-defined]
+        if tag in NAME_TAGS:
+            spans.add((at, at + len(word)))
+        at += len(word)
+    return frozenset(spans)
+
+
+def is_name(text: str, start: int, end: int) -> bool:
+    """Whether the segmenter reads ``text[start:end]`` as a name (收件人鲍静: 鲍静 is a person, not 报警)."""
+    return (start, end) in _name_spans(text)
+
+
 def is_word(text: str) -> bool:
     """Whether ``text`` is a word of the segmenter's dictionary (投宿 is; 头诉 is not)."""
     return bool(_segmenter().has_word(text))  # type: ignore[attr-defined]

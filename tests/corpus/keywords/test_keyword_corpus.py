@@ -112,19 +112,13 @@ def test_the_reason_says_which_reading_made_the_match(client):
     assert decide(client, "我要投诉")["reason"] == "high_risk_keyword: keyword 投诉 (list high_risk)"
 
 
-# Measured on this corpus when it was added (2026-12-01): 131 of 146 caught, 15 of 46 benign handed over.
-CAUGHT_AT_LEAST = 131
-BENIGN_HANDED_OVER_AT_MOST = 15
-
-
-def test_the_independent_corpus_does_not_get_worse(client, capsys):
+def test_the_independent_corpus_meets_the_targets(client, capsys):
     """The independent adversarial corpus (``independent/``): written by a second pass that had not read the
-    main corpus, decided through the same real path as the test above.
+    main corpus, decided through the same real path and held to the same targets as the test above.
 
-    Issue 21's targets (≥ 95% of evasions caught, ≤ 1 in 20 benign near-collisions handed over) are NOT yet met
-    on it; the misses are listed in docs/threat-model.md ("Known misses"). This test keeps the rates from getting
-    worse and prints every miss: raise ``CAUGHT_AT_LEAST`` and lower ``BENIGN_HANDED_OVER_AT_MOST`` as misses are
-    fixed, until they reach the targets. Ordinary messages are held to the target already (none handed over).
+    When it was added (2026-12-01) it caught 131 of 146 evasions and handed 15 of its 46 benign near-collisions
+    over; the misses were fixed with general readings (docs/threat-model.md, "Keyword evasion"), each shown on
+    new lines of the main corpus. What it still misses is listed in the threat model ("Known misses").
     """
     evasions = rows("independent/evasions.tsv")
     missed = [(kind, text, keyword) for kind, text, keyword in evasions if not handed_over(decide(client, text))]
@@ -140,6 +134,6 @@ def test_the_independent_corpus_does_not_get_worse(client, capsys):
             print(f"  missed {kind}: {text!r} (expected {keyword})")
         for kind, text in false_alarms:
             print(f"  false alarm {kind}: {text!r}")
-    assert len(evasions) - len(missed) >= CAUGHT_AT_LEAST, missed
-    assert len(false_alarms) <= BENIGN_HANDED_OVER_AT_MOST, false_alarms
+    assert 1 - len(missed) / len(evasions) >= CATCH_TARGET, missed
+    assert len(false_alarms) <= len(benign) * BENIGN_LIMIT, false_alarms
     assert not ordinary

@@ -195,14 +195,18 @@ def _digest(obj) -> str:
 
 PINNED = {
     # rules/engine/data/variants.tsv: update with the table (and a corpus line for the evasion it catches).
-    "variants": "7ac0ad98637a0528f83ea6172449b5af50cdc060dc46233132bb56c3ebcc634c",
+    # 2026-12-01: 訢 and 䜣 (OpenCC's fold of 訢) → 诉, a look-alike of 訴.
+    "variants": "cc68eca2221e4d9341694208971d658448e921d6d89ded095bf31f7b2620819b",
     # confusable-homoglyphs 3.3.1
     "confusables": "52230cbcdd0b8f3ef343d8fc40e1fa9d824dfe1330e68fe2316dd16a485cd565",
     # pypinyin 0.55.0
     "pinyin": "d98fc643caded6abc6300e72ea588a9bb14fab4d0fab467324017ca93a57bf10",
+    # pypinyin 0.55.0's zhuyin spelling of every syllable (zhuyin read as pinyin, 2026-12-01)
+    "zhuyin": "7cfd9b43b51da231368ddc488bf4003ca090f60982911e01cb8acb8dcf8bc2b7",
     "digits": "959e24acbbee43ee2bfdab006bdc29ff8548394936f6cb0bdd988e3860f8fc4c",
     "invisible": "f644e5b105e5eb58873378a1cf4324add16ae5a8d0011dbd276ab4ab630e5c0a",
-    "segmenter_words": "5587689f3b8290b7793bea91d6d678901442c060c1100cbd8f0008f777e1e04c",
+    # 2026-12-01: 报警系统, 报警装置 (compounds) and 起速 (a word that sounds like 起诉).
+    "segmenter_words": "29e694ecffe07b2827b36fe56afa22170451548a41a18bf41c3bc146a73d90c4",
 }
 
 
@@ -213,6 +217,7 @@ def test_the_tables_are_pinned():
         "variants": _digest(sorted(evasion.variant_table().items())),
         "confusables": _digest(sorted(evasion.confusable_table().items())),
         "pinyin": _digest(sorted(pinyin.readings().items())),
+        "zhuyin": _digest(sorted(pinyin.zhuyin_syllables().items())),
         "digits": _digest(sorted(evasion._DIGITS.items())),
         "invisible": _digest(evasion.INVISIBLE_RANGES),
         "segmenter_words": hashlib.sha256(
@@ -231,6 +236,9 @@ SEGMENTED = {
     "日报、警报": ["日报", "、", "警报"],
     "我会找媒体曝光你们": ["我会", "找", "媒体", "曝光", "你们"],
     "起诉书模板": ["起诉书", "模板"],
+    "我已经准备好起诉书了": ["我", "已经", "准备", "好", "起诉书", "了"],
+    "汽车防盗报警系统": ["汽车", "防盗", "报警系统"],
+    "我投，诉求很简单": ["我", "投", "，", "诉求", "很", "简单"],
 }
 
 
