@@ -10,7 +10,7 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from agents import principal_cache, receivers
         from rules import signals
-        from rules.runtime import engines
+        from rules.config.runtime import engines
 
         engines.watch("agents", expression=principal_cache.agents_stamp, changed=principal_cache.clear)
 

@@ -1,4 +1,5 @@
-from rules.models.config import (
+from rules.config.models.machines import StateMachine
+from rules.config.models.points import (
     Condition,
     ConditionKind,
     DecisionPoint,
@@ -14,8 +15,9 @@ from rules.models.config import (
     RuleMode,
     Threshold,
 )
-from rules.models.decisions import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy
-from rules.models.governance import (
+from rules.config.models.revisions import ConfigRevision
+from rules.decisions.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy
+from rules.governance.models.change_requests import (
     OPEN_STATES,
     ChangeRequest,
     ChangeRequestApproval,
@@ -25,10 +27,8 @@ from rules.models.governance import (
     ImpactStatus,
     RegressionCase,
 )
-from rules.models.machines import StateMachine
-from rules.models.reports import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
-from rules.models.revisions import ConfigRevision
-from rules.models.tokens import StaffToken
+from rules.governance.models.tokens import StaffToken
+from rules.reports.models import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
 
 __all__ = [
     "OPEN_STATES",

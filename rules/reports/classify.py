@@ -1,8 +1,8 @@
 """What the configuration says about a decision point, read statically: how well it is governed, and which
 of its rules can never win.
 
-Pure functions over the configuration document (the shape of ``rules.selectors.config_document``), as
-``rules.risk`` is, so the same answers can be given for the live configuration, a revision's snapshot or
+Pure functions over the configuration document (the shape of ``rules.config.selectors.config_document``), as
+``rules.governance.risk`` is, so the same answers can be given for the live configuration, a revision's snapshot or
 a YAML file. No Django.
 
 Governance (``point_governance``) — one of
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.engine.evasion import EVASION_OPTIONS, is_numeric
-from rules.risk import handoff_outcomes, rule_high_risk
+from rules.governance.risk import handoff_outcomes, rule_high_risk
 
 CONTROLLED = "controlled"
 PARTIAL = "partial"

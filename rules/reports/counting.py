@@ -1,7 +1,7 @@
 """Counting the decision log for the decision-point map, by day in the project's ``TIME_ZONE``.
 
 One function counts a stretch of the log directly (``count_range``); the daily rollups
-(``rules.services.rollups``) store exactly what it returns for a whole closed day, and the report
+(``rules.reports.rollups``) store exactly what it returns for a whole closed day, and the report
 (``rules.reports.decision_map``) adds rollups for the whole closed days inside its window to direct
 counts of the rest — the partial first day, today so far, and any day whose rollup is missing. Because
 both sides use this one function, a rollup equals a direct count of its day by construction
