@@ -12,6 +12,10 @@ the live configuration never sees it — and becomes a pending change request in
 caller learns of as ``ApprovalRequired``. Only ``change_request_apply`` (an approved request, or
 break glass) passes the gate with a high-risk change. The first configuration of an installation
 (no revision yet) applies directly: there is nothing live to protect.
+
+The gate itself is governance's (``rules.governance.gate``): it registers here from
+``RulesConfig.ready()`` (``gate_register``), so this seam, which every record service imports, does not
+import the change request workflow. With no gate registered a change is refused, never let through.
 """
 
 from __future__ import annotations
@@ -22,17 +26,17 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 
-from rules.config.document.diff import RecordChange, config_diff
+from rules.config.document.diff import RecordChange
 from rules.config.selectors import config_document, revision_latest
 from rules.errors import ApprovalRequired
-from rules.governance.risk import RiskReason, change_risks
+from rules.governance.risk import RiskReason
 from rules.models import ChangeRequest, ConfigRevision
 
 # Arbitrary constant: the key of the PostgreSQL advisory lock that serialises configuration writers.
@@ -61,6 +65,34 @@ class Proposal:
     after: dict[str, Any]
     changes: list[RecordChange]
     risks: list[RiskReason]
+
+
+class Gate(Protocol):
+    """What the seam asks of the four-eyes gate (``rules.governance.gate`` is the one implementation)."""
+
+    def held(self, change: ConfigChange, snapshot: dict[str, Any]) -> Proposal | None:
+        """The proposal to hold back for approval, or None when the change may apply now."""
+
+    def hold(self, *, proposal: Proposal, actor: Actor, reason: str) -> ChangeRequest:
+        """Record a held-back change as a pending change request."""
+
+    def applied(self, change: ConfigChange) -> None:
+        """A revision was cut (under the writers' lock): mark the open requests it makes stale."""
+
+
+_gate: Gate | None = None
+
+
+def gate_register(gate: Gate) -> None:
+    """Install the four-eyes gate (``RulesConfig.ready()``); a second call replaces the first."""
+    global _gate
+    _gate = gate
+
+
+def _registered_gate() -> Gate:
+    if _gate is None:
+        raise RuntimeError("No configuration gate is registered (rules.apps.RulesConfig.ready() registers it).")
+    return _gate
 
 
 _current: contextvars.ContextVar[ConfigChange | None] = contextvars.ContextVar("config_change", default=None)
@@ -105,42 +137,18 @@ def config_change(*, actor: Actor, reason: str, change_request: ChangeRequest | 
     finally:
         _current.reset(token)
     if held is not None:
-        from rules.governance.change_requests import change_request_hold
-
-        raise ApprovalRequired(change_request_hold(proposal=held, actor=actor, reason=reason))
+        raise ApprovalRequired(_registered_gate().hold(proposal=held, actor=actor, reason=reason))
 
 
 def governance_gate(change: ConfigChange, snapshot: dict[str, Any]) -> Proposal | None:
     """The proposal to hold back for approval, or None when the change may apply now (see the module
     docstring). Tests that only build configuration replace this; the governance tests never do."""
-    if change.change_request is not None:
-        return None
-    latest = revision_latest()
-    if latest is None or latest.digest == snapshot_digest(snapshot):
-        return None
-    changes = config_diff(latest.snapshot, snapshot)
-    risks = change_risks(latest.snapshot, snapshot, changes)
-    if not risks:
-        # Judged against what is live only, a list edit is low-risk while the rule that reads it still
-        # decides after every high-risk rule; but an open request may be about to move that rule ahead.
-        # The edit is judged as it would be once each open request applies, so that one person cannot arm
-        # an approved (or pending) change afterwards with edits its reviewers never saw.
-        from rules.governance.change_request_data import change_risks_under_open_requests
-
-        risks = change_risks_under_open_requests(before=latest.snapshot, after=snapshot)
-    if not risks:
-        return None
-    return Proposal(base_revision=latest.number, before=latest.snapshot, after=snapshot, changes=changes, risks=risks)
+    return _registered_gate().held(change, snapshot)
 
 
 def _supersede_open_requests(change: ConfigChange) -> None:
-    if change.revision is None:
-        return
-    from rules.governance.change_requests import change_requests_supersede
-
-    change_requests_supersede(
-        snapshot=change.revision.snapshot, revision=change.revision.number, applying=change.change_request
-    )
+    if change.revision is not None:
+        _registered_gate().applied(change)
 
 
 def audited_save(instance: models.Model, *, actor: Actor, reason: str) -> models.Model:

@@ -27,6 +27,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from kombu.exceptions import KombuError
 
+from decision_service.celery import task_queue
+
 from rules.config.document.diff import config_diff
 from rules.config.revisions import Actor, Proposal, config_writers_lock
 from rules.config.selectors import config_document, revision_latest
@@ -134,23 +136,21 @@ def _author(request: ChangeRequest, actor: Actor) -> bool:
 
 
 def _after_commit(request: ChangeRequest, *, impact: bool, notify: bool) -> None:
-    from rules import tasks
-
     pk = request.pk
     if impact:
-        transaction.on_commit(lambda: _enqueue(tasks.change_request_impact, pk, preview=True))
+        transaction.on_commit(lambda: _enqueue("rules.tasks.change_request_impact", pk, preview=True))
     if notify:
-        transaction.on_commit(lambda: _enqueue(tasks.change_request_notify, pk, preview=False))
+        transaction.on_commit(lambda: _enqueue("rules.tasks.change_request_notify", pk, preview=False))
 
 
-def _enqueue(task: Any, pk: int, *, preview: bool) -> None:
+def _enqueue(task: str, pk: int, *, preview: bool) -> None:
     """Queue a task for a request that is already saved. The request stands when the broker cannot be
     reached (the caller gets its answer, not a 500): the preview is marked failed, saying why, so that
     approvers do not wait for it; a lost notification is only logged."""
     try:
-        task.delay(pk)
+        task_queue(task, pk)
     except KombuError as exc:
-        logger.error("could not queue %s for change request %s: %s", task.name, pk, exc)
+        logger.error("could not queue %s for change request %s: %s", task, pk, exc)
         if preview:
             error = f"The impact preview could not be queued (the task broker is unreachable: {exc})."
             ChangeRequest.objects.filter(pk=pk).update(

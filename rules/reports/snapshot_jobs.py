@@ -15,6 +15,8 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from decision_service.celery import task_queue
+
 from rules.models import DecisionMapSnapshot, SnapshotTrigger
 from rules.reports.decision_map import DAYS_DEFAULT, decision_map
 
@@ -30,8 +32,6 @@ def decision_map_snapshot_take(
 ) -> DecisionMapSnapshot:
     """Store the map of the last ``SNAPSHOT_DAYS`` days up to ``now`` and queue its e-mail to staff
     (sent after the commit)."""
-    from rules import tasks
-
     now = now or timezone.now()
     report = decision_map(days=SNAPSHOT_DAYS, now=now, with_changes=False)
     snapshot = DecisionMapSnapshot(
@@ -44,7 +44,7 @@ def decision_map_snapshot_take(
     snapshot.full_clean()
     snapshot.save()
     pk = snapshot.pk
-    transaction.on_commit(lambda: tasks.decision_map_snapshot_mail.delay(pk))
+    transaction.on_commit(lambda: task_queue("rules.tasks.decision_map_snapshot_mail", pk))
     return snapshot
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -339,12 +340,12 @@ class DecisionPoint(models.Model):
         return self.key
 
     def _machine_states(self) -> list[str] | None:
-        from rules.config.models.machines import StateMachine  # machines.py imports this module
-
         if not self.machine:
             return None
+        # By name, as a ForeignKey names a model: rules.config.models.machines imports this module.
+        machines = apps.get_model("rules", "StateMachine")
         states: list[str] | None = (
-            StateMachine.objects.filter(key=self.machine).values_list("states", flat=True).first()
+            machines.objects.filter(key=self.machine).values_list("states", flat=True).first()
         )
         return states
 
