@@ -14,9 +14,7 @@ What remains is the paginator's one COUNT(*) of the filtered rows, which page nu
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -31,28 +29,24 @@ from django.utils.translation import gettext_lazy as _
 from decision_service.admin.display import flag_cell, key_cell, summary_cell, when_cell
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of
 from rules.decisions.replay import decision_replay
-from rules.engine import Decision
+from rules.decisions.why import (
+    AGENT_CHARS,
+    SESSION_CHARS,
+    SESSION_SEARCH_HELP,
+    session_changelist_url,
+    why_context,
+    why_differs,
+    why_side,
+)
 from rules.errors import DomainError
 from rules.governance.admin.simulator import simulator_view
 from rules.governance.regressions import regression_case_pin
 from rules.models import (
     CandidateRequestCount,
-    ConfigRevision,
     DecisionPoint,
     DecisionRecord,
     RegressionCase,
-    Rule,
-    RuleCategory,
-    RuledBy,
 )
-from rules.signals import decision_shown
-
-# Past these lengths a list shows the start, with the whole in a title (and on the record's page).
-SESSION_CHARS = 24
-AGENT_CHARS = 40
-SESSION_SEARCH_HELP = _("Session id: the exact id, or the start of one followed by * (e.g. 7f3a*).")
-RULED_BY_LABELS = dict(RuledBy.choices)
-CATEGORY_LABELS = dict(RuleCategory.choices)
 
 
 def session_search(queryset: QuerySet, term: str) -> QuerySet:
@@ -145,144 +139,6 @@ class AgentFilter(admin.SimpleListFilter):
 
 
 # --- the "why" panel: everything a reviewer needs to see why a decision came out as it did ------------
-
-
-def _pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
-
-
-def _rule_urls(point: str, keys: list[str]) -> dict[str, str]:
-    """Admin pages of the rules that still exist, by key."""
-    if not keys:
-        return {}
-    rows = Rule.objects.filter(point__key=point, key__in=keys).values_list("key", "pk")
-    return {key: reverse("admin:rules_rule_change", args=[pk]) for key, pk in rows}
-
-
-def _revision_url(number: int) -> str | None:
-    pk = ConfigRevision.objects.filter(number=number).values_list("pk", flat=True).first()
-    return None if pk is None else reverse("admin:rules_configrevision_change", args=[pk])
-
-
-def _point_outcomes(point: str, logged: str) -> list[str]:
-    """The outcomes a pinned case may expect: the point's today, the logged one first."""
-    outcomes = DecisionPoint.objects.filter(key=point).values_list("outcomes", flat=True).first() or []
-    return [logged, *(o for o in outcomes if o != logged)]
-
-
-def session_changelist_url(session_id: str) -> str:
-    return reverse("admin:rules_decisionrecord_changelist") + "?" + urlencode({"q": session_id})
-
-
-def masked_facts_rows(masked_facts: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """What was masked in the facts as (location, what): a fact path's value whole, or the kinds found."""
-    masked_facts = masked_facts or {}
-    whole = gettext("the whole value (a fact path of the point)")
-    rows = [(location, whole) for location in masked_facts.get("paths", [])]
-    rows += [(location, ", ".join(kinds)) for location, kinds in masked_facts.get("patterns", {}).items()]
-    return sorted(rows)
-
-
-def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any]:
-    """What the decision's detail page shows, as plain values (the template escapes all of it).
-
-    ``simulated`` (a label such as "revision 3") is for the rule simulator's never-saved record: no
-    replay, pin, anomalies or session, which only a logged decision has."""
-    matched = sorted(record.matched_rules or [], key=lambda m: m.get("priority", 0))  # stable: keeps ties' order
-    urls = _rule_urls(record.point, [m["key"] for m in matched])
-    winner_key = record.rule_key if record.ruled_by == RuledBy.HARD_RULE else ""
-    winner_marked = False
-    rows = []
-    for m in matched:
-        winner = bool(winner_key) and not m.get("shadow") and m["key"] == winner_key and not winner_marked
-        winner_marked = winner_marked or winner
-        rows.append(
-            {
-                "key": m["key"],
-                "priority": m.get("priority"),
-                "category": CATEGORY_LABELS.get(m.get("category", ""), m.get("category", "")),
-                "outcome": m.get("outcome", ""),
-                "shadow": bool(m.get("shadow")),
-                "winner": winner,
-                "url": urls.get(m["key"]),
-            }
-        )
-    tokens_total = None
-    if record.tokens_prompt is not None or record.tokens_completion is not None:
-        tokens_total = (record.tokens_prompt or 0) + (record.tokens_completion or 0)
-    if simulated:
-        return {
-            "record": record,
-            "simulated": simulated,
-            "matched": rows,
-            "winner_missing": bool(winner_key) and not winner_marked,
-            "rule_url": urls.get(record.rule_key) if record.rule_key else None,
-            "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
-            "rule_category_label": CATEGORY_LABELS.get(record.rule_category, record.rule_category),
-            "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
-            "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
-            "masked": sorted((record.masked or {}).items()),
-            "facts_json": _pretty_json(record.facts) if record.facts else "",
-            "masked_facts": masked_facts_rows(record.masked_facts),
-            "revision_url": _revision_url(record.revision),
-        }
-    context: dict[str, Any] = {
-        "record": record,
-        "matched": rows,
-        "winner_missing": bool(winner_key) and not winner_marked,
-        "rule_url": urls.get(record.rule_key) if record.rule_key else None,
-        "ruled_by_label": RULED_BY_LABELS.get(record.ruled_by, record.ruled_by),
-        "rule_category_label": CATEGORY_LABELS.get(record.rule_category, record.rule_category),
-        "has_candidate": bool(record.candidate_decision or record.candidate_raw or record.candidate_invalid),
-        "keyword_hits": sorted((key, ", ".join(terms)) for key, terms in (record.keyword_hits or {}).items()),
-        "masked": sorted((record.masked or {}).items()),
-        "facts_json": _pretty_json(record.facts) if record.facts else "",
-        "masked_facts": masked_facts_rows(record.masked_facts),
-        "revision_url": _revision_url(record.revision),
-        "tokens_total": tokens_total,
-        "anomalies": [],
-        "replay_url": reverse("admin:rules_decisionrecord_replay", args=[record.pk]),
-        "pin_url": reverse("admin:rules_decisionrecord_pin", args=[record.pk]),
-        "outcomes": _point_outcomes(record.point, record.decision),
-        "pinned": list(RegressionCase.objects.filter(decision_id=record.pk).order_by("pk")),
-        "session_url": session_changelist_url(record.session_id) if record.session_id else None,
-    }
-    # What the apps built on the log know about the decision (the anomalies it raised, in agents).
-    answers: list[tuple[Any, Any]] = decision_shown.send(sender=DecisionRecord, record=record)
-    for _sender, extra in answers:
-        context.update(extra or {})
-    return context
-
-
-# --- the replay view ------------------------------------------------------------------------------------
-
-
-def _side(decision: Decision | None, revision: int, label: str) -> dict[str, Any] | None:
-    if decision is None:
-        return None
-    return {
-        "label": label,
-        "revision": revision,
-        "decision": decision.decision,
-        "ruled_by": RULED_BY_LABELS.get(decision.ruled_by or "", decision.ruled_by or ""),
-        "rule": decision.rule.key if decision.rule else "",
-        "matched": [{"key": m.key, "priority": m.priority, "shadow": m.shadow} for m in decision.matched_rules],
-        "overridden": decision.overridden,
-        "reason": decision.reason,
-    }
-
-
-def _differs(side: dict[str, Any] | None, recorded: dict[str, Any]) -> list[str]:
-    """The rows of ``side`` that do not agree with the recorded decision (the reason's wording aside)."""
-    if side is None:
-        return []
-
-    def compared(s: dict[str, Any], name: str) -> Any:
-        # As ``same_outcome`` compares them: matched rules by key and shadow mark (priorities may move).
-        return [(m["key"], m["shadow"]) for m in s[name]] if name == "matched" else s[name]
-
-    names = ("decision", "ruled_by", "rule", "matched", "overridden")
-    return [name for name in names if compared(side, name) != compared(recorded, name)]
 
 
 @admin.register(DecisionRecord)
@@ -469,13 +325,13 @@ class DecisionRecordAdmin(SessionLogAdmin):
             identical = replay.identical
             masked_facts = replay.masked_facts
             current_revision = replay.current_revision
-            recorded = _side(replay.recorded, replay.revision, gettext("recorded"))
+            recorded = why_side(replay.recorded, replay.revision, gettext("recorded"))
             assert recorded is not None
-            replayed = _side(replay.replayed, replay.revision, gettext("replayed under the recorded revision"))
-            current = _side(replay.current, replay.current_revision, gettext("under the current revision"))
+            replayed = why_side(replay.replayed, replay.revision, gettext("replayed under the recorded revision"))
+            current = why_side(replay.current, replay.current_revision, gettext("under the current revision"))
             for side in (recorded, replayed, current):
                 if side is not None:
-                    side["differs"] = _differs(side, recorded)
+                    side["differs"] = why_differs(side, recorded)
                     sides.append(side)
         context = {
             **self.admin_site.each_context(request),

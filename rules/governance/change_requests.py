@@ -28,7 +28,6 @@ from django.utils.translation import gettext
 from kombu.exceptions import KombuError
 
 from decision_service.celery import task_queue
-
 from rules.config.document.diff import config_diff
 from rules.config.revisions import Actor, Proposal, config_writers_lock
 from rules.config.selectors import config_document, revision_latest

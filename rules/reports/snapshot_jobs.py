@@ -16,7 +16,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from decision_service.celery import task_queue
-
 from rules.models import DecisionMapSnapshot, SnapshotTrigger
 from rules.reports.decision_map import DAYS_DEFAULT, decision_map
 

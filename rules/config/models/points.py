@@ -344,9 +344,7 @@ class DecisionPoint(models.Model):
             return None
         # By name, as a ForeignKey names a model: rules.config.models.machines imports this module.
         machines = apps.get_model("rules", "StateMachine")
-        states: list[str] | None = (
-            machines.objects.filter(key=self.machine).values_list("states", flat=True).first()
-        )
+        states: list[str] | None = machines.objects.filter(key=self.machine).values_list("states", flat=True).first()
         return states
 
     def _fact_reliance_problem(self, c: Condition) -> str | None:

@@ -18,6 +18,7 @@ from django.utils.translation import gettext
 from decision_service.admin.forms import reason_shown
 from decision_service.admin.kit import actor_of
 from rules.config.runtime import engines
+from rules.decisions.why import why_context
 from rules.engine import Candidate
 from rules.errors import DomainError
 from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, DecisionPoint, StateMachine
@@ -133,7 +134,6 @@ def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
 
 
 def _side(request: DecideRequest, session_state: str, under: Under) -> dict[str, Any]:
-    from rules.decisions.admin import why_context  # the decision log's why panel (that module imports this one)
 
     try:
         simulation = decision_simulate(
