@@ -15,7 +15,7 @@ from django.db import connections
 from django.db.models.sql.constants import MULTI
 
 from rules.config.condition_kinds import adapter
-from rules.config.document.spelling import datetime_out, drop_empty, number_out
+from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
 from rules.engine import CompiledPoint
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.errors import IdempotencyConflict, NotFound
@@ -32,8 +32,6 @@ from rules.models import (
     StateMachine,
     Threshold,
 )
-
-CONFIG_FORMAT_VERSION = 1
 
 
 def _by_key(records: Iterable[Any]) -> list[Any]:

@@ -1,18 +1,22 @@
-from rules.config.models.machines import StateMachine
-from rules.config.models.points import (
-    Condition,
+"""Every model of the rules app, imported from its room: Django loads models from this module."""
+
+from rules.config.choices import (
     ConditionKind,
-    DecisionPoint,
     FactType,
-    KeywordList,
-    KeywordTerm,
     MatchMode,
     NoCandidatePolicy,
     Operator,
-    Rule,
     RuleCategory,
     RuleCombinator,
     RuleMode,
+)
+from rules.config.models.machines import StateMachine
+from rules.config.models.points import (
+    Condition,
+    DecisionPoint,
+    KeywordList,
+    KeywordTerm,
+    Rule,
     Threshold,
 )
 from rules.config.models.revisions import ConfigRevision

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, User
 
-from rules.config.document.export import config_export
+from rules.config.yaml_export import config_export
 from rules.governance.tokens import staff_token_create
 from tests.api.conftest import ROOT
 from tests.support import groups_ensure

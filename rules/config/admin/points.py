@@ -15,7 +15,8 @@ from django.utils.translation import gettext_lazy as _
 from decision_service.admin.display import summary_cell
 from rules.config.admin.base import AuditedInline, ConfigAdmin
 from rules.config.admin.forms import ConditionForm, DecisionPointForm, RuleForm
-from rules.config.models.points import HIGH_RISK_CATEGORIES, describe_condition
+from rules.config.choices import HIGH_RISK_CATEGORIES
+from rules.config.models.points import describe_condition
 from rules.config.records import (
     condition_delete,
     condition_save,

@@ -10,6 +10,9 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+# The version of the document's format: export writes it, the validator refuses any other.
+CONFIG_FORMAT_VERSION = 1
+
 
 def number_out(value: Decimal | None) -> int | float | None:
     """Decimals leave as the plainest JSON number: ``500`` rather than ``500.0``, ``0.65`` exact."""

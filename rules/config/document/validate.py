@@ -19,18 +19,17 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from rules.config.condition_kinds import ADAPTERS, DOCUMENT_KEYS, KINDS
-from rules.config.condition_kinds.base import DocumentContext
-from rules.config.document.spelling import datetime_out, drop_empty, number_out
-from rules.config.machine_definitions import machine_problems
-from rules.config.models.points import (
+from rules.config.choices import (
     MatchMode,
     NoCandidatePolicy,
     RuleCategory,
     RuleCombinator,
     RuleMode,
 )
-from rules.config.selectors import CONFIG_FORMAT_VERSION
+from rules.config.condition_kinds import ADAPTERS, DOCUMENT_KEYS, KINDS
+from rules.config.condition_kinds.base import DocumentContext
+from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
+from rules.config.machine_definitions import machine_problems
 from rules.config.validators import (
     MAX_TERM_LENGTH,
     NO_OUTCOMES,

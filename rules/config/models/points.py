@@ -19,6 +19,16 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from rules.config.choices import (
+    HIGH_RISK_CATEGORIES,
+    ConditionKind,
+    MatchMode,
+    NoCandidatePolicy,
+    Operator,
+    RuleCategory,
+    RuleCombinator,
+    RuleMode,
+)
 from rules.config.condition_kinds import ADAPTERS, INPUTS, adapter
 from rules.config.condition_kinds.base import PointView
 from rules.config.models.keyword_options import KeywordEvasionOptions
@@ -45,63 +55,6 @@ key_validator = RegexValidator(rf"^{KEY.pattern}$", KEY_MESSAGE)
 
 def _key_field(help_text: StrOrPromise = "") -> models.CharField:
     return models.CharField(max_length=64, validators=[key_validator], help_text=help_text, verbose_name=_("key"))
-
-
-class FactType(models.TextChoices):
-    STRING = "string", _("text")
-    NUMBER = "number", _("number")
-    INTEGER = "integer", _("whole number")
-    BOOLEAN = "boolean", _("yes/no")
-    STRING_LIST = "string_list", _("list of texts")
-
-
-class NoCandidatePolicy(models.TextChoices):
-    ASK = "ask", _("ask the agent for an LLM candidate")
-    DEFAULT = "default", _("answer the default outcome")
-
-
-class RuleCategory(models.TextChoices):
-    COMPLIANCE = "compliance", _("compliance")
-    RISK = "risk", _("risk")
-    BUSINESS = "business", _("business")
-    QUALITY = "quality", _("quality")
-
-
-HIGH_RISK_CATEGORIES = frozenset({RuleCategory.COMPLIANCE, RuleCategory.RISK})
-
-
-class RuleCombinator(models.TextChoices):
-    ALL = "all", _("all conditions hold")
-    ANY = "any", _("any condition holds")
-
-
-class RuleMode(models.TextChoices):
-    ENFORCE = "enforce", _("enforce (decides)")
-    SHADOW = "shadow", _("shadow (recorded, never decides)")
-    OFF = "off", _("off")
-
-
-class MatchMode(models.TextChoices):
-    SUBSTRING = "substring", _("substring")
-    WORD = "word", _("whole word")
-    SEGMENTED = "segmented", _("whole word, Chinese segmented")
-    REGEX = "regex", _("regular expression")
-
-
-# The kinds of condition are declared once, each in its own module (rules/config/condition_kinds/<kind>.py).
-ConditionKind = models.TextChoices(  # type: ignore[call-overload]
-    "ConditionKind", [(kind.upper(), (kind, a.label)) for kind, a in ADAPTERS.items()]
-)
-
-
-class Operator(models.TextChoices):
-    LT = "<", "<"
-    LE = "<=", "<="
-    GT = ">", ">"
-    GE = ">=", ">="
-    EQ = "==", "=="
-    NE = "!=", "!="
-    IN = "in", "in"
 
 
 def text_problems(instance: models.Model) -> dict[str, str]:

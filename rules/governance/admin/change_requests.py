@@ -24,9 +24,9 @@ from decision_service.admin.forms import reason_shown
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of, refusal_text
 from decision_service.errors import DomainError
 from rules.config.document.diff import show
-from rules.config.document.export import document_yaml
 from rules.config.document.validate import config_from_yaml
 from rules.config.selectors import config_document
+from rules.config.yaml_export import document_yaml
 from rules.errors import ChangeRequestChanged, DuplicateChangeRequest
 from rules.governance.change_requests import (
     APPROVE_PERMISSION,

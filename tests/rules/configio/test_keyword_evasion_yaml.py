@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rules.config.document.export import config_export
 from rules.config.document.validate import config_from_yaml, config_problems
+from rules.config.yaml_export import config_export
 from rules.config.yaml_import import config_import
 from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.models import Condition, KeywordList

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rules.config.document.export import config_export
 from rules.config.document.validate import config_from_yaml, config_problems
+from rules.config.yaml_export import config_export
 from rules.config.yaml_import import config_import
 from rules.models import KeywordList
 

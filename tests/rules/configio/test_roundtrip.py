@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from rules.config.document.export import config_export
 from rules.config.document.validate import config_from_yaml
 from rules.config.selectors import config_document
+from rules.config.yaml_export import config_export
 from rules.config.yaml_import import config_import
 
 from .conftest import DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
