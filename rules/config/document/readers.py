@@ -255,3 +255,9 @@ class Reader:
                 )
             else:
                 first[key] = path
+
+
+def or_default(record: dict[str, Any], name: str, default: Any) -> Any:
+    """An optional field: missing or null means the default."""
+    value = record.get(name)
+    return default if value is None else value

@@ -15,7 +15,6 @@ record it writes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,8 +27,9 @@ from rules.config.choices import (
 )
 from rules.config.condition_kinds import ADAPTERS, DOCUMENT_KEYS, KINDS
 from rules.config.condition_kinds.base import DocumentContext
+from rules.config.document.machine_reader import MachineReader
+from rules.config.document.readers import clause, describe, one_of, or_default
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
-from rules.config.machine_definitions import machine_problems
 from rules.config.validators import (
     MAX_TERM_LENGTH,
     NO_OUTCOMES,
@@ -48,7 +48,6 @@ from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.engine.normalize import normalize_term
 from rules.errors import ConfigError
 
-from .readers import Reader, clause, describe, one_of
 from .yamlload import LoadedYaml, Path, load_yaml
 
 TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
@@ -88,35 +87,10 @@ RULE_KEYS = (
     "conditions",
 )
 RULE_REQUIRED = ("key", "priority", "category", "outcome", "conditions")
-MACHINE_KEYS = (
-    "key",
-    "name",
-    "description",
-    "states",
-    "initial",
-    "handoff",
-    "terminal",
-    "transitions",
-    "actions",
-    "timeouts",
-    "max_anomalies",
-)
-MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
 CONDITION_KINDS: tuple[str, ...] = KINDS
 
 # ``threshold_problems`` names model fields; the document names them like this.
 _THRESHOLD_FIELD_KEYS = {"value": "value", "min_value": "min", "max_value": "max"}
-
-# ``machine_problems`` names model fields; the document names them like this.
-_MACHINE_FIELD_KEYS = {
-    "states": "states",
-    "initial_state": "initial",
-    "handoff_state": "handoff",
-    "terminal_states": "terminal",
-    "transitions": "transitions",
-    "actions": "actions",
-    "timeouts": "timeouts",
-}
 
 
 def config_check(text: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -144,7 +118,7 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     return document
 
 
-class _Checker(Reader):
+class _Checker(MachineReader):
     """Walks the data once, records every problem with its path and line, and builds the canonical form.
 
     Each record method (``threshold``, ``keyword_list``, ``point``, ``rule``, ``condition``, ``machine``)
@@ -327,7 +301,7 @@ class _Checker(Reader):
             if "outcomes" in record
             else None
         )
-        whitelist = self.key_list(_get(record, "candidate_whitelist", []), (*path, "candidate_whitelist"))
+        whitelist = self.key_list(or_default(record, "candidate_whitelist", []), (*path, "candidate_whitelist"))
         if whitelist is not None and outcomes is not None:
             for index, outcome in enumerate(whitelist):
                 if problem := outcome_problem(outcome, outcomes, label):
@@ -345,7 +319,7 @@ class _Checker(Reader):
             record, path, "when_no_candidate", NoCandidatePolicy.values, NoCandidatePolicy.ASK.value
         )
         machine = self.optional_text(record, path, "machine", 64)
-        state_map = _get(record, "state_map", {})
+        state_map = or_default(record, "state_map", {})
         fallback_state = self.optional_text(record, path, "fallback_state", 64)
         if outcomes is not None and machine is not None and fallback_state is not None:
             for field, problem in session_mapping_problems(
@@ -356,11 +330,11 @@ class _Checker(Reader):
                 machine_states=self.machine_states.get(machine),
             ).items():
                 self.problem((*path, field), clause(problem))
-        mask_skip = _get(record, "mask_skip", [])
-        mask_patterns = _get(record, "mask_patterns", {})
+        mask_skip = or_default(record, "mask_skip", [])
+        mask_patterns = or_default(record, "mask_patterns", {})
         for field, problem in masking_problems(mask_skip, mask_patterns).items():
             self.problem((*path, field), clause(problem))
-        mask_fact_paths = _get(record, "mask_fact_paths", [])
+        mask_fact_paths = or_default(record, "mask_fact_paths", [])
         mask_facts = self.boolean(record, path, "mask_facts", True)
         for field, problem in fact_masking_problems(
             # A mask_facts that is not a boolean is reported by ``boolean`` above.
@@ -371,7 +345,7 @@ class _Checker(Reader):
             self.problem((*path, field), clause(problem))
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
-        rule_items = self.sequence(_get(record, "rules", []), (*path, "rules"))
+        rule_items = self.sequence(or_default(record, "rules", []), (*path, "rules"))
         for index, rule_item in enumerate(rule_items or []):
             rule_path: Path = (*path, "rules", index)
             rule = self.rule(rule_item, rule_path, point=label, facts=facts, outcomes=outcomes)
@@ -515,104 +489,6 @@ class _Checker(Reader):
             keyword_lists=frozenset(self.list_keys),
         )
         return ADAPTERS[kinds[0]].read(self, item, path, context)
-
-    def machine(self, item: Any, path: Path) -> dict[str, Any] | None:
-        record = self.mapping(item, path, MACHINE_KEYS, MACHINE_REQUIRED, what="a state machine (a mapping)")
-        if record is None:
-            return None
-        start = self.count()
-        key = self.key(record.get("key"), (*path, "key")) if "key" in record else None
-        name = self.optional_text(record, path, "name", 200)
-        description = self.optional_text(record, path, "description")
-        states = self.key_list(record["states"], (*path, "states")) if "states" in record else None
-        initial = self.key(record["initial"], (*path, "initial")) if "initial" in record else None
-        handoff = self.key(record["handoff"], (*path, "handoff")) if "handoff" in record else None
-        terminal = self.key_list(_get(record, "terminal", []), (*path, "terminal"))
-        transitions = self.state_mapping(record.get("transitions"), (*path, "transitions"), self.key_list)
-        actions = self.state_mapping(_get(record, "actions", {}), (*path, "actions"), self.action_list)
-        timeouts = self.state_mapping(_get(record, "timeouts", {}), (*path, "timeouts"), self.seconds)
-        max_anomalies = self.integer(_get(record, "max_anomalies", 3), (*path, "max_anomalies"), minimum=1)
-        if states is None or transitions is None:
-            return None
-        # The graph checks run even when a side field is unreadable, so that every problem shows at once;
-        # a field already reported as unreadable is not reported again.
-        readable = {
-            "initial_state": initial is not None,
-            "handoff_state": handoff is not None,
-            "terminal_states": terminal is not None,
-            "actions": actions is not None,
-            "timeouts": timeouts is not None,
-        }
-        for field, message in machine_problems(
-            states=states,
-            initial_state=initial or "",
-            handoff_state=handoff or "",
-            terminal_states=terminal or [],
-            transitions=transitions,
-            actions=actions or {},
-            timeouts=timeouts or {},
-        ).items():
-            if readable.get(field, True):
-                self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), clause(message))
-        if self.count() > start or actions is None or timeouts is None:
-            return None
-        return drop_empty(
-            {
-                "key": key,
-                "name": name,
-                "description": description,
-                "states": states,
-                "initial": initial,
-                "handoff": handoff,
-                "terminal": terminal,
-                "transitions": {s: transitions[s] for s in states if transitions.get(s)},
-                "actions": {s: actions[s] for s in states if s in actions},
-                "timeouts": {s: timeouts[s] for s in states if s in timeouts},
-                "max_anomalies": max_anomalies,
-            },
-            "name",
-            "description",
-            "actions",
-            "timeouts",
-        )
-
-    def state_mapping(self, value: Any, path: Path, check: Any) -> dict[str, Any] | None:
-        if not isinstance(value, dict):
-            self.problem(path, f"expected a mapping of state to values, got {describe(value)}")
-            return None
-        result: dict[str, Any] = {}
-        ok = True
-        for state, item in value.items():
-            checked = check(item, (*path, state))
-            if checked is None:
-                ok = False
-            else:
-                result[state] = checked
-        return result if ok else None
-
-    def action_list(self, value: Any, path: Path) -> list[str] | None:
-        items = self.sequence(value, path)
-        if items is None:
-            return None
-        actions = [self.text(item, (*path, index)) for index, item in enumerate(items)]
-        if any(a is None for a in actions):
-            return None
-        if any(not a for a in actions):
-            self.problem(path, "an action name cannot be empty")
-            return None
-        return [a for a in actions if a]
-
-    def seconds(self, value: Any, path: Path) -> int | float | None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-            self.problem(path, f"expected a positive number of seconds, got {describe(value)}")
-            return None
-        return value
-
-
-def _get(record: dict[str, Any], name: str, default: Any) -> Any:
-    """An optional field: missing or null means the default."""
-    value = record.get(name)
-    return default if value is None else value
 
 
 def _declared_keys(items: list[Any]) -> set[str]:
