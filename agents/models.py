@@ -9,7 +9,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from rules.config.models.points import key_validator
+from rules.config.models.fields import key_validator
 from rules.models import DecisionPoint, StateMachine
 
 

@@ -17,7 +17,8 @@ from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from rules.config.machine_definitions import machine_problems
-from rules.config.models.points import DecisionPoint, key_validator, text_problems
+from rules.config.models.fields import key_validator, text_problems
+from rules.config.models.points import DecisionPoint
 
 
 class StateMachine(models.Model):

@@ -1,4 +1,5 @@
-"""Configuration records operations staff own: decision points, rules, keyword lists, thresholds.
+"""Configuration records operations staff own: decision points, rules, their conditions, keyword lists
+(thresholds are in ``thresholds``, the shared field helpers in ``fields``).
 
 Every model here is audited with django-simple-history. Invariants that a database can hold are
 constraints; the rest lives in ``clean()`` so that services (``full_clean``) and admin forms refuse
@@ -8,11 +9,10 @@ directly: the services record who and why, and cut a new configuration revision.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext
@@ -31,97 +31,22 @@ from rules.config.choices import (
 )
 from rules.config.condition_kinds import ADAPTERS, INPUTS, adapter
 from rules.config.condition_kinds.base import PointView
+from rules.config.models.fields import key_field, text_problems
 from rules.config.models.keyword_options import KeywordEvasionOptions
+from rules.config.models.thresholds import Threshold
 from rules.config.validators import (
-    KEY,
-    KEY_MESSAGE,
-    bounds_text,
     key_list_problem,
     point_problems,
     rule_problems,
-    storable_problems,
     term_problem,
-    threshold_problems,
 )
 from rules.engine.normalize import normalize_term
-
-if TYPE_CHECKING:
-    from django.utils.functional import _StrPromise
-
-    StrOrPromise = str | _StrPromise
-
-key_validator = RegexValidator(rf"^{KEY.pattern}$", KEY_MESSAGE)
-
-
-def _key_field(help_text: StrOrPromise = "") -> models.CharField:
-    return models.CharField(max_length=64, validators=[key_validator], help_text=help_text, verbose_name=_("key"))
-
-
-def text_problems(instance: models.Model) -> dict[str, str]:
-    """Field → problem for every text field of ``instance`` (or text inside a JSON field) that cannot be stored."""
-    fields = instance._meta.concrete_fields
-    texts = (models.CharField, models.TextField, models.JSONField)
-    return storable_problems({f.name: f.value_from_object(instance) for f in fields if isinstance(f, texts)})
-
-
-class Threshold(models.Model):
-    """A named number that rules refer to by key, so operations change one number in one place."""
-
-    key = _key_field(_("Rules refer to the threshold by this key; it cannot change later."))
-    name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
-    description = models.TextField(blank=True, verbose_name=_("description"))
-    value = models.DecimalField(max_digits=18, decimal_places=6, verbose_name=_("value"))
-    unit = models.CharField(
-        max_length=32, blank=True, help_text=_("For people: CNY, seconds, ratio…"), verbose_name=_("unit")
-    )
-    min_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True, verbose_name=_("min value"))
-    max_value = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True, verbose_name=_("max value"))
-    high_risk = models.BooleanField(
-        default=False,
-        help_text=_(
-            "Changing a high-risk threshold's value, bounds or this flag waits for a second person's approval."
-        ),
-        verbose_name=_("high risk"),
-    )
-    history = HistoricalRecords()
-
-    class Meta:
-        verbose_name = _("threshold")
-        verbose_name_plural = _("thresholds")
-        ordering = ["key"]
-        constraints = [
-            models.UniqueConstraint(fields=["key"], name="threshold_key_unique"),
-            models.CheckConstraint(
-                condition=Q(min_value__isnull=True) | Q(max_value__isnull=True) | Q(min_value__lte=F("max_value")),
-                name="threshold_bounds_ordered",
-            ),
-            models.CheckConstraint(
-                condition=Q(min_value__isnull=True) | Q(value__gte=F("min_value")), name="threshold_value_ge_min"
-            ),
-            models.CheckConstraint(
-                condition=Q(max_value__isnull=True) | Q(value__lte=F("max_value")), name="threshold_value_le_max"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.key
-
-    def bounds_text(self) -> str:
-        return bounds_text(self.min_value, self.max_value, self.unit)
-
-    def clean(self) -> None:
-        errors = text_problems(self)
-        errors.update(
-            threshold_problems(value=self.value, min_value=self.min_value, max_value=self.max_value, unit=self.unit)
-        )
-        if errors:
-            raise ValidationError(errors)
 
 
 class KeywordList(KeywordEvasionOptions):
     """Named, normalised terms shared by many rules (its issue-21 evasion options: ``KeywordEvasionOptions``)."""
 
-    key = _key_field(_("Rules refer to the list by this key; it cannot change later."))
+    key = key_field(_("Rules refer to the list by this key; it cannot change later."))
     name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
     description = models.TextField(blank=True, verbose_name=_("description"))
     match_mode = models.CharField(
@@ -207,7 +132,7 @@ class KeywordTerm(models.Model):
 class DecisionPoint(models.Model):
     """One place in an agent's flow where something is decided."""
 
-    key = _key_field(_("Agents call the point by this key; it cannot change later."))
+    key = key_field(_("Agents call the point by this key; it cannot change later."))
     name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
     description = models.TextField(blank=True, verbose_name=_("description"))
     facts = models.JSONField(
@@ -364,7 +289,7 @@ class DecisionPoint(models.Model):
 
 class Rule(models.Model):
     point = models.ForeignKey(DecisionPoint, on_delete=models.CASCADE, related_name="rules", verbose_name=_("point"))
-    key = _key_field(_("Unique within the point; it cannot change later."))
+    key = key_field(_("Unique within the point; it cannot change later."))
     description = models.CharField(
         max_length=300, blank=True, help_text=_("What the rule is for, in words."), verbose_name=_("description")
     )
