@@ -1,4 +1,4 @@
-"""What agents does when the configuration tells it something (``rules.signals``); connected in ``ready()``."""
+"""What agents answers when the configuration asks (``rules.hooks``); registered in ``AgentsConfig.ready()``."""
 
 from __future__ import annotations
 

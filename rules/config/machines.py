@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext
 
 from rules.config.revisions import Actor, audited_delete, audited_save
+from rules.hooks import machine_deleting
 from rules.models import DecisionPoint, StateMachine
-from rules.signals import machine_deleting
 
 
 def machine_save(*, machine: StateMachine, actor: Actor, reason: str) -> StateMachine:
@@ -22,7 +22,7 @@ def machine_delete(*, machine: StateMachine, actor: Actor, reason: str) -> None:
             gettext("Decision points move sessions of %(machine)s: %(points)s; change them first.")
             % {"machine": machine.key, "points": ", ".join(points)}
         )
-    for _, refusal in machine_deleting.send(sender=StateMachine, machine=machine):
+    for refusal in machine_deleting.ask(machine=machine):
         if refusal:
             raise ValidationError(refusal)
     audited_delete(machine, actor=actor, reason=reason)

@@ -15,8 +15,8 @@ from rules.config.condition_kinds import unused_inputs
 from rules.config.revisions import Actor, audited_delete, audited_save, config_change
 from rules.config.validators import same_terms
 from rules.engine.normalize import normalize_term
+from rules.hooks import point_deleting
 from rules.models import Condition, DecisionPoint, KeywordList, KeywordTerm, Rule, Threshold
-from rules.signals import point_deleting
 
 M = TypeVar("M", bound=models.Model)
 
@@ -109,7 +109,7 @@ def point_delete(*, point: DecisionPoint, actor: Actor, reason: str) -> None:
     """Delete a point with its rules. ``point_deleting`` lets the apps built on rules drop what refers to
     it first, in the same change (agent runtimes lose access to it, in their history too)."""
     with config_change(actor=actor, reason=reason):
-        point_deleting.send(sender=DecisionPoint, point=point, actor=actor, reason=reason)
+        point_deleting.ask(point=point, actor=actor, reason=reason)
         for rule in list(point.rules.all()):
             rule_delete(rule=rule, actor=actor, reason=reason)
         audited_delete(point, actor=actor, reason=reason)

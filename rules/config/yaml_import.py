@@ -30,6 +30,7 @@ from rules.config.selectors import condition_document, config_document, revision
 from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.errors import ApprovalRequired, ConfigError
 from rules.governance.risk import RiskReason, change_risks
+from rules.hooks import point_removal_notes
 from rules.models import (
     ChangeRequest,
     Condition,
@@ -40,7 +41,6 @@ from rules.models import (
     StateMachine,
     Threshold,
 )
-from rules.signals import point_removal_notes
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,7 @@ def _removal_notes(changes: list[RecordChange]) -> dict[tuple[str, str], str]:
     if not removed:
         return {}
     notes: dict[tuple[str, str], str] = {}
-    answers: list[tuple[Any, Any]] = point_removal_notes.send(sender=DecisionPoint, keys=removed)
-    for _, answer in answers:
+    for answer in point_removal_notes.ask(keys=removed):
         for key, note in (answer or {}).items():
             notes[("point", key)] = note
     return notes

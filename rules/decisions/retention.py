@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
@@ -25,9 +24,9 @@ from rules.decisions.partitions import (
     decision_log_partitions_drop,
     decision_log_partitions_ensure,
 )
+from rules.hooks import decision_log_purging
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.reports.rollups import decision_rollups_forget_before
-from rules.signals import decision_log_purging
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +79,7 @@ def decision_log_purge(
     cutoff = now - dt.timedelta(days=days)
     # The apps built on the log first (anomalies): theirs are old too, and rows pointing at the decisions
     # about to go would each need their link set to NULL when the decisions are deleted.
-    answers: list[tuple[Any, Any]] = decision_log_purging.send(
-        sender=DecisionRecord, cutoff=cutoff, batch_size=batch_size
-    )
-    anomalies = sum(count or 0 for _, count in answers)
+    anomalies = sum(count or 0 for count in decision_log_purging.ask(cutoff=cutoff, batch_size=batch_size))
     if decision_log_partitioned():
         # Rows that landed in DEFAULT go to their month first, so that they leave with it.
         decision_log_partitions_ensure(now=now)

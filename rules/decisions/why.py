@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from rules.engine import Decision
+from rules.hooks import decision_shown
 from rules.models import (
     ConfigRevision,
     DecisionPoint,
@@ -22,7 +23,6 @@ from rules.models import (
     RuleCategory,
     RuledBy,
 )
-from rules.signals import decision_shown
 
 # Past these lengths a list shows the start, with the whole in a title (and on the record's page).
 SESSION_CHARS = 24
@@ -133,8 +133,7 @@ def why_context(record: DecisionRecord, *, simulated: str = "") -> dict[str, Any
         "session_url": session_changelist_url(record.session_id) if record.session_id else None,
     }
     # What the apps built on the log know about the decision (the anomalies it raised, in agents).
-    answers: list[tuple[Any, Any]] = decision_shown.send(sender=DecisionRecord, record=record)
-    for _sender, extra in answers:
+    for extra in decision_shown.ask(record=record):
         context.update(extra or {})
     return context
 

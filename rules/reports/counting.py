@@ -25,8 +25,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, Sum
 
+from rules.hooks import report_counting
 from rules.models import CandidateRequestCount, DecisionRecord, RuledBy
-from rules.signals import report_counting
 
 RULED_BY = tuple(RuledBy.values)
 TICK = dt.timedelta(microseconds=1)
@@ -170,10 +170,8 @@ def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | No
         cursor.execute(_held_sql(inner), params)
         for point, key, n in cursor.fetchall():
             counts[point].rule_hits[key] += n
-    answers = report_counting.send(
-        sender=None, start=start, end=end - TICK, points=list(points) if points is not None else None
-    )
-    for _receiver, answer in answers:
+    answers = report_counting.ask(start=start, end=end - TICK, points=list(points) if points is not None else None)
+    for answer in answers:
         if isinstance(answer, dict):
             for point, codes in answer.items():
                 counts[point].anomalies.update(codes)

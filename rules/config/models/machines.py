@@ -6,8 +6,6 @@ had there (``agents_statemachine``, ``agents_historicalstatemachine``), so movin
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -67,7 +65,7 @@ class StateMachine(models.Model):
         return self.key
 
     def clean(self) -> None:
-        from rules.signals import machine_checking
+        from rules.hooks import machine_checking
 
         problems = machine_problems(
             states=self.states,
@@ -94,8 +92,7 @@ class StateMachine(models.Model):
                 }
             if self.pk:
                 # What runs on the machine (sessions, in the agents app) may refuse the change too.
-                answers: list[tuple[Any, Any]] = machine_checking.send(sender=StateMachine, machine=self)
-                for _, answer in answers:
+                for answer in machine_checking.ask(machine=self):
                     for name, message in (answer or {}).items():
                         problems[name] = message
         problems = {**text_problems(self), **problems}
