@@ -21,8 +21,6 @@ import the change request workflow. With no gate registered a change is refused,
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 
+from decision_service.digests import canonical_digest
 from rules.config.document.diff import RecordChange
 from rules.config.selectors import config_document, revision_latest
 from rules.errors import ApprovalRequired
@@ -195,8 +194,7 @@ def _check_compiles(snapshot: dict[str, Any]) -> None:
 
 
 def snapshot_digest(snapshot: dict[str, Any]) -> str:
-    canonical = json.dumps(snapshot, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_digest(snapshot, text="utf-8")
 
 
 def revision_create(*, actor: Actor, reason: str, snapshot: dict[str, Any] | None = None) -> ConfigRevision:

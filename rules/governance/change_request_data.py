@@ -9,14 +9,13 @@ changes whenever the request is edited, and an approval must name the digest it 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils.translation import gettext_noop
 
+from decision_service.digests import canonical_digest
 from rules.config.document.diff import KIND_LABELS, RecordChange, config_diff, same
 from rules.governance.risk import RiskReason, change_risks
 from rules.models import OPEN_STATES, ChangeRequest
@@ -25,8 +24,7 @@ from rules.models import OPEN_STATES, ChangeRequest
 def change_request_digest(changes: Iterable[Mapping[str, Any]]) -> str:
     """The digest of a request's proposed change (its ``changes``), the same wherever it is computed:
     keys sorted, no whitespace, text as UTF-8."""
-    canonical = json.dumps(list(changes), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_digest(list(changes), text="utf-8")
 
 
 def change_request_diff_rows(request: ChangeRequest) -> list[dict[str, Any]]:
