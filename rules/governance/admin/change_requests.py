@@ -28,9 +28,8 @@ from rules.config.document.validate import config_from_yaml
 from rules.config.selectors import config_document
 from rules.config.yaml_export import document_yaml
 from rules.errors import ChangeRequestChanged, DuplicateChangeRequest
+from rules.governance.change_request_actions import change_request_actions
 from rules.governance.change_requests import (
-    APPROVE_PERMISSION,
-    BREAK_GLASS_PERMISSION,
     change_request_acknowledge,
     change_request_approvals_required,
     change_request_approve,
@@ -225,10 +224,7 @@ class ChangeRequestAdmin(ReadOnlyAdmin):
 def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
     """Everything the request's page shows, as plain values (the template escapes all of it)."""
     user: Any = request.user
-    is_author = obj.author_id is not None and obj.author_id == user.pk
-    approver = user.is_active and user.has_perm(APPROVE_PERMISSION)
-    approved_by_me = obj.approvals.filter(user_id=user.pk).exists()
-    pending = obj.state == ChangeRequestState.PENDING
+    may = change_request_actions(request=obj, actor=user)
     impact = obj.impact or {}
     matrix = impact.get("matrix") or {}
     cells = sorted(
@@ -259,14 +255,15 @@ def page_context(request: HttpRequest, obj: ChangeRequest) -> dict[str, Any]:
         "matrix_chart": mark_safe(bar_chart_svg(cells, title=gettext("Decisions that would change, from → to"))),  # noqa: S308
         "summary_chart": mark_safe(summary_chart),  # noqa: S308 - bar_chart_svg escapes every label itself
         "broken": impact.get("broken_cases") or [],
-        "can_approve": pending and approver and not is_author and not approved_by_me,
-        "approver_is_author": pending and approver and is_author,
-        "can_reject": obj.is_open and approver,
-        "can_withdraw": obj.is_open and is_author,
-        "can_edit": pending and is_author,
-        "can_break_glass": obj.is_open and user.is_active and user.has_perm(BREAK_GLASS_PERMISSION),
-        "can_acknowledge": obj.review_open and approver and user.pk not in (obj.break_glass_by_id, obj.author_id),
-        "proposal_yaml": document_yaml(config_document_apply(live, obj.changes)) if pending and is_author else "",
+        "can_approve": may.approve,
+        "approver_is_author": may.approver_is_author,
+        "can_reject": may.reject,
+        "can_withdraw": may.withdraw,
+        "can_edit": may.edit,
+        "can_break_glass": may.break_glass,
+        "can_acknowledge": may.acknowledge,
+        # Only the author edits a pending request (may.edit), so only the author is shown its YAML.
+        "proposal_yaml": document_yaml(config_document_apply(live, obj.changes)) if may.edit else "",
         "superseded": obj.superseded_by,
     }
 
