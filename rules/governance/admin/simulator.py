@@ -22,6 +22,7 @@ from rules.decisions.why import why_context
 from rules.engine import Candidate
 from rules.errors import DomainError
 from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, DecisionPoint, StateMachine
+from rules.serializers import DecideInputSerializer, candidate_from
 from rules.services.decide import DecideRequest
 from rules.services.simulate import (
     decision_simulate,
@@ -128,9 +129,48 @@ def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
     errors.update(candidate_errors)
     if errors:
         return None, "", errors
-    text = data.get("input", "")
-    request = DecideRequest(point=point, input=text, candidate=candidate, candidate_raw=raw, facts=facts)
+    validated, errors = _validated(point=point, text=data.get("input", ""), candidate=candidate, raw=raw, facts=facts)
+    if validated is None:
+        return None, "", errors
+    request = DecideRequest(
+        point=validated["point"],
+        input=validated["input"],
+        candidate=candidate_from(validated),
+        candidate_raw=validated.get("candidate_raw"),
+        facts=validated["facts"],
+    )
     return request, data.get("session_state", "").strip(), errors
+
+
+def _validated(
+    *, point: str, text: str, candidate: Candidate | None, raw: str | None, facts: Any
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The form's values through the serializer ``POST /api/v1/decisions`` and ``/simulations`` use, so
+    that the simulator accepts and refuses exactly what the API does; its errors by form field."""
+    body: dict[str, Any] = {"point": point, "input": text, "facts": facts}
+    if candidate is not None:
+        body["candidate"] = {
+            "decision": candidate.decision,
+            "confidence": candidate.confidence,
+            "reason": candidate.reason,
+        }
+    if raw is not None:
+        body["candidate_raw"] = raw
+    serializer = DecideInputSerializer(data=body)
+    if serializer.is_valid():
+        return dict(serializer.validated_data), {}
+    errors: dict[str, str] = {}
+    for name, detail in serializer.errors.items():
+        if name == "candidate" and isinstance(detail, dict):
+            for field, messages in detail.items():
+                errors[f"candidate_{field}"] = str(messages[0])
+        else:
+            errors[name if name in _FORM_FIELDS else "point"] = str(detail[0] if isinstance(detail, list) else detail)
+    return None, errors
+
+
+# Form fields the page shows an error beside; any other error (e.g. the body as a whole) shows at the top.
+_FORM_FIELDS = frozenset({"point", "input", "facts", "candidate_raw"})
 
 
 def _side(request: DecideRequest, session_state: str, under: Under) -> dict[str, Any]:
