@@ -17,6 +17,7 @@ from django.utils.translation import gettext
 from rules.config.validators import KEY as _KEY
 
 
+# A little over 80 lines: one pass over the definition, each check reading what the ones before found.
 def machine_problems(
     *,
     states: Sequence[str],

@@ -218,6 +218,8 @@ def _curve(points: list[tuple[float, float]]) -> str:
     return " ".join(d)
 
 
+# Long on purpose: the layout's steps (layers, slots, rows, coordinates, drawing) share a dozen
+# intermediate values; the pure helpers above do each step's work, this only sequences them.
 def machine_svg(
     *,
     states: Any,

@@ -255,6 +255,8 @@ def _retyped_facts(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[
     return sorted(name for name, kind in old.items() if name in new and new[name] != kind)
 
 
+# Long on purpose: one record's risks are judged kind by kind (thresholds and keyword lists, rules, …),
+# each branch short, all sharing the before/after pair; the branches are the list of what is high-risk.
 def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[RiskReason]:
     """The reasons one record's change needs approval (see the module docstring)."""
     fields = {f.field for f in change.fields}

@@ -123,6 +123,8 @@ def _names(items: Sequence[str]) -> str:
     return ", ".join(items)
 
 
+# Long on purpose: one walk over a point's rules that gathers every governance fact the report shows
+# (docs/report.md), in the report's order.
 def point_governance(point: Mapping[str, Any], document: Mapping[str, Any], *, now: dt.datetime) -> Governance:
     """How well ``point`` (one point of ``document``) is governed at ``now``; see the module docstring."""
     config = _Config(document)

@@ -293,6 +293,7 @@ def _configured_parts(point: Mapping[str, Any], document: Mapping[str, Any], now
     }
 
 
+# Just over 80 lines: the report's fields assembled in the order docs/report.md lists them.
 def decision_map(
     *, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime | None = None, with_changes: bool = True
 ) -> dict[str, Any]:

@@ -286,6 +286,9 @@ class _Checker(MachineReader):
                 )
         return terms
 
+    # Long (about 100 lines) on purpose: one point's fields are read in the order the document defines
+    # them and checked against each other (outcomes, whitelist, machine, masking, rules); split, each part
+    # would take and return most of the others.
     def point(self, item: Any, path: Path) -> dict[str, Any] | None:
         record = self.mapping(item, path, POINT_KEYS, POINT_REQUIRED, what="a decision point (a mapping)")
         if record is None:
