@@ -36,7 +36,7 @@ from decision_service import metrics
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
 from rules.config.scope import point_allowed_check
-from rules.config.selectors import decision_get_by_idempotency_key
+from rules.decisions.selectors import decision_get_by_idempotency_key
 from rules.engine import CompiledPoint
 from rules.models import DecisionRecord
 from rules.services.decide import (

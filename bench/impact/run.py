@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     since = now - dt.timedelta(days=30)
     rows = list(DecisionRecord.objects.filter(point="generated_200", created_at__gte=since).order_by("-created_at"))
 
-    from rules.config.selectors import decision_log_rows
+    from rules.decisions.selectors import decision_log_rows
     from rules.governance.impact import _COLUMNS, row_json
 
     def read_only() -> None:  # the preview's read of the rows, without deciding them

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 
 from decision_service.principals import StaffCredential
 from decision_service.tokens import STAFF_TOKEN_PREFIX
-from rules.config.selectors import staff_user_by_token
+from rules.governance.selectors import staff_user_by_token
 
 
 class StaffTokenAuthentication(authentication.BaseAuthentication):

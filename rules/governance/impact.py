@@ -25,8 +25,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from rules.config.selectors import config_document, decision_log_row_ids, decision_log_rows
+from rules.config.selectors import config_document
 from rules.decisions.replay import Prepass, facts_unmasked, replay_decision
+from rules.decisions.selectors import decision_log_row_ids, decision_log_rows
 from rules.engine import CompiledPoint, compile_config
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.governance.change_requests import change_request_digest, config_document_apply

@@ -13,10 +13,11 @@ from django.utils.translation import gettext
 from decision_service.admin.kit import AuditedAdmin, AuditedInline
 from decision_service.errors import Deferred
 from rules.config.revisions import Actor, config_change
-from rules.config.selectors import change_requests_touching, config_document
+from rules.config.selectors import config_document
 from rules.errors import ApprovalRequired, DuplicateChangeRequest
 from rules.governance.admin.change_requests import duplicate_text, pending_notice
 from rules.governance.risk import record_approval_note
+from rules.governance.selectors import change_requests_touching
 
 
 class ConfigAdmin(AuditedAdmin):

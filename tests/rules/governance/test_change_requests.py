@@ -9,12 +9,7 @@ import pytest
 from django.utils import timezone
 
 from rules.config import records
-from rules.config.selectors import (
-    change_requests_touching,
-    change_requests_under_review,
-    change_requests_waiting_for,
-    config_document,
-)
+from rules.config.selectors import config_document
 from rules.errors import (
     ApprovalRequired,
     ChangeRequestSuperseded,
@@ -34,6 +29,11 @@ from rules.governance.change_requests import (
     change_request_withdraw,
     change_requests_apply_due,
     config_document_apply,
+)
+from rules.governance.selectors import (
+    change_requests_touching,
+    change_requests_under_review,
+    change_requests_waiting_for,
 )
 from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
 from tests.support import reviewed_digest

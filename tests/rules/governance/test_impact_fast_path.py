@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from rules.config.selectors import config_document, decision_log_row_ids, decision_log_rows
+from rules.config.selectors import config_document
 from rules.decisions.replay import _PLACEHOLDER
+from rules.decisions.selectors import decision_log_row_ids, decision_log_rows
 from rules.engine import Candidate, compile_config, evaluate
 from rules.governance.impact import MAX_EXAMPLES, impact_compute, impact_points_affected, row_json
 from rules.models import DecisionRecord
