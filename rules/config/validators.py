@@ -6,7 +6,7 @@ path refuses the same things with the same words. Like ``rules.config.machine_de
 plain values — no database, no model instances — and answer ``None`` or a field → message mapping.
 
 Messages are sentences ("Not a valid key: A."); the YAML validator turns them into clauses before its
-``(line N)`` (``configio.readers.clause``). Where a message has to name the item it is about, it
+``(line N)`` (``rules.config.document.readers.clause``). Where a message has to name the item it is about, it
 does so only when the caller's field does not: a model field holds all of a point's facts, while a
 YAML path already names the fact (``points[0].facts.amount``), so some checks take the item's name as
 ``subject`` and phrase the message with it.

@@ -3,7 +3,7 @@
 
 Every model here is audited with django-simple-history. Invariants that a database can hold are
 constraints; the rest lives in ``clean()`` so that services (``full_clean``) and admin forms refuse
-the same things with the same messages. Writes go through ``rules.services``, never ``save()``
+the same things with the same messages. Writes go through ``rules.config.records``, never ``save()``
 directly: the services record who and why, and cut a new configuration revision.
 """
 
