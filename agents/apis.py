@@ -39,7 +39,7 @@ from decision_service.api.fields import (
     StrictIntegerField,
     StrictSerializer,
 )
-from rules.presenters import decision_body
+from rules.decisions.presenters import decision_body
 from rules.serializers import DecideInputSerializer, candidate_from
 from rules.services.decide import DecideRequest
 

@@ -9,15 +9,16 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import principal_cache, receivers
-        from rules import signals
-        from rules.runtime import engines
+        from rules import hooks
+        from rules.config.runtime import engines
 
         engines.watch("agents", expression=principal_cache.agents_stamp, changed=principal_cache.clear)
 
-        signals.point_deleting.connect(receivers.drop_deleted_point, dispatch_uid="agents.drop_deleted_point")
-        signals.point_removal_notes.connect(receivers.removal_notes, dispatch_uid="agents.removal_notes")
-        signals.machine_checking.connect(receivers.stranded_sessions, dispatch_uid="agents.stranded_sessions")
-        signals.machine_deleting.connect(receivers.machine_has_sessions, dispatch_uid="agents.machine_has_sessions")
-        signals.decision_log_purging.connect(receivers.purge_anomalies, dispatch_uid="agents.purge_anomalies")
-        signals.decision_shown.connect(receivers.decision_anomalies, dispatch_uid="agents.decision_anomalies")
-        signals.report_counting.connect(receivers.point_anomaly_counts, dispatch_uid="agents.point_anomaly_counts")
+        # What rules asks of agents (rules.hooks): agents answers, rules never imports agents.
+        hooks.point_deleting.register(receivers.drop_deleted_point, uid="agents.drop_deleted_point")
+        hooks.point_removal_notes.register(receivers.removal_notes, uid="agents.removal_notes")
+        hooks.machine_checking.register(receivers.stranded_sessions, uid="agents.stranded_sessions")
+        hooks.machine_deleting.register(receivers.machine_has_sessions, uid="agents.machine_has_sessions")
+        hooks.decision_log_purging.register(receivers.purge_anomalies, uid="agents.purge_anomalies")
+        hooks.decision_shown.register(receivers.decision_anomalies, uid="agents.decision_anomalies")
+        hooks.report_counting.register(receivers.point_anomaly_counts, uid="agents.point_anomaly_counts")

@@ -9,8 +9,8 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from rules.config.models.fields import key_validator
 from rules.models import DecisionPoint, StateMachine
-from rules.models.config import key_validator
 
 
 class AgentRuntime(models.Model):
@@ -83,7 +83,7 @@ class Anomaly(models.Model):
     detail = models.TextField(blank=True, verbose_name=_("detail"))
     raw = models.TextField(blank=True, verbose_name=_("raw"))
     # No database constraint: on PostgreSQL the log is partitioned and its ids alone are not a key there
-    # (see rules.models.decisions). The retention sweep empties these links before it drops a month.
+    # (see rules.decisions.models). The retention sweep empties these links before it drops a month.
     decision = models.ForeignKey(
         "rules.DecisionRecord",
         null=True,

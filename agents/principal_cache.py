@@ -2,7 +2,7 @@
 
 A token's principal (the agent's id, name and allowed points) is kept by the token's hash once an active
 agent's token authenticated. The whole cache is dropped when the agents' change stamp moves; the stamp
-is read with the engine cache's periodic revision check (``rules.runtime.EngineCache.watch``), before
+is read with the engine cache's periodic revision check (``rules.config.runtime.EngineCache.watch``), before
 the lookup, so no request pays a query for it.
 
 **Staleness window.** A rotated or revoked token, a deactivated or deleted agent, or a change of an
@@ -50,7 +50,7 @@ def agents_stamp() -> Expression:
 def principal_for_token(token: str) -> AgentPrincipal | None:
     """The principal of an active agent's token, from this process's cache when it is fresh enough."""
     from agents.selectors import agent_principal_by_hash
-    from rules.runtime import engines
+    from rules.config.runtime import engines
 
     engines.check()  # may drop the cache: at most every ARBITER_REVISION_CHECK_SECONDS
     digest = token_hash(token)

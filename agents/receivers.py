@@ -1,4 +1,4 @@
-"""What agents does when the configuration tells it something (``rules.signals``); connected in ``ready()``."""
+"""What agents answers when the configuration asks (``rules.hooks``); registered in ``AgentsConfig.ready()``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from django.utils.translation import gettext
 
 from agents.models import AgentRuntime, Anomaly, Session
 from agents.services.runtimes import agent_set_points
+from rules.config.revisions import Actor
+from rules.decisions.retention import queryset_delete_in_batches
 from rules.models import DecisionPoint, DecisionRecord, StateMachine
-from rules.services.retention import queryset_delete_in_batches
-from rules.services.revisions import Actor
 
 
 def drop_deleted_point(*, point: DecisionPoint, actor: Actor, reason: str, **_: Any) -> None:

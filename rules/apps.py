@@ -10,8 +10,12 @@ class RulesConfig(AppConfig):
     def ready(self) -> None:
         from decision_service.health import readiness_checking
         from decision_service.metrics import metrics_collecting
-        from rules.metrics import configuration_metrics
-        from rules.runtime import revision_readiness
+        from rules import tasks  # noqa: F401 -- registers the tasks that services queue by name
+        from rules.config.metrics import configuration_metrics
+        from rules.config.revisions import gate_register
+        from rules.config.runtime import revision_readiness
+        from rules.governance.gate import GATE
 
+        gate_register(GATE)
         readiness_checking.connect(revision_readiness, dispatch_uid="rules.revision_readiness")
         metrics_collecting.connect(configuration_metrics, dispatch_uid="rules.configuration_metrics")

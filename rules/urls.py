@@ -1,6 +1,8 @@
 from django.urls import path
 
-from rules import apis, report_apis, staff_apis
+from rules.decisions import apis
+from rules.governance import apis as staff_apis
+from rules.reports import apis as report_apis
 
 urlpatterns = [
     path("decisions/<str:decision_id>", apis.DecisionDetailApi.as_view(), name="decision-detail"),

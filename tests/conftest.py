@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from agents.services.sessions import sessions_seen_forget
-from rules.runtime import engines
+from rules.config.runtime import engines
 from tests.support import load_demo
 
 
@@ -49,4 +49,4 @@ def _config_changes_apply_at_once(request, monkeypatch):
     high-risk changes apply at once, as the first configuration of an installation does. Tests marked
     ``governed`` keep the real gate — they are the four-eyes tests, one for every path a change can take."""
     if request.node.get_closest_marker("governed") is None:
-        monkeypatch.setattr("rules.services.revisions.governance_gate", lambda change, snapshot: None)
+        monkeypatch.setattr("rules.config.revisions.governance_gate", lambda change, snapshot: None)

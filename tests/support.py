@@ -13,7 +13,7 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo" / "after_sales.yaml"
@@ -45,8 +45,8 @@ def agent_api(name: str = "support_bot", points: Iterable[str] = DEMO_POINTS, *,
 
 def reviewed_digest(request: Any) -> str:
     """The digest of a change request as stored now: what an approver who just read it would name."""
+    from rules.governance.change_requests import change_request_digest
     from rules.models import ChangeRequest
-    from rules.services.change_requests import change_request_digest
 
     return change_request_digest(ChangeRequest.objects.get(pk=request.pk).changes)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rules.configio.apply import config_import
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 from rules.models import ConfigRevision
-from rules.runtime import engines
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo" / "after_sales.yaml"

@@ -128,7 +128,7 @@ def test_the_api_answers_in_english_whatever_the_language(how: str, demo) -> Non
 
 
 def test_the_machine_picture_legend_follows_the_language() -> None:
-    from rules.diagram import machine_svg
+    from rules.config.machine_diagram import machine_svg
 
     drawing = {
         "states": ["start", "human", "done"],

@@ -13,7 +13,8 @@ from agents.selectors import (
     session_pk,
 )
 from decision_service.admin.display import key_cell, summary_cell, when_cell
-from rules.admin.decisions import AGENT_CHARS, SESSION_CHARS, SessionLogAdmin, session_changelist_url
+from rules.decisions.admin import SessionLogAdmin
+from rules.decisions.why import AGENT_CHARS, SESSION_CHARS, session_changelist_url
 
 
 @admin.register(Anomaly)

@@ -21,8 +21,8 @@ from agents.services import (
 )
 from decision_service.admin.display import when_cell
 from decision_service.admin.kit import REFUSALS, actor_of, reason_from, refusal_text, refused_on_form
-from rules.admin.base import ConfigAdmin
-from rules.services.revisions import Actor, config_change
+from rules.config.admin.base import ConfigAdmin
+from rules.config.revisions import Actor, config_change
 
 _NEW_TOKEN_ATTR = "_arbiter_new_token"  # noqa: S105 - an attribute name, not a secret
 

@@ -46,7 +46,8 @@ from agents.services.queue import queue_claim, queue_release, queue_resolve, que
 from agents.services.sessions import session_allowed_actions, session_allowed_targets
 from decision_service.admin.display import key_cell, when_cell
 from decision_service.errors import DomainError
-from rules.admin.decisions import RULED_BY_LABELS, SESSION_CHARS, ReadOnlyAdmin, session_changelist_url
+from rules.decisions.admin import ReadOnlyAdmin
+from rules.decisions.why import RULED_BY_LABELS, SESSION_CHARS, session_changelist_url
 from rules.models import StateMachine
 
 TIMELINE_LIMIT = 500  # events on one session page, the latest ones

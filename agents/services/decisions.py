@@ -35,9 +35,10 @@ from agents.services.sessions import (
 from decision_service import metrics
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
+from rules.config.scope import point_allowed_check
+from rules.decisions.selectors import decision_get_by_idempotency_key
 from rules.engine import CompiledPoint
 from rules.models import DecisionRecord
-from rules.selectors import decision_get_by_idempotency_key
 from rules.services.decide import (
     DecideRequest,
     DecideResult,
@@ -50,7 +51,6 @@ from rules.services.decide import (
     decision_session_move_set,
     point_current,
 )
-from rules.services.scope import point_allowed_check
 
 
 def decision_make(

@@ -9,8 +9,8 @@ from django.utils.translation import gettext
 
 from agents.models import AgentRuntime
 from decision_service.tokens import AGENT_TOKEN_PREFIX, new_token, token_hash
+from rules.config.revisions import Actor, audited_save, config_change
 from rules.models import DecisionPoint
-from rules.services.revisions import Actor, audited_save, config_change
 
 TOKEN_PREFIX = AGENT_TOKEN_PREFIX
 

@@ -28,9 +28,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.models import AgentRuntime, Anomaly
+from rules.config.selectors import config_document, revision_latest
 from rules.models import CandidateRequestCount, DecisionRecord
-from rules.selectors import config_document, revision_latest
-from rules.services.rollups import decision_rollups_forget_between
+from rules.reports.rollups import decision_rollups_forget_between
 
 BATCH = 10_000
 GENERATED_AGENT = "generated_load"

@@ -121,7 +121,7 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
 
     from agents.models import AgentRuntime, Session
     from agents.services import agent_create
-    from rules.configio.apply import config_import
+    from rules.config.yaml_import import config_import
     from rules.models import StateMachine
 
     call_command("migrate", verbosity=0)

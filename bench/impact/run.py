@@ -90,10 +90,10 @@ def _impact_before(live: dict[str, Any], proposed: dict[str, Any], now: dt.datet
 
     from django.conf import settings
 
+    from rules.decisions.replay import decision_reevaluate
     from rules.engine import compile_config
+    from rules.governance.impact import MAX_EXAMPLES, impact_points_affected
     from rules.models import DecisionRecord
-    from rules.services.impact import MAX_EXAMPLES, impact_points_affected
-    from rules.services.replay import decision_reevaluate
 
     fields = (
         "id",
@@ -197,11 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     from django.utils import timezone
 
     from bench.engine.workload import generated_point
+    from rules.decisions.replay import decision_reevaluate
     from rules.engine import compile_config
     from rules.engine.compiler import keyword_scanner
+    from rules.governance.impact import impact_compute
     from rules.models import DecisionRecord
-    from rules.services.impact import impact_compute
-    from rules.services.replay import decision_reevaluate
 
     snapshot = generated_point().snapshot
     proposed = _proposed(snapshot)
@@ -213,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     since = now - dt.timedelta(days=30)
     rows = list(DecisionRecord.objects.filter(point="generated_200", created_at__gte=since).order_by("-created_at"))
 
-    from rules.selectors import decision_log_rows
-    from rules.services.impact import _COLUMNS, row_json
+    from rules.decisions.selectors import decision_log_rows
+    from rules.governance.impact import _COLUMNS, row_json
 
     def read_only() -> None:  # the preview's read of the rows, without deciding them
         for row in decision_log_rows(point="generated_200", since=since, limit=logged, columns=_COLUMNS):

@@ -49,7 +49,7 @@ def _django() -> None:
 
 
 def _months(now: dt.datetime) -> list[dt.datetime]:
-    from rules.services.partitions import MONTHS_AHEAD, month_start, next_month
+    from rules.decisions.partitions import MONTHS_AHEAD, month_start, next_month
 
     start = month_start(now - dt.timedelta(days=31 * MONTHS_BACK))
     out = [start]
@@ -59,7 +59,7 @@ def _months(now: dt.datetime) -> list[dt.datetime]:
 
 
 def _create(cursor: Any, schema: str, now: dt.datetime) -> None:
-    from rules.services.partitions import next_month
+    from rules.decisions.partitions import next_month
 
     cursor.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     cursor.execute(f"CREATE SCHEMA {schema}")
@@ -111,7 +111,7 @@ FROM generate_series(%(first)s, %(last)s) AS i
 def _fill(rows: int, now: dt.datetime, keep: bool) -> None:
     from django.db import connection
 
-    from rules.services.partitions import month_start, next_month
+    from rules.decisions.partitions import month_start, next_month
 
     with connection.cursor() as cursor:
         if keep and _schema_exists(cursor, "bench_full") and _schema_exists(cursor, "bench_empty"):

@@ -45,7 +45,7 @@ def _clients() -> tuple[Any, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from rules.services.tokens import staff_token_create
+    from rules.governance.tokens import staff_token_create
 
     User = get_user_model()
     user = User.objects.filter(username="bench_report").first()

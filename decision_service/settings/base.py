@@ -101,7 +101,10 @@ REST_FRAMEWORK = {
     # Named by path: each token class lives with its tokens (staff tokens in rules, agent tokens in
     # agents), and the views that use them build on decision_service.api.base, which imports no app.
     # The staff class answers only for staff tokens (by their prefix) and leaves the rest to the next.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rules.auth.StaffTokenAuthentication", "agents.auth.AgentTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rules.governance.auth.StaffTokenAuthentication",
+        "agents.auth.AgentTokenAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -143,7 +146,7 @@ ARBITER_MAX_REQUEST_BYTES = 512 * 1024
 ARBITER_MAX_STAFF_REQUEST_BYTES = 4 * 1024 * 1024
 # Django refuses larger bodies before any parser sees them: let the staff limit through.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ARBITER_MAX_STAFF_REQUEST_BYTES + 1024
-# Change governance (see rules/services/change_requests.py and rules/services/impact.py).
+# Change governance (see rules/governance/change_requests.py and rules/governance/impact.py).
 ARBITER_REQUIRED_APPROVALS = env.ARBITER_REQUIRED_APPROVALS
 ARBITER_IMPACT_DECISIONS = env.ARBITER_IMPACT_DECISIONS
 ARBITER_IMPACT_DAYS = env.ARBITER_IMPACT_DAYS
@@ -163,7 +166,7 @@ DEFAULT_FROM_EMAIL = env.DEFAULT_FROM_EMAIL
 
 CELERY_BEAT_SCHEDULE = {
     "purge-old-decisions": {"task": "rules.tasks.decision_log_purge", "schedule": 24 * 3600.0},
-    # PostgreSQL: the log's partitions for this month and the next two (rules.services.partitions).
+    # PostgreSQL: the log's partitions for this month and the next two (rules.decisions.partitions).
     "create-decision-partitions": {"task": "rules.tasks.decision_log_partitions_ensure", "schedule": 24 * 3600.0},
     # Per-state timeouts are seconds (seed 003: 30 s waiting for the model), so sweep often.
     "sweep-session-timeouts": {"task": "agents.tasks.session_timeouts_sweep", "schedule": 5.0},
@@ -171,7 +174,7 @@ CELERY_BEAT_SCHEDULE = {
     "apply-due-change-requests": {"task": "rules.tasks.change_requests_apply_due", "schedule": 30.0},
     # The decision-point map's daily rollups: closed days, the last two again for late rows.
     "refresh-decision-rollups": {"task": "rules.tasks.decision_rollups_refresh", "schedule": 3600.0},
-    # Asks hourly; a snapshot is taken when the latest is 14 days old (rules/services/snapshots.py).
+    # Asks hourly; a snapshot is taken when the latest is 14 days old (rules/reports/snapshot_jobs.py).
     "decision-map-snapshot": {"task": "rules.tasks.decision_map_snapshot_if_due", "schedule": 3600.0},
 }
 

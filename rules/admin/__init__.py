@@ -1,5 +1,9 @@
-"""Django admin for configuration records. Each module registers its models; shared plumbing is in ``base``."""
+"""Django admin of the rules app: Django's autodiscovery imports this module, which imports every room's
+admin modules so that each registers its models. The shared configuration-admin kit is
+``rules.config.admin.base``."""
 
-from rules.admin import change_requests, decisions, keywords, machines, points, revisions, thresholds
+from rules.config.admin import keywords, machines, points, revisions, thresholds
+from rules.decisions import admin as decisions
+from rules.governance.admin import change_requests
 
 __all__ = ["change_requests", "decisions", "keywords", "machines", "points", "revisions", "thresholds"]

@@ -17,7 +17,7 @@ Python before the fact is asserted:
 * time windows compare the local time of day (seconds, computed per zone in Python as the
   interpreter does); effective dates compare ``now`` as integer microseconds since the epoch.
 
-Each kind of condition writes its own tests (``ConditionSpec.durable``) through ``_Translator``, which
+Each kind of condition writes its own tests (``ConditionSpec.durable``) through ``Translator``, which
 lays out the fields. Every ``any`` rule and every in-list is spread into its alternatives (one durable-rules rule per
 alternative, each a chain of ``$and`` tests) rather than written with ``$or``: measured here,
 ``$or`` branches are never shared between rules and overflow the matcher's stack with 65 rules.
@@ -45,38 +45,43 @@ import datetime as dt
 import itertools
 import json
 import logging
-import math
 import threading
 import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import durable_rules_engine
 
-from rules.engine.clock import time_of_day, zone
+from rules.engine.clock import time_of_day
 from rules.engine.compiler import CompileError, Matcher
-from rules.engine.conditions.base import TRUE, Test
+from rules.engine.conditions.base import Test
+from rules.engine.durable_translate import (
+    EPOCH,
+    MARK,
+    MAX_ALTERNATIVES,
+    MAX_FIELDS,
+    MAX_FOLLOWING_TESTS,
+    MAX_PENDING_TESTS,
+    MAX_RULES_PER_TEST,
+    MAX_TEXT,
+    MICROSECOND,
+    SENTINEL,
+    Translator,
+    Unsupported,
+    djb2,
+    encode_number,
+    encode_text,
+    test_json,
+    value_kind,
+)
 from rules.engine.interpreter import interpreted_matcher
-from rules.engine.model import ConditionSpec, PointSpec, Request, RuleSpec
+from rules.engine.model import PointSpec, Request
 
 logger = logging.getLogger(__name__)
 
 # Limits of durable-rules 2.0.28 as measured on this machine (see tests/rules/engine/test_durable.py).
-MAX_PENDING_TESTS = 64  # the alpha matcher's fixed stack: error 303 beyond it
-MAX_FOLLOWING_TESTS = 511  # a test's successors live in a 512-bucket open hash set: 512 hangs
-MAX_RULES_PER_TEST = 256  # rules ending on one shared test: error 108 beyond it
-MAX_FIELDS = 252  # 254 properties per fact, sid and id included: error 302 beyond it
-MAX_TEXT = 32_000  # encoded text length; a value of 65,535 bytes or more compares wrongly
-MAX_EXACT_INT = 2**53  # beyond it an integer is compared as a (rounded) double
-MAX_ALTERNATIVES = 4096  # durable-rules rules per point; a guard against ``all``-of-``in`` blow-up
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MICROSECOND = dt.timedelta(microseconds=1)
-_ORDERING = {"<": "$lt", "<=": "$lte", ">": "$gt", ">=": "$gte"}
-
 # One lock for every ruleset: the C library keeps a process-wide handle table, and a session must be
 # asserted, drained and deleted without another thread's session in between.
 _LOCK = threading.Lock()
@@ -89,177 +94,6 @@ _SESSIONS = itertools.count(1)
 
 class DurableEngineError(RuntimeError):
     """durable-rules failed on a request the compile-time guard let through (it should not happen)."""
-
-
-class _Unsupported(Exception):
-    """The request holds a value durable-rules cannot compare exactly; the reference decides it."""
-
-
-def _json(test: Test) -> str:
-    """One alpha test as durable-rules reads it."""
-    if test.op == "==":
-        return f'{{"{test.field}":{test.const}}}'
-    name = {"!=": "$neq", "ex": "$ex"}.get(test.op) or _ORDERING[test.op]
-    return f'{{"{name}":{{"{test.field}":{test.const}}}}}'
-
-
-_MARK = Test("q", "==", "1")  # first test of every chain: the session's own state fact has no q
-# A rule of the mark alone holds for every request. Measured here, deleting a session in which no rule
-# held frees an invalid pointer (a crash, depending on the heap), so no session may end that way.
-_SENTINEL = -1
-
-
-def _djb2(name: str) -> int:
-    # durable-rules finds a field by this 32-bit hash of its name, never by the name itself.
-    h = 5381
-    for byte in name.encode():
-        h = (h * 33 + byte) & 0xFFFFFFFF
-    return h
-
-
-def _text(value: str) -> str:
-    return '"x' + value.encode("utf-8", "surrogatepass").hex() + '"'
-
-
-def _number(value: Any) -> str | None:
-    """``value`` as a JSON number the C reader parses exactly, or None when that is impossible."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(int(value)) if -MAX_EXACT_INT <= value <= MAX_EXACT_INT else None
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        if value.is_integer() and -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
-            return str(int(value))  # one spelling per number, so equal constants share a test
-        # The reader refuses exponents ("1e-05") and reads digits without a point as an integer.
-        plain = format(Decimal(repr(float(value))), "f")
-        return plain if "." in plain else plain + ".0"
-    return None
-
-
-def _kind(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "text"
-    return None
-
-
-@dataclass
-class _Layout:
-    """The fields of the asserted fact, decided once per point."""
-
-    lists: dict[int, str] = field(default_factory=dict)  # keyword bit -> field
-    facts: dict[str, tuple[str, str]] = field(default_factory=dict)  # fact -> (field, kind)
-    computed: dict[ConditionSpec, str] = field(default_factory=dict)  # condition decided in Python -> field
-    zones: dict[str, str] = field(default_factory=dict)  # time zone -> field
-    candidate: bool = False
-    confidence: bool = False
-    state: bool = False
-    dated: bool = False
-
-    def names(self) -> list[str]:
-        names = [_MARK.field, *self.lists.values(), *self.computed.values(), *self.zones.values()]
-        names += [name for name, _ in self.facts.values()]
-        names += [n for n, used in (("c", self.candidate), ("cf", self.confidence), ("s", self.state)) if used]
-        return [*names, "now"] if self.dated else names
-
-
-class _Translator:
-    """Conditions to alternatives: each alternative is a conjunction of tests (a list in DNF).
-
-    Each condition writes its own alternatives (``ConditionSpec.durable``) with the fields laid out here.
-    """
-
-    def __init__(self, point: PointSpec) -> None:
-        self._point = point
-        self.layout = _Layout()
-
-    @property
-    def point(self) -> PointSpec:
-        return self._point
-
-    def fail(self, why: str) -> CompileError:
-        return CompileError(f"durable backend: point {self._point.key}: {why}; use the native backend")
-
-    def number(self, value: Any, what: str) -> str:
-        text = _number(value)
-        if text is None:
-            raise self.fail(f"{what} {value!r} is not a number durable-rules compares exactly")
-        return text
-
-    def text(self, value: Any, what: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(f"{what} {value!r} is not a text")
-        text = _text(value)
-        if len(text) > MAX_TEXT:
-            raise self.fail(f"{what} is longer than durable-rules compares correctly")
-        return text
-
-    def keyword_field(self, bit: int) -> str:
-        return self.layout.lists.setdefault(bit, f"k{bit}")
-
-    def compare_fact(self, fact: str, op: str, value: Any) -> Test:
-        if op not in _ORDERING and op not in {"==", "!="}:
-            raise self.fail(f"unknown operator {op!r}")
-        kind = _kind(value)
-        if kind is None or (op in _ORDERING and kind != "number"):
-            raise self.fail(f"fact {fact} is compared ({op}) with {value!r}")
-        name, known = self.layout.facts.setdefault(fact, (f"f{len(self.layout.facts)}", kind))
-        if known != kind:
-            raise self.fail(f"fact {fact} is compared with values of different types")
-        if kind == "number":
-            const = self.number(value, f"the value of fact {fact}")
-        elif kind == "bool":
-            const = TRUE if value else "false"
-        else:
-            const = self.text(value, f"the value of fact {fact}")
-        return Test(name, op, const)
-
-    def candidate_field(self) -> str:
-        self.layout.candidate = True
-        return "c"
-
-    def confidence_field(self) -> str:
-        # A confidence is sent only with its candidate.
-        self.layout.candidate = self.layout.confidence = True
-        return "cf"
-
-    def state_field(self) -> str:
-        self.layout.state = True
-        return "s"
-
-    def time_of_day_field(self, tz: str) -> str:
-        zone(tz)  # fail at compile time, not on a request, if the zone is unknown
-        return self.layout.zones.setdefault(tz, f"t{len(self.layout.zones)}")
-
-    def computed(self, condition: ConditionSpec) -> Test:
-        name = self.layout.computed.setdefault(condition, f"i{len(self.layout.computed)}")
-        return Test(name, "==", TRUE)
-
-    def rule(self, rule: RuleSpec) -> list[tuple[Test, ...]]:
-        dates: list[Test] = []
-        if rule.effective_from is not None:
-            dates.append(Test("now", ">=", str((rule.effective_from - _EPOCH) // _MICROSECOND)))
-        if rule.effective_until is not None:
-            dates.append(Test("now", "<", str((rule.effective_until - _EPOCH) // _MICROSECOND)))
-        self.layout.dated = self.layout.dated or bool(dates)
-        options = [c.durable(self) for c in rule.conditions]
-        if not options:
-            alternatives: Iterable[tuple[Test, ...]] = [()]  # a rule without conditions is a catch-all
-        elif rule.combinator == "all":
-            alternatives = (tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*options))
-        else:
-            alternatives = itertools.chain.from_iterable(options)
-        out: dict[frozenset[Test], None] = {}
-        for alternative in alternatives:
-            out.setdefault(frozenset((*dates, *alternative)), None)
-            if len(out) > MAX_ALTERNATIVES:
-                break
-        return [tuple(a) for a in out]
 
 
 @dataclass
@@ -327,7 +161,7 @@ class _DurableMatcher:
     """A ``Matcher`` over one durable-rules ruleset; safe to call from several threads."""
 
     def __init__(self, point: PointSpec, *, enforce_limits: bool = True) -> None:
-        translator = _Translator(point)
+        translator = Translator(point)
         chains: list[tuple[int, tuple[Test, ...]]] = []
         for index, rule in enumerate(point.rules):
             chains += [(index, alternative) for alternative in translator.rule(rule)]
@@ -337,18 +171,18 @@ class _DurableMatcher:
                 )
         layout = translator.layout
         names = layout.names()
-        if len({_djb2(n) for n in [*names, "sid", "id"]}) != len(names) + 2:
+        if len({djb2(n) for n in [*names, "sid", "id"]}) != len(names) + 2:
             raise translator.fail("two fact fields share a durable-rules name hash")
 
         # Tests used by many alternatives go first, so that alternatives share the head of their chain.
         uses = Counter(t for _, alternative in chains for t in alternative)
         root = _Node()
-        ordered: list[tuple[int, tuple[Test, ...]]] = [(_SENTINEL, ())]
+        ordered: list[tuple[int, tuple[Test, ...]]] = [(SENTINEL, ())]
         for index, alternative in chains:
             ordered.append((index, tuple(sorted(alternative, key=lambda t: (-uses[t], t)))))
         for _, alternative in ordered:
             node = root
-            for t in (_MARK, *alternative):
+            for t in (MARK, *alternative):
                 node = node.children.setdefault(t, _Node())
             node.ending += 1
         self.pending, widest, ending = _tree_limits(root)
@@ -382,7 +216,7 @@ class _DurableMatcher:
         for number, (index, alternative) in enumerate(ordered):
             name = f"r{number}"
             self._rule_of[name] = index
-            tests = [_json(_MARK), *(_json(t) for t in alternative)]
+            tests = [test_json(MARK), *(test_json(t) for t in alternative)]
             body = tests[0] if len(tests) == 1 else '{"$and":[' + ",".join(tests) + "]}"
             definitions.append(f'"{name}":{{"all":[{{"m":{body}}}]}}')
         self._ruleset = "{" + ",".join(definitions) + "}"
@@ -410,37 +244,37 @@ class _DurableMatcher:
     ) -> list[str]:
         """The request's fields as JSON members (``"name":value``); raises for anything not exact."""
         layout = self._layout
-        members = [f'"{_MARK.field}":1']
+        members = [f'"{MARK.field}":1']
         for bit, name in layout.lists.items():
             if mask >> bit & 1:
                 members.append(f'"{name}":true')
         if layout.candidate and cand is not None:
-            if not isinstance(cand, str) or len(text := _text(cand)) > MAX_TEXT:
-                raise _Unsupported("candidate")
+            if not isinstance(cand, str) or len(text := encode_text(cand)) > MAX_TEXT:
+                raise Unsupported("candidate")
             members.append(f'"c":{text}')
             if layout.confidence and conf is not None:
-                if (number := _number(conf)) is None:
-                    raise _Unsupported("confidence")
+                if (number := encode_number(conf)) is None:
+                    raise Unsupported("confidence")
                 members.append(f'"cf":{number}')
         if layout.state and state is not None:
-            if not isinstance(state, str) or len(text := _text(state)) > MAX_TEXT:
-                raise _Unsupported("state")
+            if not isinstance(state, str) or len(text := encode_text(state)) > MAX_TEXT:
+                raise Unsupported("state")
             members.append(f'"s":{text}')
         for fact, (name, kind) in layout.facts.items():
             value = facts.get(fact)
             if value is None:
                 continue  # a fact the request did not send: no test on it holds
-            if _kind(value) != kind:
-                raise _Unsupported(fact)
+            if value_kind(value) != kind:
+                raise Unsupported(fact)
             if kind == "number":
-                if (number := _number(value)) is None:
-                    raise _Unsupported(fact)
+                if (number := encode_number(value)) is None:
+                    raise Unsupported(fact)
                 members.append(f'"{name}":{number}')
             elif kind == "bool":
                 members.append(f'"{name}":{"true" if value else "false"}')
             else:
-                if len(text := _text(value)) > MAX_TEXT:
-                    raise _Unsupported(fact)
+                if len(text := encode_text(value)) > MAX_TEXT:
+                    raise Unsupported(fact)
                 members.append(f'"{name}":{text}')
         if layout.computed:
             request = Request(mask, cand, conf, facts, state, now)
@@ -450,7 +284,7 @@ class _DurableMatcher:
         for tz, name in layout.zones.items():
             members.append(f'"{name}":{time_of_day(now, tz)}')
         if layout.dated:
-            members.append(f'"now":{(now - _EPOCH) // _MICROSECOND}')
+            members.append(f'"now":{(now - EPOCH) // MICROSECOND}')
         return members
 
     def __call__(
@@ -492,7 +326,7 @@ class _DurableMatcher:
                     f"durable backend: point {self._point_key}: durable-rules failed ({exc}); "
                     "the request went beyond a limit the compile-time guard did not foresee"
                 ) from exc
-        held.discard(_SENTINEL)
+        held.discard(SENTINEL)
         return tuple(sorted(held))
 
 

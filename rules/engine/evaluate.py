@@ -52,6 +52,7 @@ def keyword_prepass(point: CompiledPoint, text: str) -> tuple[int, dict[int, lis
     return 0, {}
 
 
+# The engine's hot path: one function so that a decide pays no extra calls (bench/RESULTS.md).
 def evaluate(
     point: CompiledPoint,
     *,

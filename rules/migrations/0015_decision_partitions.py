@@ -7,7 +7,7 @@ On PostgreSQL only: ``rules_decisionrecord`` is rebuilt as a table partitioned b
 ``created_at``, with its rows: the old table is renamed, its indexes and primary key dropped, the new
 table created like it (``PARTITION BY RANGE (created_at)``, primary key ``(id, created_at)``) with a
 DEFAULT partition and one partition per month that has rows plus this month and the next two
-(``rules_decisionrecord_pYYYY_MM``, as ``rules.services.partitions`` names them), the rows copied, the
+(``rules_decisionrecord_pYYYY_MM``, as ``rules.decisions.partitions`` names them), the rows copied, the
 old indexes re-created on the new table under their names, and the old table dropped. The ids are UUIDs,
 so there is no sequence to carry over. The copy takes time in proportion to the log and holds the table
 for it: plan the upgrade of a large log. Reversible: backwards, the log is rebuilt as a plain table the
@@ -20,7 +20,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 TABLE = "rules_decisionrecord"
-MONTHS_AHEAD = 2  # as rules.services.partitions; frozen here so later code changes do not alter history
+MONTHS_AHEAD = 2  # as rules.decisions.partitions; frozen here so later code changes do not alter history
 
 
 def _month(moment):

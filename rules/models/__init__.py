@@ -1,21 +1,27 @@
-from rules.models.config import (
-    Condition,
+"""Every model of the rules app, imported from its room: Django loads models from this module."""
+
+from rules.config.choices import (
     ConditionKind,
-    DecisionPoint,
     FactType,
-    KeywordList,
-    KeywordTerm,
     MatchMode,
     NoCandidatePolicy,
     Operator,
-    Rule,
     RuleCategory,
     RuleCombinator,
     RuleMode,
+)
+from rules.config.models.machines import StateMachine
+from rules.config.models.points import (
+    Condition,
+    DecisionPoint,
+    KeywordList,
+    KeywordTerm,
+    Rule,
     Threshold,
 )
-from rules.models.decisions import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy
-from rules.models.governance import (
+from rules.config.models.revisions import ConfigRevision
+from rules.decisions.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy
+from rules.governance.models.change_requests import (
     OPEN_STATES,
     ChangeRequest,
     ChangeRequestApproval,
@@ -25,10 +31,8 @@ from rules.models.governance import (
     ImpactStatus,
     RegressionCase,
 )
-from rules.models.machines import StateMachine
-from rules.models.reports import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
-from rules.models.revisions import ConfigRevision
-from rules.models.tokens import StaffToken
+from rules.governance.models.tokens import StaffToken
+from rules.reports.models import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
 
 __all__ = [
     "OPEN_STATES",

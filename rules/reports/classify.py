@@ -1,8 +1,8 @@
 """What the configuration says about a decision point, read statically: how well it is governed, and which
 of its rules can never win.
 
-Pure functions over the configuration document (the shape of ``rules.selectors.config_document``), as
-``rules.risk`` is, so the same answers can be given for the live configuration, a revision's snapshot or
+Pure functions over the configuration document (the shape of ``rules.config.selectors.config_document``), as
+``rules.governance.risk`` is, so the same answers can be given for the live configuration, a revision's snapshot or
 a YAML file. No Django.
 
 Governance (``point_governance``) — one of
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.engine.evasion import EVASION_OPTIONS, is_numeric
-from rules.risk import handoff_outcomes, rule_high_risk
+from rules.governance.risk import handoff_outcomes, rule_high_risk
 
 CONTROLLED = "controlled"
 PARTIAL = "partial"
@@ -123,6 +123,8 @@ def _names(items: Sequence[str]) -> str:
     return ", ".join(items)
 
 
+# Long on purpose: one walk over a point's rules that gathers every governance fact the report shows
+# (docs/report.md), in the report's order.
 def point_governance(point: Mapping[str, Any], document: Mapping[str, Any], *, now: dt.datetime) -> Governance:
     """How well ``point`` (one point of ``document``) is governed at ``now``; see the module docstring."""
     config = _Config(document)

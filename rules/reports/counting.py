@@ -1,7 +1,7 @@
 """Counting the decision log for the decision-point map, by day in the project's ``TIME_ZONE``.
 
 One function counts a stretch of the log directly (``count_range``); the daily rollups
-(``rules.services.rollups``) store exactly what it returns for a whole closed day, and the report
+(``rules.reports.rollups``) store exactly what it returns for a whole closed day, and the report
 (``rules.reports.decision_map``) adds rollups for the whole closed days inside its window to direct
 counts of the rest — the partial first day, today so far, and any day whose rollup is missing. Because
 both sides use this one function, a rollup equals a direct count of its day by construction
@@ -25,8 +25,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, Sum
 
+from rules.hooks import report_counting
 from rules.models import CandidateRequestCount, DecisionRecord, RuledBy
-from rules.signals import report_counting
 
 RULED_BY = tuple(RuledBy.values)
 TICK = dt.timedelta(microseconds=1)
@@ -170,10 +170,8 @@ def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | No
         cursor.execute(_held_sql(inner), params)
         for point, key, n in cursor.fetchall():
             counts[point].rule_hits[key] += n
-    answers = report_counting.send(
-        sender=None, start=start, end=end - TICK, points=list(points) if points is not None else None
-    )
-    for _receiver, answer in answers:
+    answers = report_counting.ask(start=start, end=end - TICK, points=list(points) if points is not None else None)
+    for answer in answers:
         if isinstance(answer, dict):
             for point, codes in answer.items():
                 counts[point].anomalies.update(codes)

@@ -6,7 +6,7 @@ hours before ``now`` (inclusive) to ``now`` (inclusive), ``now`` being the momen
 per-day series is by day in the project's ``TIME_ZONE``.
 
 Each local day the window touches is counted one of two ways (``rules.reports.counting``): a whole
-closed day inside the window from its daily rollup (``rules.services.rollups``), and everything else —
+closed day inside the window from its daily rollup (``rules.reports.rollups``), and everything else —
 the partial first day, today up to ``now``, and any day without a rollup — directly from the log. Both
 use the same counting function, so the edges stay exact to the microsecond and a missing rollup is
 never read as zero.
@@ -22,6 +22,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from rules.config.selectors import config_document, revision_latest
 from rules.errors import InvalidRequest, UnknownPoint
 from rules.models import (
     OPEN_STATES,
@@ -45,7 +46,6 @@ from rules.reports.classify import (
 )
 from rules.reports.counting import RULED_BY, TICK, DayCounts, count_range, day_bounds, needs_by_date, report_time_zone
 from rules.reports.snapshots import since_snapshot
-from rules.selectors import config_document, revision_latest
 
 DAYS_DEFAULT = 14
 DAYS_MIN = 1
@@ -293,6 +293,7 @@ def _configured_parts(point: Mapping[str, Any], document: Mapping[str, Any], now
     }
 
 
+# Just over 80 lines: the report's fields assembled in the order docs/report.md lists them.
 def decision_map(
     *, days: int = DAYS_DEFAULT, point: str = "", now: dt.datetime | None = None, with_changes: bool = True
 ) -> dict[str, Any]:

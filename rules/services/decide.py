@@ -23,12 +23,12 @@ from django.db import connection, transaction
 from django.db.models import NOT_PROVIDED
 
 from decision_service.db import built_per_database, prepared_cursor
+from rules.config.runtime import engines
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.compiler import CompileError
 from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
 from rules.errors import EngineUnavailable, InvalidRequest, UnknownPoint
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
-from rules.runtime import engines
 
 # Anomalies a decision can reveal about the model; the agents app records them against the session.
 CANDIDATE_NOT_AN_OUTCOME = "candidate_not_an_outcome"

@@ -22,17 +22,17 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from rules.config.revisions import Actor
+from rules.config.runtime import engines
+from rules.config.selectors import config_document
 from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config, evaluate
 from rules.engine.compiler import CompileError
 from rules.errors import ConfigError, EngineUnavailable, InvalidRequest, NotFound, NotPending, UnknownPoint
+from rules.governance.change_requests import config_document_apply
+from rules.governance.models.change_requests import OPEN_STATES
+from rules.governance.regressions import masked_facts_problem
 from rules.models import ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase
-from rules.models.governance import OPEN_STATES
-from rules.runtime import engines
-from rules.selectors import config_document
-from rules.services.change_requests import config_document_apply
 from rules.services.decide import DecideRequest, decision_for_invalid_output, decision_prepare, decision_record_build
-from rules.services.regressions import masked_facts_problem
-from rules.services.revisions import Actor
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from rules.selectors import change_requests_under_review, change_requests_waiting_for
+from rules.governance.selectors import change_requests_under_review, change_requests_waiting_for
 
 register = template.Library()
 

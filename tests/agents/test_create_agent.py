@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 from agents.models import AgentRuntime
 from agents.selectors import agent_get_by_token
 from agents.services import token_hash
+from rules.config.records import point_save
 from rules.models import DecisionPoint
-from rules.services.records import point_save
 
 pytestmark = pytest.mark.django_db
 

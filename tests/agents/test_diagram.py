@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from rules.diagram import machine_svg
+from rules.config.machine_diagram import machine_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

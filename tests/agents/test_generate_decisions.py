@@ -8,10 +8,10 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from agents.models import Anomaly
+from rules.config.selectors import config_document
 from rules.models import CandidateRequestCount, DecisionRecord, DecisionRollupDay
 from rules.reports.decision_map import decision_map
-from rules.selectors import config_document
-from rules.services.rollups import decision_rollups_refresh
+from rules.reports.rollups import decision_rollups_refresh
 
 pytestmark = pytest.mark.django_db
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from rules.machines import machine_problems
+from rules.config.machine_definitions import machine_problems
+from rules.config.machines import machine_save
 from rules.models import StateMachine
-from rules.services.machines import machine_save
 
 AFTER_SALES = {
     "states": ["init", "intent_clarify", "received", "refund_review", "human_handoff", "closed", "escalated"],

@@ -16,8 +16,8 @@ from rest_framework.test import APIClient
 from agents.models import QueueEvent, Session, Transition
 from agents.services import agent_create
 from agents.services.queue import queue_claim
-from rules.configio.apply import config_import
-from rules.runtime import engines
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 QUEUE = "admin:agents_session_human_queue"

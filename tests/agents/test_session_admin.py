@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Session
 from agents.services.sessions import session_timeouts_sweep
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import StateMachine
 from tests.rules.test_admin import form_data
 from tests.support import DEMO, agent_api

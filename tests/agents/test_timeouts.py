@@ -34,9 +34,9 @@ from agents.services.sessions import (
     session_transition,
 )
 from decision_service.celery import app as celery_app
-from rules.configio.apply import config_import
+from rules.config.machines import machine_save
+from rules.config.yaml_import import config_import
 from rules.services.decide import DecideRequest
-from rules.services.machines import machine_save
 from tests.rules.test_worker import WAIT_SECONDS, Worker, _result_backend_url
 
 # The worker fixture itself, requested by name in the Celery test (an explicit re-export, so kept).

@@ -9,7 +9,7 @@ from agents.models import AgentRuntime
 from agents.services import agent_create
 from agents.services.decisions import decision_make
 from agents.services.sessions import session_create, session_interrupt, session_transition
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.services.decide import DecideRequest
 from tests.support import DEMO, ROOT
 
@@ -83,9 +83,9 @@ def live_staff(live_sessions) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from agents.models import Session
-    from rules.configio.validate import config_from_yaml
-    from rules.services.change_requests import change_request_propose
-    from rules.services.tokens import staff_token_create
+    from rules.config.document.validate import config_from_yaml
+    from rules.governance.change_requests import change_request_propose
+    from rules.governance.tokens import staff_token_create
 
     user = get_user_model().objects.create_superuser(username="fuzz_admin", password="fuzz-admin-pw-1")
     text = DEMO.read_text(encoding="utf-8")

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, User
 
-from rules.configio.export import config_export
-from rules.services.tokens import staff_token_create
+from rules.config.yaml_export import config_export
+from rules.governance.tokens import staff_token_create
 from tests.api.conftest import ROOT
 from tests.support import groups_ensure
 

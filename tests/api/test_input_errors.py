@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequest, ConfigRevision
-from rules.services.tokens import staff_token_create
 from tests.support import DEMO_TEXT, agent_api
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,6 @@ from agents import urls as agents_urls
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from decision_service.errors import DatabaseUnavailable
-from rules import staff_apis
 from rules import urls as rules_urls
 from rules.errors import (
     ChangeRequestChanged,
@@ -42,6 +41,7 @@ from rules.errors import (
     SelfApprovalForbidden,
     UnknownPoint,
 )
+from rules.governance import apis as staff_apis
 from rules.serializers import CandidateSerializer
 from tests.api.conftest import SPEC
 

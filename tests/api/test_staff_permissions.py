@@ -9,10 +9,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from rules.admin.simulator import SIMULATOR_PERMISSION
-from rules.configio.validate import config_from_yaml
-from rules.services.change_requests import change_request_propose
-from rules.services.tokens import staff_token_create
+from rules.config.document.validate import config_from_yaml
+from rules.governance.admin.simulator import SIMULATOR_PERMISSION
+from rules.governance.change_requests import change_request_propose
+from rules.governance.tokens import staff_token_create
 from tests.support import DEMO_TEXT, load_demo
 
 pytestmark = pytest.mark.governed  # the change request must stay pending to be read

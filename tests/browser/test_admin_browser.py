@@ -17,8 +17,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 
+from rules.config.records import threshold_save
 from rules.models import Threshold
-from rules.services.records import threshold_save
 
 # Playwright's sync API runs an asyncio loop in this thread, and Django refuses ORM calls from a thread
 # with a running loop unless told otherwise; the test's own ORM calls (setup, assertions) are plainly sync.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from rules.configio.validate import config_from_yaml
+from rules.config.document.validate import config_from_yaml
+from rules.governance.change_requests import change_request_propose
 from rules.models import ChangeRequest
-from rules.services.change_requests import change_request_propose
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.browser.test_governance_browser import _log_in, _user
 from tests.support import DEMO_TEXT, load_demo

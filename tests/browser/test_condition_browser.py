@@ -1,6 +1,6 @@
 """A real browser on a rule's conditions: each kind shows only its inputs, with its own help text.
 
-What is shown comes from the kinds of condition (``rules/conditions``) through the kind select's data
+What is shown comes from the kinds of condition (``rules/config/condition_kinds``) through the kind select's data
 attributes and ``condition_kind.js``. Same Chromium as ``test_admin_browser`` (its ``chromium_page``
 fixture); skipped without ``/usr/bin/chromium`` unless ``ARBITER_REQUIRE_BROWSER=1``.
 """
@@ -12,10 +12,10 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth import get_user_model
 
-from rules.admin.forms import ConditionForm
-from rules.conditions import ADAPTERS, INPUTS
+from rules.config.admin.forms import ConditionForm
+from rules.config.condition_kinds import ADAPTERS, INPUTS
+from rules.config.records import condition_save, point_save, rule_save, threshold_save
 from rules.models import Condition, DecisionPoint, Rule, Threshold
-from rules.services.records import condition_save, point_save, rule_save, threshold_save
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
 USERNAME, PASSWORD = "ops_conditions", "ops-password-1"

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 
 from agents.services import agent_create
 from agents.services.decisions import decision_make
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import ChangeRequest, Threshold
 from rules.services.decide import DecideRequest
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
@@ -102,10 +102,10 @@ def test_the_approve_button_approves_the_diff_the_page_showed_and_nothing_else(
     it is open; the approver's click is refused and the page then shows 77777, which a second click
     approves."""
     from decision_service.celery import app as celery_app
+    from rules.config import records
+    from rules.config.selectors import config_document
     from rules.errors import ApprovalRequired
-    from rules.selectors import config_document
-    from rules.services import records
-    from rules.services.change_requests import change_request_update, config_document_apply
+    from rules.governance.change_requests import change_request_update, config_document_apply
 
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     editor, _approver = _user("li_editor", "config_editors"), _user("wang_approver", "risk_approvers")

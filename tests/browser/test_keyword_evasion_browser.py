@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from rules.config.records import condition_save, keyword_list_save, keyword_terms_add, point_save, rule_save
 from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.models import Condition, DecisionPoint, KeywordList, Rule
-from rules.services.records import condition_save, keyword_list_save, keyword_terms_add, point_save, rule_save
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import agent_api
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import ChangeRequest, Rule, Threshold
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.rules.governance.conftest import make_user

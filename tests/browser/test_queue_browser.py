@@ -16,8 +16,8 @@ from django.contrib.auth import get_user_model
 
 from agents.models import Session, Transition
 from agents.services import agent_create
-from rules.configio.apply import config_import
-from rules.runtime import engines
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.rules.reports.test_decision_map import CONFIG

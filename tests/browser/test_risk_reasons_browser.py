@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from rules.config import records
 from rules.errors import ApprovalRequired
 from rules.models import KeywordList, Rule
-from rules.services import records
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
 

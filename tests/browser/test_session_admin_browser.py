@@ -16,9 +16,9 @@ from rest_framework.test import APIClient
 
 from agents.models import Session
 from agents.services import agent_create
-from rules.configio.apply import config_import
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 from rules.models import StateMachine
-from rules.runtime import engines
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import DEMO
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from rules.configio.apply import config_import
-from rules.configio.validate import config_from_yaml
+from rules.config.document.validate import config_from_yaml
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
+from rules.governance.change_requests import change_request_propose
 from rules.models import ChangeRequestState, DecisionRecord, RegressionCase
-from rules.runtime import engines
-from rules.services.change_requests import change_request_propose
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"

@@ -39,14 +39,14 @@ from rest_framework.test import APIClient
 
 from agents.services import agent_create
 from decision_service.admin.forms import DEFAULT_REASON, DEFAULT_REASONS
+from rules.config.records import threshold_save
+from rules.config.selectors import config_document
+from rules.decisions.presenters import replay_body
+from rules.decisions.replay import decision_replay
 from rules.errors import ApprovalRequired
+from rules.governance.change_requests import change_request_approve, change_request_propose
 from rules.models import ChangeRequest, DecisionRecord, Threshold
-from rules.presenters import replay_body
-from rules.selectors import config_document
-from rules.services.change_requests import change_request_approve, change_request_propose
 from rules.services.decide import DecideRequest
-from rules.services.records import threshold_save
-from rules.services.replay import decision_replay
 from rules.services.simulate import decision_simulate
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import ROOT, load_demo, reviewed_digest
@@ -222,7 +222,7 @@ class Data:
 
 def _config_words() -> set[str]:
     """Keys and names of the configuration and the sessions (outcomes, states, machines, points, rules)."""
-    from rules.selectors import config_document as document
+    from rules.config.selectors import config_document as document
 
     def keys(value: Any) -> Iterator[str]:
         if isinstance(value, dict):

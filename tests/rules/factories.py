@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from rules.config import records
 from rules.models import Condition, DecisionPoint, KeywordList, Rule, Threshold
-from rules.services import records
 
 
 def threshold(key="min_confidence", value="0.65", lo="0", hi="1", actor=None, **kw) -> Threshold:

@@ -18,7 +18,16 @@ from django.urls import reverse
 
 from agents.models import AgentRuntime
 from agents.services import agent_create
-from rules.admin.fields import parse_literal, parse_literal_list, show_literal
+from rules.config.admin.fields import parse_literal, parse_literal_list, show_literal
+from rules.config.machines import machine_save
+from rules.config.records import (
+    condition_save,
+    keyword_list_save,
+    keyword_terms_add,
+    point_save,
+    rule_save,
+    threshold_save,
+)
 from rules.models import (
     Condition,
     ConditionKind,
@@ -32,15 +41,6 @@ from rules.models import (
     RuleCategory,
     StateMachine,
     Threshold,
-)
-from rules.services.machines import machine_save
-from rules.services.records import (
-    condition_save,
-    keyword_list_save,
-    keyword_terms_add,
-    point_save,
-    rule_save,
-    threshold_save,
 )
 
 REASON = "Test configuration"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rules.conditions import ADAPTERS, INPUTS, KINDS, unused_inputs
+from rules.config.condition_kinds import ADAPTERS, INPUTS, KINDS, unused_inputs
 from rules.engine.conditions import KINDS as ENGINE_KINDS
 from rules.models import Condition, ConditionKind
 
@@ -10,7 +10,7 @@ from rules.models import Condition, ConditionKind
 def test_every_engine_kind_has_one_adapter_in_a_module_named_after_it():
     assert set(ADAPTERS) == set(ENGINE_KINDS)
     for kind, adapter in ADAPTERS.items():
-        assert type(adapter).__module__ == f"rules.conditions.{kind}"
+        assert type(adapter).__module__ == f"rules.config.condition_kinds.{kind}"
         assert adapter.kind == kind
         assert set(adapter.inputs) <= set(INPUTS), kind
 

@@ -20,8 +20,9 @@ from rest_framework.test import APIClient
 
 from agents.models import Anomaly
 from agents.services import agent_create
-from rules.admin.decisions import session_search
-from rules.configio.apply import config_import
+from rules.config import records
+from rules.config.yaml_import import config_import
+from rules.decisions.admin import session_search
 from rules.models import (
     CandidateRequestCount,
     Condition,
@@ -34,7 +35,6 @@ from rules.models import (
     RuleMode,
     Threshold,
 )
-from rules.services import records
 from tests.support import DEMO, agent_api
 
 pytestmark = pytest.mark.django_db

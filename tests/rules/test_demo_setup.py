@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from rules.config import records
 from rules.errors import ApprovalRequired
 from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, Threshold
-from rules.services import records
 
 pytestmark = pytest.mark.django_db
 

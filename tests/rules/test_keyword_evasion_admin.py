@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ConfigRevision, DecisionRecord, KeywordList, Rule
 from tests.rules.test_admin import form_data

@@ -15,16 +15,16 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import AgentRuntime, Anomaly, Transition
 from agents.services.sessions import session_create, session_move
-from rules.models import DecisionIdempotencyKey, DecisionRecord
-from rules.services.decide import decision_record_insert
-from rules.services.partitions import (
+from rules.decisions.partitions import (
     DEFAULT_PARTITION,
     TABLE,
     decision_log_partitioned,
     decision_log_partitions,
     decision_log_partitions_ensure,
 )
-from rules.services.retention import decision_log_purge
+from rules.decisions.retention import decision_log_purge
+from rules.models import DecisionIdempotencyKey, DecisionRecord
+from rules.services.decide import decision_record_insert
 from rules.tasks import decision_log_partitions_ensure as ensure_task
 from tests.support import agent_api
 

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from agents.models import AgentRuntime, Anomaly
 from agents.services import agent_create
+from rules.decisions.retention import decision_log_purge, decision_log_rows_purge
 from rules.models import CandidateRequestCount, DecisionRecord
-from rules.services.retention import decision_log_purge, decision_log_rows_purge
 from rules.tasks import decision_log_purge as decision_log_purge_task
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_only_rows_older_than_the_period_are_deleted(agent, settings, caplog):
     CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(40).date(), count=3)
     CandidateRequestCount.objects.create(point="intent_routing", agent_id=agent.pk, day=days_ago(3).date(), count=5)
 
-    with caplog.at_level(logging.INFO, logger="rules.services.retention"):
+    with caplog.at_level(logging.INFO, logger="rules.decisions.retention"):
         assert decision_log_purge(now=NOW) == 3
     assert "deleted 3 decisions" in caplog.text
 

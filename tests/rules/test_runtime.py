@@ -7,10 +7,9 @@ from decimal import Decimal
 import pytest
 from django.test import override_settings
 
-from rules import runtime
+from rules.config import records, runtime
+from rules.config.runtime import EngineCache
 from rules.models import Threshold
-from rules.runtime import EngineCache
-from rules.services import records
 from tests.rules import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from rules import validators as v
-from rules.configio.validate import config_problems
+from rules.config import validators as v
+from rules.config.document.validate import config_problems
 from rules.models import FactType, MatchMode, Operator
 
 

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.models import AgentRuntime
 from agents.services import agent_create, agent_rotate_token, agent_set_points
-from rules.services.revisions import config_change
+from rules.config.revisions import config_change
 
 
 class Command(BaseCommand):

@@ -11,12 +11,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.models import AgentRuntime
 from agents.services import agent_create, agent_rotate_token
-from rules.configio.apply import config_import
+from rules.config.selectors import revision_latest
+from rules.config.yaml_import import config_import
 from rules.errors import ConfigError
+from rules.governance.change_requests import change_request_withdraw
+from rules.governance.notifications import APPROVERS_GROUP
 from rules.models import OPEN_STATES, ChangeRequest
-from rules.selectors import revision_latest
-from rules.services.change_requests import change_request_withdraw
-from rules.services.notifications import APPROVERS_GROUP
 
 DEMO_FILE = Path(settings.BASE_DIR) / "demo" / "after_sales.yaml"
 

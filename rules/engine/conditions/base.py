@@ -167,7 +167,7 @@ class ConditionSpec(abc.ABC):
     @classmethod
     @abc.abstractmethod
     def read(cls, raw: Mapping[str, Any], ctx: CompileContext) -> ConditionSpec:
-        """The spec of one condition in the snapshot form (``rules.selectors.config_document``)."""
+        """The spec of one condition in the snapshot form (``rules.config.selectors.config_document``)."""
 
     @abc.abstractmethod
     def holds(self, point: PointSpec, request: Request) -> bool:

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from rules.services.regressions import regressions_check
+from rules.governance.regressions import regressions_check
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from rules.services.tokens import staff_token_create
+from rules.governance.tokens import staff_token_create
 
 
 class Command(BaseCommand):

@@ -21,7 +21,7 @@ class Command(BaseCommand):
         from rules.errors import InvalidRequest, UnknownPoint
         from rules.models import DecisionMapSnapshot, SnapshotTrigger
         from rules.reports.decision_map import days_parse, decision_map
-        from rules.services.snapshots import decision_map_snapshot_take
+        from rules.reports.snapshot_jobs import decision_map_snapshot_take
 
         if options["snapshot"]:
             if options["days"] is not None or options["point"]:

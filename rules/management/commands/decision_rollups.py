@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--until", type=dt.date.fromisoformat, help="Last day, YYYY-MM-DD (default yesterday).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from rules.services.rollups import decision_rollups_rebuild, last_closed_day
+        from rules.reports.rollups import decision_rollups_rebuild, last_closed_day
 
         last = options["until"] or last_closed_day()
         first = options["since"] or last - dt.timedelta(days=options["days"] - 1)

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from rules.configio.export import config_export
+from rules.config.yaml_export import config_export
 
 
 class Command(BaseCommand):

@@ -5,10 +5,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.errors import ConfigError, DuplicateChangeRequest
-from rules.services.change_requests import change_request_via
-from rules.shell import shell_user
+from rules.governance.change_requests import change_request_via
+from rules.governance.shell import shell_user
 
 
 class Command(BaseCommand):

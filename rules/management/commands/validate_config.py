@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from rules.configio.validate import config_check
+from rules.config.document.validate import config_check
 
 
 class Command(BaseCommand):

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from agents.models import AgentRuntime, Session
 from agents.services import agent_create, agent_rotate_token, agent_save, agent_set_points
 from agents.services.sessions import session_create, session_transition
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from tests.support import DEMO
 

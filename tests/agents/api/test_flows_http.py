@@ -18,7 +18,7 @@ import pytest
 from agents.models import Anomaly, Session, Transition
 from agents.services import agent_create
 from agents.services.queue import queue_resolve
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.support import DEMO
 

@@ -19,9 +19,9 @@ from rest_framework.test import APIClient
 
 from agents.models import Anomaly, Session, Transition
 from agents.services.sessions import session_timeouts_sweep
+from rules.config.records import point_save
+from rules.governance.tokens import staff_token_create
 from rules.models import DecisionPoint, DecisionRecord
-from rules.services.records import point_save
-from rules.services.tokens import staff_token_create
 from tests.agents.api.conftest import post
 
 pytestmark = pytest.mark.django_db

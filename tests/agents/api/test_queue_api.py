@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from agents.models import QueueEvent, Session, Transition
-from rules.services.tokens import staff_token_create
+from rules.governance.tokens import staff_token_create
 from tests.agents.api.conftest import post
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from agents.services import agent_create
 from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return
 from agents.services.sessions import session_create, session_report_anomaly, session_transition
 from decision_service.errors import PermissionDenied
-from rules.configio.apply import config_import
-from rules.runtime import engines
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 
 DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
 

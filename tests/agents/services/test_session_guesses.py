@@ -32,7 +32,7 @@ from agents.services.sessions import (
     session_transition,
     sessions_seen_forget,
 )
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.engine import Candidate
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.services.decide import DecideRequest, decision_evaluate, decision_prepare, point_current

@@ -37,12 +37,12 @@ from agents.services.sessions import (
     session_resume,
     session_transition,
 )
-from rules.configio.apply import config_import
+from rules.config.machines import machine_save
+from rules.config.yaml_import import config_import
 from rules.engine import Candidate
 from rules.errors import InvalidRequest
 from rules.models import CandidateRequestCount, DecisionRecord, RuledBy, StateMachine
 from rules.services.decide import DecideRequest
-from rules.services.machines import machine_save
 from tests.support import DEMO, UNDER_REVIEW_RULE
 
 pytestmark = pytest.mark.django_db
@@ -469,7 +469,7 @@ def test_the_feedback_query_names_the_models_tables():
 
     # The hints are counted in SQL written by hand (one statement on the decide path): a table renamed in
     # a migration must be renamed there too.
-    # Written out for the partial index's predicate (rules.models.decisions), which names the same value.
+    # Written out for the partial index's predicate (rules.decisions.models), which names the same value.
     assert f"ruled_by = '{RuledBy.HARD_RULE.value}'" in _FEEDBACK_OVERRULED_PG
     for sql in (_FEEDBACK_BASIS_SQL, _FEEDBACK_ANOMALIES_PG + _FEEDBACK_OVERRULED_PG):
         assert f"FROM {Anomaly._meta.db_table} " in sql

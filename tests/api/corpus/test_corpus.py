@@ -12,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from tests.api.conftest import DEMO
 from tests.api.corpus import runner
 

@@ -7,8 +7,8 @@ import pytest
 from django.conf import settings
 
 from agents.models import Anomaly
+from rules.config import records
 from rules.models import CandidateRequestCount, DecisionRecord, Threshold
-from rules.services import records
 from tests.rules.api.conftest import decide
 
 pytestmark = pytest.mark.django_db
@@ -200,8 +200,8 @@ def test_invalid_requests_get_422_with_the_field_named(client, body, field):
 
 
 def test_nul_characters_are_refused_before_they_reach_the_database(client):
+    from rules.config import records as rec
     from rules.models import DecisionPoint
-    from rules.services import records as rec
 
     point = DecisionPoint.objects.get(key="refund_approval")
     point.facts = {**point.facts, "note": "string"}
@@ -217,7 +217,7 @@ def test_nul_characters_are_refused_before_they_reach_the_database(client):
 
 @pytest.mark.parametrize("engine", ["native", "durable"])
 def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
-    from rules.runtime import engines
+    from rules.config.runtime import engines
 
     settings.ARBITER_ENGINE = engine
     engines.clear()
@@ -232,8 +232,8 @@ def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
 
 def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
     from agents.services.sessions import session_create, session_transition
+    from rules.config import records as rec
     from rules.models import Condition, DecisionPoint, Rule
-    from rules.services import records as rec
 
     point = DecisionPoint.objects.get(key="intent_routing")
     rule = rec.rule_save(
@@ -264,8 +264,8 @@ def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
 
 
 def test_replay_is_identical_when_a_keyword_would_match_a_masking_placeholder(client, actor):
+    from rules.config import records as rec
     from rules.models import KeywordList
-    from rules.services import records as rec
 
     rec.keyword_terms_add(
         keyword_list=KeywordList.objects.get(key="high_risk"), terms=["phone"], actor=actor, reason="t"

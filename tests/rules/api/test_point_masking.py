@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.rules.api.conftest import decide
 from tests.support import DEMO, agent_api

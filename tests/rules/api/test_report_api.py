@@ -11,10 +11,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
-from rules.configio.apply import config_import
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
+from rules.governance.tokens import staff_token_create
 from rules.models import DecisionRecord
-from rules.runtime import engines
-from rules.services.tokens import staff_token_create
 from tests.rules.reports.test_decision_map import CONFIG
 
 pytestmark = pytest.mark.django_db

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from rules.config.selectors import config_document
 from rules.models import (
     Condition,
     ConfigRevision,
@@ -18,7 +19,6 @@ from rules.models import (
     StateMachine,
     Threshold,
 )
-from rules.selectors import config_document
 
 DEMO_FILE = Path(settings.BASE_DIR) / "demo" / "after_sales.yaml"
 

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command, execute_from_command_line
 from django.core.management.base import CommandError
 
+from rules.config.selectors import config_document
 from rules.models import ConfigRevision, Threshold
-from rules.selectors import config_document
 
 from .conftest import DEMO_FILE, FULL_YAML, db_state
 

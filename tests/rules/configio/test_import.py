@@ -10,9 +10,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 
 from agents.services import agent_create
-from rules.configio import apply
-from rules.configio.apply import ImportResult, config_import
-from rules.configio.validate import config_from_yaml
+from rules.config import yaml_import as apply
+from rules.config.document.validate import config_from_yaml
+from rules.config.revisions import config_change
+from rules.config.yaml_import import ImportResult, config_import
 from rules.errors import ConfigError
 from rules.models import (
     Condition,
@@ -24,7 +25,6 @@ from rules.models import (
     StateMachine,
     Threshold,
 )
-from rules.services.revisions import config_change
 
 from .conftest import AUDITED, DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
 
@@ -296,7 +296,7 @@ def test_a_refusal_during_apply_names_the_record_and_rolls_everything_back(actor
 
 
 def test_a_database_refusal_at_the_end_rolls_back_the_earlier_writes(actor, monkeypatch):
-    from rules.configio import apply as apply_module
+    from rules.config import yaml_import as apply_module
 
     run(DEMO, actor)
     before = db_state()

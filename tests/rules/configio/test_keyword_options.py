@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rules.configio.apply import config_import
-from rules.configio.export import config_export
-from rules.configio.validate import config_from_yaml, config_problems
+from rules.config.document.validate import config_from_yaml, config_problems
+from rules.config.yaml_export import config_export
+from rules.config.yaml_import import config_import
 from rules.models import KeywordList
 
 DOC = """\

@@ -16,9 +16,9 @@ from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rules.configio.apply import config_import
-from rules.configio.validate import config_check
-from rules.configio.yamlload import MAX_DEPTH, MAX_NUMBER_DIGITS, MAX_VALUES
+from rules.config.document.validate import config_check
+from rules.config.document.yamlload import MAX_DEPTH, MAX_NUMBER_DIGITS, MAX_VALUES
+from rules.config.yaml_import import config_import
 from rules.errors import ConfigError
 
 from .conftest import DEMO_FILE

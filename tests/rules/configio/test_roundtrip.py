@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from rules.configio.apply import config_import
-from rules.configio.export import config_export
-from rules.configio.validate import config_from_yaml
-from rules.selectors import config_document
+from rules.config.document.validate import config_from_yaml
+from rules.config.selectors import config_document
+from rules.config.yaml_export import config_export
+from rules.config.yaml_import import config_import
 
 from .conftest import DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
 

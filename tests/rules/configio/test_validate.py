@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rules.configio.validate import config_from_yaml, config_problems
+from rules.config.document.validate import config_from_yaml, config_problems
 from rules.errors import ConfigError
 
 from .conftest import DEMO_FILE, EMPTY_YAML, FULL_YAML
@@ -438,7 +438,7 @@ def test_the_complete_example_in_the_docs_is_the_demo_configuration():
 
 
 def test_a_date_beyond_the_storable_range_is_a_problem_not_a_crash():
-    from rules.configio.validate import config_problems
+    from rules.config.document.validate import config_problems
 
     text = """version: 1
 thresholds: []
@@ -541,7 +541,7 @@ def test_a_fact_matches_pattern_is_stored_trimmed():
 
 
 def test_a_validators_sentence_becomes_a_clause():
-    from rules.configio.readers import clause
+    from rules.config.document.readers import clause
 
     assert clause("A term cannot be empty.") == "a term cannot be empty"
     assert clause("The operator > needs a number fact; this one is string.") == (

@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from rules.configio.validate import config_from_yaml
+from rules.config.document.validate import config_from_yaml
 from tests.support import DEMO
 
 # The seed's after-sales configuration, as a snapshot (the shape ``config_document`` produces), read from

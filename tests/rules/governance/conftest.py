@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
 from tests.support import DEMO, groups_ensure
 
 DEMO_TEXT = DEMO.read_text(encoding="utf-8")

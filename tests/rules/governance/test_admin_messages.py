@@ -10,10 +10,10 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
+from rules.config import records
 from rules.errors import ApprovalRequired
+from rules.governance.change_requests import change_request_approve
 from rules.models import ChangeRequest, KeywordList, Threshold
-from rules.services import records
-from rules.services.change_requests import change_request_approve
 from tests.rules.test_admin import form_data
 from tests.support import reviewed_digest
 

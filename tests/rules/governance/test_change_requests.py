@@ -8,6 +8,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from rules.config import records
+from rules.config.selectors import config_document
 from rules.errors import (
     ApprovalRequired,
     ChangeRequestSuperseded,
@@ -15,15 +17,7 @@ from rules.errors import (
     PermissionDenied,
     SelfApprovalForbidden,
 )
-from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
-from rules.selectors import (
-    change_requests_touching,
-    change_requests_under_review,
-    change_requests_waiting_for,
-    config_document,
-)
-from rules.services import records
-from rules.services.change_requests import (
+from rules.governance.change_requests import (
     change_request_acknowledge,
     change_request_apply,
     change_request_approve,
@@ -36,6 +30,12 @@ from rules.services.change_requests import (
     change_requests_apply_due,
     config_document_apply,
 )
+from rules.governance.selectors import (
+    change_requests_touching,
+    change_requests_under_review,
+    change_requests_waiting_for,
+)
+from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
 from tests.support import reviewed_digest
 
 from .conftest import make_user
@@ -244,7 +244,7 @@ def test_the_admin_index_counts_what_waits_for_each_approver(demo, editor, appro
 
 
 def test_the_first_configuration_of_an_installation_applies_directly(db, editor):
-    from rules.configio.apply import config_import
+    from rules.config.yaml_import import config_import
 
     from .conftest import DEMO_TEXT
 

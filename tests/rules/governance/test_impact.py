@@ -13,13 +13,13 @@ from django.utils import timezone
 
 from agents.services import agent_create
 from agents.services.decisions import decision_make
+from rules.config import records
 from rules.errors import ApprovalRequired, OverrideReasonRequired
+from rules.governance.change_requests import change_request_approve
+from rules.governance.impact import change_request_impact_run
+from rules.governance.regressions import regression_case_pin, regressions_check
 from rules.models import ChangeRequest, DecisionRecord, RegressionCase, Threshold
-from rules.services import records
-from rules.services.change_requests import change_request_approve
 from rules.services.decide import DecideRequest
-from rules.services.impact import change_request_impact_run
-from rules.services.regressions import regression_case_pin, regressions_check
 from tests.support import reviewed_digest
 
 from .conftest import make_user
@@ -167,9 +167,9 @@ def test_a_decision_is_pinned_from_its_page_in_the_admin(bot, editor, client):
 def test_a_preview_of_the_change_before_an_edit_never_stands_for_the_edited_one(bot, editor, approver, monkeypatch):
     # The author edits while the first preview is still replaying; the edit's own preview finishes
     # first. The first one's result — no broken case — must not replace the edited change's.
-    from rules.selectors import config_document
-    from rules.services import impact as impact_module
-    from rules.services.change_requests import change_request_update, config_document_apply
+    from rules.config.selectors import config_document
+    from rules.governance import impact as impact_module
+    from rules.governance.change_requests import change_request_update, config_document_apply
 
     case = regression_case_pin(record=_refund(bot, 600), actor=editor, note="600 must go to a person")
     request = _propose_limit(editor, "550")  # 600 still goes to a person: breaks nothing

@@ -14,12 +14,13 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from rules.config.selectors import config_document
+from rules.decisions.replay import _PLACEHOLDER
+from rules.decisions.selectors import decision_log_row_ids, decision_log_rows
 from rules.engine import Candidate, compile_config, evaluate
+from rules.governance.impact import MAX_EXAMPLES, impact_compute, impact_points_affected, row_json
 from rules.models import DecisionRecord
-from rules.selectors import config_document, decision_log_row_ids, decision_log_rows
 from rules.services.decide import decision_for_invalid_output
-from rules.services.impact import MAX_EXAMPLES, impact_compute, impact_points_affected, row_json
-from rules.services.replay import _PLACEHOLDER
 
 NOW = dt.datetime(2026, 11, 20, 15, 30, tzinfo=dt.UTC)
 
@@ -291,7 +292,7 @@ def test_examples_take_their_ids_and_times_from_the_log_and_a_row_deleted_since_
 
 
 def test_a_full_prepass_cache_is_emptied_and_the_counts_stay_exact(documents, monkeypatch):
-    monkeypatch.setattr("rules.services.replay.PREPASS_CACHE", 2)
+    monkeypatch.setattr("rules.decisions.replay.PREPASS_CACHE", 2)
     live, proposals = documents
     _log([_row(**r) for r in _FIXED])
     assert _fast(live, proposals["plain"]) == _reference(live, proposals["plain"], NOW)

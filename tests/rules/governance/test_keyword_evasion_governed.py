@@ -7,10 +7,10 @@ import copy
 
 import pytest
 
+from rules.config import records
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.errors import ApprovalRequired
 from rules.models import Condition, KeywordList
-from rules.services import records
 
 pytestmark = pytest.mark.governed
 
@@ -44,7 +44,7 @@ def test_changing_the_unless_phrases_of_a_high_risk_rule_waits_for_approval(demo
 
 
 def test_turning_an_option_off_on_a_list_no_high_risk_rule_uses_applies_at_once(demo, editor):
-    # Not refund_triggers: its rule decides before a risk rule, so its options are governed too (rules.risk).
+    # Not refund_triggers: its rule decides before a risk rule, so its options are governed too (rules.governance.risk).
     records.keyword_list_save(keyword_list=KeywordList(key="thanks", name="Thanks"), actor=editor, reason="new")
     keyword_list = KeywordList.objects.get(key="thanks")
     assert keyword_list.fold_variants is True  # a new list's default
@@ -57,8 +57,8 @@ def test_turning_an_option_off_on_a_list_no_high_risk_rule_uses_applies_at_once(
 def test_the_impact_preview_replays_a_point_whose_list_changes_an_option(option):
     """A changed option changes what the point decides, so its traffic is replayed (not skipped as unchanged)."""
 
-    from rules.configio.validate import config_from_yaml
-    from rules.services.impact import impact_points_affected
+    from rules.config.document.validate import config_from_yaml
+    from rules.governance.impact import impact_points_affected
     from tests.support import DEMO
 
     live = config_from_yaml(DEMO.read_text(encoding="utf-8"))

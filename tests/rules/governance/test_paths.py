@@ -12,9 +12,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
+from rules.config import records
+from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
-from rules.services import records
-from rules.services.tokens import staff_token_create
 from tests.rules.test_admin import form_data
 from tests.support import reviewed_digest
 
@@ -94,7 +94,7 @@ def test_reverting_a_high_risk_threshold_from_its_history_waits_too(demo, editor
     original = threshold.history.get()
     threshold.value = Decimal("800")
     from rules.errors import ApprovalRequired
-    from rules.services.change_requests import change_request_approve
+    from rules.governance.change_requests import change_request_approve
 
     with pytest.raises(ApprovalRequired) as held:
         records.threshold_save(threshold=threshold, actor=editor, reason="raise")

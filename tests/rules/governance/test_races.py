@@ -22,11 +22,10 @@ import pytest
 from django.db import connection
 
 from decision_service.errors import DomainError
+from rules.config import records
+from rules.config.selectors import config_document
 from rules.errors import ApprovalRequired
-from rules.models import ChangeRequest, ConfigRevision, Threshold
-from rules.selectors import config_document
-from rules.services import records
-from rules.services.change_requests import (
+from rules.governance.change_requests import (
     change_request_approve,
     change_request_break_glass,
     change_request_reject,
@@ -34,6 +33,7 @@ from rules.services.change_requests import (
     change_request_withdraw,
     config_document_apply,
 )
+from rules.models import ChangeRequest, ConfigRevision, Threshold
 from tests.support import reviewed_digest
 
 from .conftest import make_user
@@ -214,7 +214,7 @@ def test_the_scheduler_against_reject_of_an_approved_request_ends_one_way_or_the
 
     from django.utils import timezone
 
-    from rules.services.change_requests import change_request_schedule, change_requests_apply_due
+    from rules.governance.change_requests import change_request_schedule, change_requests_apply_due
 
     editor, approver, approver2 = people
     for round_ in range(ROUNDS):

@@ -12,17 +12,17 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from rules.config import records
+from rules.config.selectors import config_document
 from rules.errors import ApprovalRequired, ChangeRequestChanged
-from rules.models import ChangeRequest, ConfigRevision, Threshold
-from rules.selectors import config_document
-from rules.services import records
-from rules.services.change_requests import (
+from rules.governance.change_requests import (
     change_request_approve,
     change_request_digest,
     change_request_update,
     config_document_apply,
 )
-from rules.services.tokens import staff_token_create
+from rules.governance.tokens import staff_token_create
+from rules.models import ChangeRequest, ConfigRevision, Threshold
 from tests.support import reviewed_digest
 
 pytestmark = pytest.mark.governed
@@ -158,7 +158,7 @@ def test_the_admin_refuses_an_approval_of_an_edited_request_and_shows_the_curren
 
 
 def _rows(request: ChangeRequest) -> list[dict]:
-    from rules.services.change_requests import change_request_diff_rows
+    from rules.governance.change_requests import change_request_diff_rows
 
     return change_request_diff_rows(ChangeRequest.objects.get(pk=request.pk))
 
@@ -167,7 +167,7 @@ def test_break_glass_applies_only_the_change_that_was_shown(demo, editor):
     """Break glass is the other way a held change goes live: it is bound to what was read, too."""
     from django.contrib.auth.models import Permission
 
-    from rules.services.change_requests import change_request_break_glass
+    from rules.governance.change_requests import change_request_break_glass
     from tests.rules.governance.conftest import make_user
 
     on_call = make_user("on_call", "config_editors")

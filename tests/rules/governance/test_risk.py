@@ -1,4 +1,4 @@
-"""What is high-risk, case by case (rules/risk.py), on the after-sales demo configuration."""
+"""What is high-risk, case by case (rules/governance/risk.py), on the after-sales demo configuration."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rules.configio.diff import config_diff
-from rules.configio.validate import config_from_yaml
+from rules.config.document.diff import config_diff
+from rules.config.document.validate import config_from_yaml
 from rules.engine.evasion import EVASION_OPTIONS
-from rules.risk import change_risks, record_approval_note
+from rules.governance.risk import change_risks, record_approval_note
 
 DEMO = config_from_yaml((Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml").read_text("utf-8"))
 

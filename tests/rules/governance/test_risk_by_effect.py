@@ -10,12 +10,12 @@ from decimal import Decimal
 import pytest
 from django.utils import translation
 
-from rules.configio.apply import config_apply
+from rules.config import records
+from rules.config.selectors import config_document
+from rules.config.yaml_import import config_apply
 from rules.errors import ApprovalRequired
+from rules.governance.change_requests import change_request_withdraw
 from rules.models import ChangeRequest, ConfigRevision, KeywordList, Rule, Threshold
-from rules.selectors import config_document
-from rules.services import records
-from rules.services.change_requests import change_request_withdraw
 from tests.rules.api.conftest import decide
 from tests.support import agent_api
 
@@ -92,7 +92,7 @@ def test_a_new_threshold_and_an_edit_of_a_rule_ahead_of_a_risk_rule_wait_for_app
 
 def test_raising_an_unflagged_threshold_an_approved_risk_rule_reads_waits_for_approval(db, editor):
     # The first configuration (applies directly): the demo plus an unflagged hard cap read by a risk rule.
-    from rules.configio.validate import config_from_yaml
+    from rules.config.document.validate import config_from_yaml
 
     first = config_from_yaml(DEMO_TEXT)
     first["thresholds"].append({"key": "hard_cap", "value": 10000, "min": 0, "max": 10**9, "high_risk": False})
@@ -177,8 +177,8 @@ def test_the_impact_preview_counts_flipped_decisions_of_high_risk_rules_on_the_p
 ):
     from rest_framework.test import APIClient
 
-    from rules.services.impact import change_request_impact_run
-    from rules.services.tokens import staff_token_create
+    from rules.governance.impact import change_request_impact_run
+    from rules.governance.tokens import staff_token_create
 
     bot = agent_api()
     for body in (
@@ -270,8 +270,8 @@ def test_changing_a_machines_initial_or_terminal_states_is_high_risk(demo):
     """A new initial state can start every session past a rule that reads the state; a new terminal state
     ends conversations there. Judged on the documents alone (the demo's machine has no other valid
     initial state to move to without changing its transitions, which is high-risk anyway)."""
-    from rules.configio.diff import config_diff
-    from rules.risk import change_risks
+    from rules.config.document.diff import config_diff
+    from rules.governance.risk import change_risks
 
     before = config_document()
     for field, value in (("initial", "intent_clarify"), ("terminal", ["closed", "escalated"])):

@@ -12,11 +12,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rules.configio.diff import config_diff
-from rules.configio.validate import config_from_yaml
+from rules.config.document.diff import config_diff
+from rules.config.document.validate import config_from_yaml
 from rules.engine import Candidate, CompileError, compile_config, evaluate
-from rules.risk import change_risks
-from rules.services.impact import live_high_risk_rules
+from rules.governance.impact import live_high_risk_rules
+from rules.governance.risk import change_risks
 
 NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.UTC)
 BASE = config_from_yaml((Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml").read_text("utf-8"))

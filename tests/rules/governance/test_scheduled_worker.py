@@ -15,11 +15,11 @@ from django.db import connection
 from django.utils import timezone
 
 from decision_service.celery import app as celery_app
-from rules.configio.apply import config_import
+from rules.config import records
+from rules.config.yaml_import import config_import
 from rules.errors import ApprovalRequired
+from rules.governance.change_requests import change_request_approve, change_request_schedule
 from rules.models import ChangeRequest, Threshold
-from rules.services import records
-from rules.services.change_requests import change_request_approve, change_request_schedule
 from rules.tasks import change_requests_apply_due
 from tests.rules.test_worker import WAIT_SECONDS, _result_backend_url, worker  # noqa: F401 - the fixture
 from tests.support import reviewed_digest
@@ -70,6 +70,6 @@ def test_celery_applies_a_due_change_request_once(request, settings):
         assert applied == [change_request.pk]
     assert Threshold.objects.get(key="auto_refund_limit").value == Decimal("900")
     assert ChangeRequest.objects.get(pk=change_request.pk).state == "applied"
-    from rules.services.change_requests import change_requests_apply_due as apply_due
+    from rules.governance.change_requests import change_requests_apply_due as apply_due
 
     assert apply_due() == []  # a second run applies nothing

@@ -15,17 +15,17 @@ from django.urls import reverse
 from django.utils import translation
 from rest_framework.test import APIClient
 
+from rules.config import records
+from rules.config.selectors import config_document
 from rules.errors import ApprovalRequired, DuplicateChangeRequest
-from rules.models import ChangeRequest, ConfigRevision, Threshold
-from rules.selectors import config_document
-from rules.services import records
-from rules.services.change_requests import (
+from rules.governance.change_requests import (
     change_request_event_line,
     change_request_propose,
     change_request_update,
     config_document_apply,
 )
-from rules.services.tokens import staff_token_create
+from rules.governance.tokens import staff_token_create
+from rules.models import ChangeRequest, ConfigRevision, Threshold
 
 from .conftest import DEMO_TEXT, make_user
 

@@ -8,10 +8,10 @@ from django.apps import apps
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
-from rules.configio.validate import config_from_yaml
+from rules.config.document.validate import config_from_yaml
+from rules.governance.change_requests import change_request_approve, change_request_propose
+from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequestState
-from rules.services.change_requests import change_request_approve, change_request_propose
-from rules.services.tokens import staff_token_create
 from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT

@@ -8,9 +8,9 @@ from django.apps import apps
 from django.test import Client
 from django.urls import reverse
 
-from rules.configio.validate import config_from_yaml
+from rules.config.document.validate import config_from_yaml
+from rules.governance.change_requests import change_request_propose
 from rules.models import RegressionCase
-from rules.services.change_requests import change_request_propose
 
 from .conftest import DEMO_TEXT
 

@@ -8,11 +8,11 @@ import datetime as dt
 import pytest
 
 from agents.models import AgentRuntime, Anomaly
-from rules.configio.apply import config_import
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 from rules.errors import InvalidRequest, UnknownPoint
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.reports.decision_map import days_parse, decision_map
-from rules.runtime import engines
 
 pytestmark = pytest.mark.django_db
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rules.configio.apply import config_import
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
+from rules.governance.change_requests import change_request_propose
 from rules.reports.decision_map import decision_map
-from rules.runtime import engines
-from rules.services.change_requests import change_request_propose
 from tests.rules.governance.conftest import DEMO_TEXT, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.governed]
@@ -47,7 +47,7 @@ def test_the_demo_points_are_controlled_and_say_why(demo):
 
 def test_an_open_change_request_shows_on_the_points_it_touches(demo, editor):
     raised = DEMO_TEXT.replace("value: 500", "value: 900")
-    from rules.configio.validate import config_from_yaml
+    from rules.config.document.validate import config_from_yaml
 
     request = change_request_propose(document=config_from_yaml(raised), actor=editor, reason="raise the limit")
     assert request.state == "pending"

@@ -12,9 +12,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from rules.configio.apply import config_import
+from rules.config.runtime import engines
+from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
-from rules.runtime import engines
 from tests.rules.reports.test_decision_map import CONFIG
 
 pytestmark = pytest.mark.django_db

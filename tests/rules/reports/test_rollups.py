@@ -15,11 +15,11 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from agents.models import AgentRuntime, Anomaly
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
+from rules.decisions.retention import decision_log_purge
 from rules.models import CandidateRequestCount, DecisionRecord, DecisionRollup, DecisionRollupDay
 from rules.reports.decision_map import decision_map
-from rules.services.retention import decision_log_purge
-from rules.services.rollups import (
+from rules.reports.rollups import (
     OpenDay,
     decision_rollup_day,
     decision_rollups_rebuild,

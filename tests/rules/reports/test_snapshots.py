@@ -14,12 +14,12 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from decision_service.celery import app as celery_app
-from rules.configio.apply import config_import
+from rules.config.yaml_import import config_import
+from rules.governance.notifications import decision_map_snapshot_mail
+from rules.governance.tokens import staff_token_create
 from rules.models import DecisionMapSnapshot, DecisionRecord, SnapshotTrigger
+from rules.reports.snapshot_jobs import decision_map_snapshot_if_due, decision_map_snapshot_take
 from rules.reports.snapshots import OVERRIDE_RATE_MOVE, map_changes
-from rules.services.notifications import decision_map_snapshot_mail
-from rules.services.snapshots import decision_map_snapshot_if_due, decision_map_snapshot_take
-from rules.services.tokens import staff_token_create
 from tests.rules.reports.test_decision_map import CONFIG
 
 pytestmark = pytest.mark.django_db

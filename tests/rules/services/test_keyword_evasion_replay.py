@@ -11,13 +11,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
-from rules.configio.apply import config_import
+from rules.config.records import keyword_list_save
+from rules.config.runtime import engines
+from rules.config.selectors import config_document
+from rules.config.yaml_import import config_import
+from rules.decisions.replay import decision_replay
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ConfigRevision, DecisionRecord, KeywordList
-from rules.runtime import engines
-from rules.selectors import config_document
-from rules.services.records import keyword_list_save
-from rules.services.replay import decision_replay
 from tests.rules.api.conftest import decide
 from tests.support import DEMO
 

@@ -5,9 +5,9 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
+from rules.config import records
+from rules.config.revisions import config_change
 from rules.models import ConfigRevision, KeywordTerm, Rule, Threshold
-from rules.services import records
-from rules.services.revisions import config_change
 from tests.rules import factories as f
 
 pytestmark = pytest.mark.django_db

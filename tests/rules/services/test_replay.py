@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from rules.decisions.replay import decision_replay, same_outcome
 from rules.engine.model import Candidate, Decision, MatchedRule
 from rules.models import DecisionRecord
-from rules.services.replay import decision_replay, same_outcome
 from tests.rules.api.conftest import decide
 from tests.support import agent_api
 

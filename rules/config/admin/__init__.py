@@ -1,0 +1,1 @@
+"""The configuration records in the admin; the shared kit is ``base``."""

@@ -1,0 +1,134 @@
+"""Checking the ``machines`` entries of a configuration document (``rules.config.document.validate``
+reads the rest): each state machine's fields, then its graph through ``machine_problems``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rules.config.document.readers import Reader, clause, describe, or_default
+from rules.config.document.spelling import drop_empty
+from rules.config.document.yamlload import Path
+from rules.config.machine_definitions import machine_problems
+
+MACHINE_KEYS = (
+    "key",
+    "name",
+    "description",
+    "states",
+    "initial",
+    "handoff",
+    "terminal",
+    "transitions",
+    "actions",
+    "timeouts",
+    "max_anomalies",
+)
+MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
+
+# ``machine_problems`` names model fields; the document names them like this.
+_MACHINE_FIELD_KEYS = {
+    "states": "states",
+    "initial_state": "initial",
+    "handoff_state": "handoff",
+    "terminal_states": "terminal",
+    "transitions": "transitions",
+    "actions": "actions",
+    "timeouts": "timeouts",
+}
+
+
+class MachineReader(Reader):
+    """The state machine part of the document checker."""
+
+    def machine(self, item: Any, path: Path) -> dict[str, Any] | None:
+        record = self.mapping(item, path, MACHINE_KEYS, MACHINE_REQUIRED, what="a state machine (a mapping)")
+        if record is None:
+            return None
+        start = self.count()
+        key = self.key(record.get("key"), (*path, "key")) if "key" in record else None
+        name = self.optional_text(record, path, "name", 200)
+        description = self.optional_text(record, path, "description")
+        states = self.key_list(record["states"], (*path, "states")) if "states" in record else None
+        initial = self.key(record["initial"], (*path, "initial")) if "initial" in record else None
+        handoff = self.key(record["handoff"], (*path, "handoff")) if "handoff" in record else None
+        terminal = self.key_list(or_default(record, "terminal", []), (*path, "terminal"))
+        transitions = self.state_mapping(record.get("transitions"), (*path, "transitions"), self.key_list)
+        actions = self.state_mapping(or_default(record, "actions", {}), (*path, "actions"), self.action_list)
+        timeouts = self.state_mapping(or_default(record, "timeouts", {}), (*path, "timeouts"), self.seconds)
+        max_anomalies = self.integer(or_default(record, "max_anomalies", 3), (*path, "max_anomalies"), minimum=1)
+        if states is None or transitions is None:
+            return None
+        # The graph checks run even when a side field is unreadable, so that every problem shows at once;
+        # a field already reported as unreadable is not reported again.
+        readable = {
+            "initial_state": initial is not None,
+            "handoff_state": handoff is not None,
+            "terminal_states": terminal is not None,
+            "actions": actions is not None,
+            "timeouts": timeouts is not None,
+        }
+        for field, message in machine_problems(
+            states=states,
+            initial_state=initial or "",
+            handoff_state=handoff or "",
+            terminal_states=terminal or [],
+            transitions=transitions,
+            actions=actions or {},
+            timeouts=timeouts or {},
+        ).items():
+            if readable.get(field, True):
+                self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), clause(message))
+        if self.count() > start or actions is None or timeouts is None:
+            return None
+        return drop_empty(
+            {
+                "key": key,
+                "name": name,
+                "description": description,
+                "states": states,
+                "initial": initial,
+                "handoff": handoff,
+                "terminal": terminal,
+                "transitions": {s: transitions[s] for s in states if transitions.get(s)},
+                "actions": {s: actions[s] for s in states if s in actions},
+                "timeouts": {s: timeouts[s] for s in states if s in timeouts},
+                "max_anomalies": max_anomalies,
+            },
+            "name",
+            "description",
+            "actions",
+            "timeouts",
+        )
+
+    def state_mapping(self, value: Any, path: Path, check: Any) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            self.problem(path, f"expected a mapping of state to values, got {describe(value)}")
+            return None
+        result: dict[str, Any] = {}
+        ok = True
+        for state, item in value.items():
+            checked = check(item, (*path, state))
+            if checked is None:
+                ok = False
+            else:
+                result[state] = checked
+        return result if ok else None
+
+    def action_list(self, value: Any, path: Path) -> list[str] | None:
+        items = self.sequence(value, path)
+        if items is None:
+            return None
+        actions = [self.text(item, (*path, index)) for index, item in enumerate(items)]
+        if any(a is None for a in actions):
+            return None
+        if any(not a for a in actions):
+            self.problem(path, "an action name cannot be empty")
+            return None
+        return [a for a in actions if a]
+
+    def seconds(self, value: Any, path: Path) -> int | float | None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            self.problem(path, f"expected a positive number of seconds, got {describe(value)}")
+            return None
+        return value

@@ -1,0 +1,1 @@
+"""Configuration models (Django loads them through ``rules.models``)."""

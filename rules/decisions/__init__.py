@@ -1,0 +1,1 @@
+"""The decisions room: the decision log and what reads or sweeps it."""

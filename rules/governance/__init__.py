@@ -1,0 +1,2 @@
+"""The governance room: change requests and their four-eyes gate, risk, impact, regressions,
+notifications, staff tokens."""

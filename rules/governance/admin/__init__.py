@@ -1,0 +1,1 @@
+"""Change requests and the rule simulator in the admin."""

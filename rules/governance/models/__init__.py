@@ -1,0 +1,1 @@
+"""Governance models (Django loads them through ``rules.models``)."""

@@ -1,0 +1,90 @@
+"""What the configuration asks of the apps built on it: a registry hook per question.
+
+``rules`` imports no app above it (``agents`` builds on ``rules``). Where a rules service needs an
+answer that only such an app has — which sessions a state machine change would strand, the anomalies a
+logged decision raised — it declares a hook here, and the app registers its provider in its
+``AppConfig.ready()`` (with a ``uid``, so registering twice replaces rather than doubles). The service
+calls every provider in the order they registered, directly and in its own transaction: whatever a
+provider writes joins the change that asked (and its revision), and a provider's exception rolls the
+change back. These are explicit calls with typed answers, not broadcast signals: Django signals stay
+for what is cross-cutting (cache invalidation, audit extras).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from rules.config.revisions import Actor
+    from rules.models import DecisionPoint, DecisionRecord, StateMachine
+
+A = TypeVar("A")
+
+
+class Hook(Generic[A]):
+    """One question rules asks; each registered provider answers with an ``A``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._providers: dict[str, Callable[..., A]] = {}
+
+    def register(self, provider: Callable[..., A], *, uid: str) -> None:
+        self._providers[uid] = provider
+
+    def unregister(self, uid: str) -> None:
+        self._providers.pop(uid, None)
+
+    def ask(self, **kwargs: Any) -> list[A]:
+        """Every provider's answer, in the order they registered."""
+        return [provider(**kwargs) for provider in list(self._providers.values())]
+
+    def __repr__(self) -> str:
+        return f"<Hook {self.name}: {', '.join(self._providers) or 'no provider'}>"
+
+
+# A decision point is about to be deleted (point, actor, reason). Providers drop what refers to it.
+point_deleting: Hook[None] = Hook("point_deleting")
+
+# Which records outside the configuration would lose something if these points went (keys). Providers
+# answer {point key: a sentence for people}, shown by import_config's diff.
+point_removal_notes: Hook[dict[str, str]] = Hook("point_removal_notes")
+
+# A saved state machine is being checked (machine, the unsaved instance). Providers answer
+# {field: message} for what the change would break (e.g. sessions left in a state it drops).
+machine_checking: Hook[dict[str, str]] = Hook("machine_checking")
+
+# A state machine is about to be deleted (machine). Providers answer a sentence saying why it cannot go,
+# or None.
+machine_deleting: Hook[str | None] = Hook("machine_deleting")
+
+# The decision log's retention sweep is running (cutoff, batch_size). Providers purge their own records
+# of what happened before ``cutoff`` and answer how many rows they deleted.
+decision_log_purging: Hook[int] = Hook("decision_log_purging")
+
+# A logged decision is shown in the admin's why panel (record). Providers answer extra context for the
+# panel, e.g. {"anomalies": [...]} for the anomalies the decision raised.
+decision_shown: Hook[dict[str, Any]] = Hook("decision_shown")
+
+# The decision-point map is counting a window (start, end — both inclusive — and points: the keys it
+# reports on, or None for all). Providers answer {point key: {anomaly code: count}} for what they record
+# about points in that window (the agents app: model anomalies).
+report_counting: Hook[dict[str, dict[str, int]]] = Hook("report_counting")
+
+__all__ = [
+    "Hook",
+    "decision_log_purging",
+    "decision_shown",
+    "machine_checking",
+    "machine_deleting",
+    "point_deleting",
+    "point_removal_notes",
+    "report_counting",
+]
+
+if TYPE_CHECKING:  # the arguments each hook passes, for readers and type checkers
+    PointDeleting = Callable[[DecisionPoint, Actor, str], None]
+    MachineChecking = Callable[[StateMachine], dict[str, str]]
+    DecisionShown = Callable[[DecisionRecord], dict[str, Any]]
+    ReportCounting = Callable[[dt.datetime, dt.datetime, list[str] | None], dict[str, dict[str, int]]]
