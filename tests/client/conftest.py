@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from agents.services import agent_create
-from rules.services.tokens import staff_token_create
+from rules.governance.tokens import staff_token_create
 from tests.support import DEMO_POINTS, groups_ensure, load_demo
 
 # Retries stay on (a test about them says so); waits are short so a 503 does not hold a test up.
