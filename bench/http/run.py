@@ -120,7 +120,7 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
     from django.utils import timezone
 
     from agents.models import AgentRuntime, Session
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
     from rules.configio.apply import config_import
     from rules.models import StateMachine
 

@@ -101,14 +101,17 @@ REST_FRAMEWORK = {
     # Named by path: each token class lives with its tokens (staff tokens in rules, agent tokens in
     # agents), and the views that use them build on decision_service.api.base, which imports no app.
     # The staff class answers only for staff tokens (by their prefix) and leaves the rest to the next.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rules.auth.StaffTokenAuthentication", "agents.auth.AgentTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rules.auth.StaffTokenAuthentication",
+        "agents.runtimes.auth.AgentTokenAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "decision_service.api.errors.problem_exception_handler",
     # Per-agent rate limit (AgentRuntime.rate_per_minute): a token bucket, in Redis with a broker.
-    "DEFAULT_THROTTLE_CLASSES": ["agents.ratelimit.AgentRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["agents.runtimes.ratelimit.AgentRateThrottle"],
 }
 
 # Celery: with no broker configured, tasks run in-process so a new checkout needs nothing installed.

@@ -1,6 +1,6 @@
 """Deciding a request and logging it: the part of every agent turn that needs only the configuration.
 
-``agents.services.decisions.decision_make`` orchestrates a whole decide: the agent's scope, the
+``agents.sessions.decide.decision_make`` orchestrates a whole decide: the agent's scope, the
 session's lock and state, the anomalies and the move. Here: the compiled point, the request's facts and
 candidate checked against it, the evaluation, and the log row (or the "ask your LLM" counter) written
 in the caller's transaction, so a decision that is answered is always in the log.

@@ -14,8 +14,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from agents.models import QueueEvent, Session, Transition
-from agents.services import agent_create
-from agents.services.queue import queue_claim
+from agents.queue.services import queue_claim
+from agents.runtimes.services import agent_create
 from rules.configio.apply import config_import
 from rules.runtime import engines
 

@@ -23,9 +23,9 @@ from django.utils import timezone
 from agents import tasks
 from agents.errors import SessionHandedOff
 from agents.models import AgentRuntime, Session, Transition
-from agents.services import agent_create
-from agents.services.decisions import decision_make
-from agents.services.sessions import (
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
+from agents.sessions.services import (
     SYSTEM_TIMEOUT,
     session_create,
     session_interrupt,

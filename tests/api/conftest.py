@@ -6,9 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.models import AgentRuntime
-from agents.services import agent_create
-from agents.services.decisions import decision_make
-from agents.services.sessions import session_create, session_interrupt, session_transition
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
+from agents.sessions.services import session_create, session_interrupt, session_transition
 from rules.configio.apply import config_import
 from rules.services.decide import DecideRequest
 from tests.support import DEMO, ROOT

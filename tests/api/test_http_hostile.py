@@ -18,7 +18,7 @@ import pytest
 from django.conf import settings
 
 from agents.models import AgentRuntime, Anomaly
-from agents.services.sessions import session_create
+from agents.sessions.services import session_create
 from rules.models import DecisionRecord
 
 

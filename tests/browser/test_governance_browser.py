@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from agents.services import agent_create
-from agents.services.decisions import decision_make
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
 from rules.configio.apply import config_import
 from rules.models import ChangeRequest, Threshold
 from rules.services.decide import DecideRequest

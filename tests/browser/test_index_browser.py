@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents.services import agent_create
-from agents.services.decisions import decision_make
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
 from rules.engine import Candidate
 from rules.models import DecisionRecord
 from rules.services.decide import DecideRequest

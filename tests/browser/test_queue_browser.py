@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from agents.models import Session, Transition
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.configio.apply import config_import
 from rules.runtime import engines
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args

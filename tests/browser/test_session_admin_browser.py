@@ -15,7 +15,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.models import Session
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.configio.apply import config_import
 from rules.models import StateMachine
 from rules.runtime import engines

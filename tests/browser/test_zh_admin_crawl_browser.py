@@ -37,7 +37,7 @@ from django.contrib.auth import get_user_model
 from django.db import models
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from decision_service.admin.forms import DEFAULT_REASON, DEFAULT_REASONS
 from rules.errors import ApprovalRequired
 from rules.models import ChangeRequest, DecisionRecord, Threshold

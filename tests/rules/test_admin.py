@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.models import AgentRuntime
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.admin.fields import parse_literal, parse_literal_list, show_literal
 from rules.models import (
     Condition,

@@ -19,7 +19,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from agents.models import Anomaly
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.admin.decisions import session_search
 from rules.configio.apply import config_import
 from rules.models import (

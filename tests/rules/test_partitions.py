@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import AgentRuntime, Anomaly, Transition
-from agents.services.sessions import session_create, session_move
+from agents.sessions.services import session_create, session_move
 from rules.models import DecisionIdempotencyKey, DecisionRecord
 from rules.services.decide import decision_record_insert
 from rules.services.partitions import (

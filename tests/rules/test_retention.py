@@ -15,7 +15,7 @@ import pytest
 from django.utils import timezone
 
 from agents.models import AgentRuntime, Anomaly
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.services.retention import decision_log_purge, decision_log_rows_purge
 from rules.tasks import decision_log_purge as decision_log_purge_task

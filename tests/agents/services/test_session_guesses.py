@@ -21,10 +21,10 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agents.models import AgentRuntime, Session
-from agents.services import agent_create
-from agents.services import sessions as sessions_module
-from agents.services.decisions import decision_make
-from agents.services.sessions import (
+from agents.runtimes.services import agent_create
+from agents.sessions import services as sessions_module
+from agents.sessions.decide import decision_make
+from agents.sessions.services import (
     session_create,
     session_feedback,
     session_log_if_state,

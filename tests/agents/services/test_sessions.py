@@ -20,10 +20,10 @@ from agents.errors import (
     UnknownSession,
 )
 from agents.models import AgentRuntime, Anomaly, Session, Transition
-from agents.services import agent_create
-from agents.services import decisions as decisions_module
-from agents.services.decisions import decision_make
-from agents.services.sessions import (
+from agents.runtimes.services import agent_create
+from agents.sessions import decide as decisions_module
+from agents.sessions.decide import decision_make
+from agents.sessions.services import (
     SYSTEM_MODEL_FAILURE,
     FeedbackBasis,
     Move,
@@ -238,7 +238,7 @@ def test_the_model_cannot_interrupt_resume_or_move_its_way_out_of_a_policy_hando
     assert refused.value.extra == {"state": "human_handoff", "seq": 4, "handoff_reason": "model_failure"}
     with pytest.raises(SessionHandedOff):
         session_interrupt(agent=agent, session_id="s", to="executing", expected_state="human_handoff")
-    # Not even the machine's own way out: that is the person's (agents.services.queue).
+    # Not even the machine's own way out: that is the person's (agents.queue.services).
     with pytest.raises(SessionHandedOff):
         session_transition(agent=agent, session_id="s", to="completed", expected_state="human_handoff")
     assert Session.objects.get(key="s").seq == 4
@@ -461,11 +461,7 @@ def test_feedback_after_two_overrides_by_the_same_rule(agent):
 
 
 def test_the_feedback_query_names_the_models_tables():
-    from agents.services.sessions import (
-        _FEEDBACK_ANOMALIES_PG,
-        _FEEDBACK_BASIS_SQL,
-        _FEEDBACK_OVERRULED_PG,
-    )
+    from agents.sessions.services import _FEEDBACK_ANOMALIES_PG, _FEEDBACK_BASIS_SQL, _FEEDBACK_OVERRULED_PG
 
     # The hints are counted in SQL written by hand (one statement on the decide path): a table renamed in
     # a migration must be renamed there too.

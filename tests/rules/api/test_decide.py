@@ -231,7 +231,7 @@ def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
 
 
 def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
-    from agents.services.sessions import session_create, session_transition
+    from agents.sessions.services import session_create, session_transition
     from rules.models import Condition, DecisionPoint, Rule
     from rules.services import records as rec
 

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.configio.apply import config_import
 from rules.models import DecisionRecord
 from rules.runtime import engines

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.configio import apply
 from rules.configio.apply import ImportResult, config_import
 from rules.configio.validate import config_from_yaml

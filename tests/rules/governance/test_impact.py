@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from agents.services import agent_create
-from agents.services.decisions import decision_make
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
 from rules.errors import ApprovalRequired, OverrideReasonRequired
 from rules.models import ChangeRequest, DecisionRecord, RegressionCase, Threshold
 from rules.services import records

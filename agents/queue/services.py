@@ -23,8 +23,9 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, UnknownSession
-from agents.models import QueueEvent, QueueEventKind, Session, TransitionKind
-from agents.services.sessions import Move, session_allowed_targets, session_move, sessions_lock
+from agents.queue.models import QueueEvent, QueueEventKind
+from agents.sessions.models import Session, TransitionKind
+from agents.sessions.services import Move, session_allowed_targets, session_move, sessions_lock
 from decision_service.errors import PermissionDenied
 
 QUEUE_PERMISSION = "agents.work_human_queue"

@@ -17,9 +17,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.errors import MachineMismatch, SessionClosed, UnknownSession
-from agents.models import AgentRuntime, Session
-from agents.selectors import agent_principal
-from agents.services.sessions import (
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.selectors import agent_principal
+from agents.sessions.models import Session
+from agents.sessions.services import (
     DECISION_MOVE_NOT_ALLOWED,
     FeedbackBasis,
     anomaly_record,

@@ -40,8 +40,8 @@ from agents.errors import (
     UnknownMachine,
     UnknownSession,
 )
-from agents.models import Anomaly, Session, Transition, TransitionKind
-from agents.services.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
+from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
+from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from decision_service import metrics
 from decision_service.db import built_per_database, prepared_cursor
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
@@ -559,7 +559,7 @@ def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str
 def session_handed_off(
     session: Session, agent: AgentRef, attempted: str, *, point: str = ""
 ) -> SessionHandedOff | None:
-    """Refuse an agent's move of a session a person has (agents.services.handoff), as an anomaly: the
+    """Refuse an agent's move of a session a person has (agents.sessions.handoff), as an anomaly: the
     refusal to raise once the anomaly is committed, or None when the session is not handed off."""
     refusal = handoff_refusal(session, attempted=attempted)
     if refusal is not None:

@@ -14,11 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.errors import UnknownSession
-from agents.models import Session
-from agents.selectors import session_get_for_agent, session_latest_anomaly_codes
-from agents.services.decisions import decision_make
-from agents.services.handoff import session_handoff_reason
-from agents.services.sessions import (
+from agents.sessions.decide import decision_make
+from agents.sessions.handoff import session_handoff_reason
+from agents.sessions.models import Session
+from agents.sessions.selectors import session_get_for_agent, session_latest_anomaly_codes
+from agents.sessions.services import (
     AgentRef,
     Move,
     session_action,
