@@ -25,7 +25,8 @@ from django.utils.translation import gettext
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, UnknownSession
 from agents.queue.models import QueueEvent, QueueEventKind
 from agents.sessions.models import Session, TransitionKind
-from agents.sessions.services import Move, session_allowed_targets, session_move, sessions_lock
+from agents.sessions.reads import sessions_lock
+from agents.sessions.services import Move, session_allowed_targets, session_move
 from decision_service.errors import PermissionDenied
 
 QUEUE_PERMISSION = "agents.work_human_queue"

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from agents.errors import UnknownSession
 from agents.sessions.decide import decision_make
+from agents.sessions.feedback import session_feedback
 from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session
 from agents.sessions.selectors import session_get_for_agent, session_latest_anomaly_codes
@@ -25,7 +26,6 @@ from agents.sessions.services import (
     session_allowed_actions,
     session_allowed_targets,
     session_create,
-    session_feedback,
     session_interrupt,
     session_report_anomaly,
     session_resume,

@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.models import Session
-from agents.sessions.services import session_timeouts_sweep
+from agents.sessions.timeouts import session_timeouts_sweep
 from rules.configio.apply import config_import
 from rules.models import StateMachine
 from tests.rules.test_admin import form_data

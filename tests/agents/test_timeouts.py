@@ -24,15 +24,10 @@ from agents import tasks
 from agents.errors import SessionHandedOff
 from agents.models import AgentRuntime, Session, Transition
 from agents.runtimes.services import agent_create
+from agents.sessions.codes import SYSTEM_TIMEOUT
 from agents.sessions.decide import decision_make
-from agents.sessions.services import (
-    SYSTEM_TIMEOUT,
-    session_create,
-    session_interrupt,
-    session_resume,
-    session_timeouts_sweep,
-    session_transition,
-)
+from agents.sessions.services import session_create, session_interrupt, session_resume, session_transition
+from agents.sessions.timeouts import session_timeouts_sweep
 from decision_service.celery import app as celery_app
 from rules.configio.apply import config_import
 from rules.services.decide import DecideRequest

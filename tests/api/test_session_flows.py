@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Session, Transition
-from agents.sessions.services import session_timeouts_sweep
+from agents.sessions.timeouts import session_timeouts_sweep
 from tests.api.conftest import DEMO
 from tests.api.contract import RESPONSE_CHECKS, problem_json_for_errors, schema
 

@@ -351,7 +351,7 @@ def test_the_session_read_reconnects_when_the_server_closed_the_connection(trans
     connection health check first, so a database restarted since the last request goes unnoticed."""
     import psycopg
 
-    from agents.sessions.services import session_read
+    from agents.sessions.reads import session_read
 
     _setup(settings)
     agent = AgentRuntime.objects.get(name="bot")

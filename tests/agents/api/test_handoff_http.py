@@ -18,7 +18,7 @@ from django.db.models import F
 from rest_framework.test import APIClient
 
 from agents.models import Anomaly, Session, Transition
-from agents.sessions.services import session_timeouts_sweep
+from agents.sessions.timeouts import session_timeouts_sweep
 from rules.models import DecisionPoint, DecisionRecord
 from rules.services.records import point_save
 from rules.services.tokens import staff_token_create

@@ -12,7 +12,7 @@ from django.db.models.query import QuerySet
 from rest_framework.test import APIClient
 
 from agents.models import Anomaly, Session, Transition
-from agents.sessions import services as sessions_module
+from agents.sessions import reads as sessions_module
 from tests.agents.api.conftest import post
 
 pytestmark = pytest.mark.django_db

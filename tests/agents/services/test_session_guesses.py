@@ -22,16 +22,11 @@ from hypothesis import strategies as st
 
 from agents.models import AgentRuntime, Session
 from agents.runtimes.services import agent_create
-from agents.sessions import services as sessions_module
+from agents.sessions import reads as sessions_module
 from agents.sessions.decide import decision_make
-from agents.sessions.services import (
-    session_create,
-    session_feedback,
-    session_log_if_state,
-    session_state_seen,
-    session_transition,
-    sessions_seen_forget,
-)
+from agents.sessions.feedback import session_feedback
+from agents.sessions.reads import session_log_if_state, session_state_seen, sessions_seen_forget
+from agents.sessions.services import session_create, session_transition
 from rules.configio.apply import config_import
 from rules.engine import Candidate
 from rules.models import CandidateRequestCount, DecisionRecord
@@ -156,7 +151,7 @@ def test_the_guesses_are_bounded_and_the_one_seen_longest_ago_goes_first(agent, 
 def test_sqlite_never_guesses(agent):
     session_create(agent=agent, machine_key="after_sales", session_id="s1")
     first = decide(agent, "s1")
-    sessions_module._seen(agent.pk, "s1", "init")  # even a guess left there is not used
+    sessions_module.session_seen(agent.pk, "s1", "init")  # even a guess left there is not used
     assert session_state_seen(agent_id=agent.pk, key="s1") is None
     with pytest.raises(NotSupportedError):
         session_log_if_state(agent_id=agent.pk, key="s1", state="init", record=first.record)

@@ -22,17 +22,16 @@ from agents.errors import (
 from agents.models import AgentRuntime, Anomaly, Session, Transition
 from agents.runtimes.services import agent_create
 from agents.sessions import decide as decisions_module
+from agents.sessions.codes import SYSTEM_MODEL_FAILURE
 from agents.sessions.decide import decision_make
+from agents.sessions.feedback import FeedbackBasis, session_feedback
+from agents.sessions.reads import session_read
 from agents.sessions.services import (
-    SYSTEM_MODEL_FAILURE,
-    FeedbackBasis,
     Move,
     session_action,
     session_create,
-    session_feedback,
     session_interrupt,
     session_move,
-    session_read,
     session_report_anomaly,
     session_resume,
     session_transition,
@@ -461,15 +460,19 @@ def test_feedback_after_two_overrides_by_the_same_rule(agent):
 
 
 def test_the_feedback_query_names_the_models_tables():
-    from agents.sessions.services import _FEEDBACK_ANOMALIES_PG, _FEEDBACK_BASIS_SQL, _FEEDBACK_OVERRULED_PG
+    from django.db import connection
 
-    # The hints are counted in SQL written by hand (one statement on the decide path): a table renamed in
-    # a migration must be renamed there too.
+    from rules.decisions import statements
+
+    # The hints' rows are read by SQL written by hand (one statement on the decide path), its names taken
+    # from the models' metadata: a table renamed in a migration is renamed there too.
+    pg = statements.session_select(session=Session, anomaly=Anomaly, lock=False, with_feedback=True)
+    rows = statements.feedback_rows(anomaly=Anomaly)
     # Written out for the partial index's predicate (rules.models.decisions), which names the same value.
-    assert f"ruled_by = '{RuledBy.HARD_RULE.value}'" in _FEEDBACK_OVERRULED_PG
-    for sql in (_FEEDBACK_BASIS_SQL, _FEEDBACK_ANOMALIES_PG + _FEEDBACK_OVERRULED_PG):
-        assert f"FROM {Anomaly._meta.db_table} " in sql
-        assert f"FROM {DecisionRecord._meta.db_table} " in sql
+    for sql in (rows, pg):
+        assert f"ruled_by = '{RuledBy.HARD_RULE.value}'" in sql
+        assert f"FROM {connection.ops.quote_name(Anomaly._meta.db_table)} " in sql
+        assert f"FROM {connection.ops.quote_name(DecisionRecord._meta.db_table)} " in sql
 
 
 def test_feedback_counts_only_the_latest_anomalies(agent):
