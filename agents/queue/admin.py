@@ -130,8 +130,6 @@ class SessionQueueAdmin(SessionAdmin):
                     "state": move.state,
                 }
             elif step == "resolve":
-                if not note:
-                    raise DomainError(gettext("Say how it was resolved: the note is required."))
                 move = queue_resolve(session_pk=pk, user=request.user, state=state, note=note)
                 done = gettext("Session %(session)s is resolved: it ended in %(state)s.") % {
                     "session": key,

@@ -39,7 +39,7 @@ from agents.sessions.services import anomaly_record, session_allowed_targets, se
 from decision_service import metrics
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
-from rules.decisions.compute import DecideRequest, Prepared, decision_prepare, session_guess_allowed
+from rules.decisions.compute import DecideRequest, Prepared, SessionSeen, decision_prepare, session_guess_allowed
 from rules.engine import CompiledPoint
 from rules.models import DecisionRecord
 from rules.selectors import decision_get_by_idempotency_key
@@ -236,7 +236,7 @@ def _path_reading_session(turn: _Turn) -> DecideResult | _UnderLock:
     # statement does not carry: it reads first, as it already looked its key up before deciding.
     seen = None if turn.idempotency_key else session_state_seen(agent_id=agent_id, key=key)
     if seen is not None and session_guess_allowed(turn.point):
-        guessed = _path_guessed(turn, seen.state)
+        guessed = _path_guessed(turn, SessionSeen(state=seen))
         if guessed is not None:
             return guessed
     metrics.decide_session_read(read="read")
@@ -244,11 +244,12 @@ def _path_reading_session(turn: _Turn) -> DecideResult | _UnderLock:
     return _decide_in(turn, session.state if session else None, basis)
 
 
-def _path_guessed(turn: _Turn, state: str) -> DecideResult | _UnderLock | None:
-    """Decide in the ``state`` the session was last seen in, and log only if it is still in it (one
-    statement); wrong, decide again in the state that statement read. ``None``: the guess could not be
-    used (the model did something wrong, or the point asks for a candidate first) — read instead."""
-    agent_id, key = turn.principal.pk, turn.request.session_id
+def _path_guessed(turn: _Turn, seen: SessionSeen) -> DecideResult | _UnderLock | None:
+    """Decide in the state the session was last seen in (``seen``: all the rules may read of it), and
+    log only if it is still in it (one statement); wrong, decide again in the state that statement read.
+    ``None``: the guess could not be used (the model did something wrong, or the point asks for a
+    candidate first) — read instead."""
+    agent_id, key, state = turn.principal.pk, turn.request.session_id, seen.state
     # Nothing written on a guess, not even the "ask your LLM" counter: it may be decided again.
     evaluated = turn.evaluate(state, save=False, count=False)
     record = evaluated.record

@@ -81,7 +81,7 @@ def _json(value: Any) -> list[Any]:
 
 def feedback_basis(session: Session, limit: int = FEEDBACK_LIMIT) -> FeedbackBasis:
     """The session's feedback rows, read now in one statement."""
-    params = {"agent_id": session.agent_id, "key": session.key, "limit": limit}
+    params: dict[str, Any] = {"agent_id": session.agent_id, "key": session.key, "limit": limit}
     with connection.cursor() as cursor:
         cursor.execute(statements.feedback_rows(anomaly=Anomaly), params)
         rows = cursor.fetchall()

@@ -8,9 +8,10 @@ this process has seen.
 The guess. The state each session was last seen in by this process (a decide's read, a move it
 committed) lets the next decide of the session evaluate before reading it — never an answer:
 ``session_log_if_state`` logs only if the session is still in that state, checked in the same
-statement. Only a ``SessionSeen`` is guessed (the state, nothing else), so a point whose rules read more
-of a session is never decided on one (``rules.decisions.compute.session_guess_allowed``), and the setting
-``ARBITER_DECIDE_GUESS_SESSION_STATE`` turns it off. Bounded: past ``SEEN_STATES_MAX`` the session seen
+statement. Only a ``rules.decisions.compute.SessionSeen`` is guessed (the state, nothing else), so a
+point whose rules read more of a session is never decided on one
+(``rules.decisions.compute.session_guess_allowed``), and ``ARBITER_DECIDE_GUESS_SESSION_STATE`` turns
+it off. Bounded: past ``SEEN_STATES_MAX`` the session seen
 longest ago is forgotten; a session not in it costs a read first.
 """
 
@@ -30,7 +31,6 @@ from agents.sessions.feedback import FeedbackBasis, feedback_basis
 from agents.sessions.models import Anomaly, Session
 from decision_service.db import prepared_cursor
 from rules.decisions import statements
-from rules.decisions.compute import SessionSeen
 from rules.models import DecisionRecord, StateMachine
 
 
@@ -147,13 +147,12 @@ SEEN_STATES_MAX = 10_000
 _seen_states: dict[tuple[str, Any, str], str] = {}
 
 
-def session_state_seen(*, agent_id: Any, key: str) -> SessionSeen | None:
+def session_state_seen(*, agent_id: Any, key: str) -> str | None:
     """What this process last saw of the session; ``None`` when it saw none, with the guess turned off,
     and on SQLite always: only PostgreSQL can check a guess (``session_log_if_state`` needs a writable CTE)."""
     if connection.vendor != "postgresql" or not settings.ARBITER_DECIDE_GUESS_SESSION_STATE:
         return None
-    state = _seen_states.get((connection.alias, agent_id, key))
-    return None if state is None else SessionSeen(state=state)
+    return _seen_states.get((connection.alias, agent_id, key))
 
 
 def sessions_seen_forget() -> None:

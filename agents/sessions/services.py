@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -69,6 +70,36 @@ class Move:
     kind: str
 
 
+# Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
+# id is a path segment of every other session route) and no NUL: docs/openapi.yaml has the same pattern.
+SESSION_ID = (
+    r"^[^/\u0000]*[^/\u0000\t-\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    r"[^/\u0000]*\Z"
+)
+SESSION_ID_MESSAGE = "Must not contain '/'."
+_SESSION_ID = re.compile(SESSION_ID)
+
+
+def session_id_problem(session_id: str) -> str | None:
+    """Why ``session_id`` cannot name a session (blank, a "/", a NUL), or None."""
+    return None if _SESSION_ID.search(session_id) else SESSION_ID_MESSAGE
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def session_context_problem(context: Any) -> str | None:
+    """Why ``context`` cannot be stored (PostgreSQL cannot store NUL in JSON: refused before the insert)."""
+    return "Must not contain NUL characters." if _holds_nul(context) else None
+
+
 def session_allowed_targets(session: Session) -> list[str]:
     if session.state in session.machine.terminal_states:
         return []
@@ -91,6 +122,13 @@ def session_create(
     session_id: str | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> Session:
+    errors = {}
+    if session_id and (problem := session_id_problem(session_id)):
+        errors["session_id"] = [problem]
+    if problem := session_context_problem(context or {}):
+        errors["context"] = [problem]
+    if errors:
+        raise InvalidRequest("The session cannot be created as asked.", errors=errors)
     machine = StateMachine.objects.filter(key=machine_key).first()
     if machine is None:
         raise UnknownMachine(f"There is no state machine '{machine_key}'.")
@@ -113,6 +151,9 @@ def session_create(
 
 
 def _locked(agent: AgentRef, session_id: str) -> Session:
+    if "\x00" in session_id:
+        # No session id holds a NUL (session_id_problem), and PostgreSQL cannot compare text holding one.
+        raise UnknownSession(f"This agent has no session {session_id!r}.")
     session = session_lock(agent_id=agent.pk, key=session_id)
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'.")

@@ -38,11 +38,18 @@ def _once(name: str, build: Callable[[], T], *models: type[Model]) -> T:
     found = _built.get(key)
     if found is None:
         found = _built[key] = build()
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _quote(name: str) -> str:
     return connection.ops.quote_name(name)
+
+
+def _inner_table(model: type[Model]) -> str:
+    """A table named inside a subquery: as written before the statements moved here (unquoted when a plain
+    lower-case name, as all of these are), so the text, and what counts a statement's outer table, stay."""
+    name = model._meta.db_table
+    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else _quote(name)
 
 
 def _columns(model: type[Model]) -> dict[str, str]:
@@ -152,14 +159,14 @@ _OVERRULED = f"overridden AND ruled_by = '{RuledBy.HARD_RULE.value}'"
 
 def _latest_anomalies(anomaly: type[Model], agent: str, key: str) -> str:
     return (
-        f"SELECT code, created_at FROM {_quote(anomaly._meta.db_table)}"  # noqa: S608
+        f"SELECT code, created_at FROM {_inner_table(anomaly)}"  # noqa: S608
         f" WHERE agent_id = {agent} AND session_id = {key} ORDER BY created_at DESC LIMIT %(limit)s"
     )
 
 
 def _latest_overruled(agent: str, key: str) -> str:
     return (
-        f"SELECT rule_key, decision, created_at FROM {_quote(DecisionRecord._meta.db_table)}"  # noqa: S608
+        f"SELECT rule_key, decision, created_at FROM {_inner_table(DecisionRecord)}"  # noqa: S608
         f" WHERE agent_id = {agent} AND session_id = {key} AND {_OVERRULED} ORDER BY created_at DESC LIMIT %(limit)s"
     )
 

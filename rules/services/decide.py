@@ -82,7 +82,7 @@ def point_current(*, point_key: str) -> tuple[CompiledPoint, int]:
 
 def _count_candidate_request(agent_id: int, agent_name: str, point: str, day: dt.date) -> None:
     """One more "ask your LLM" answer for (point, agent, day): one upsert, no row lock held in Python."""
-    params = {
+    params: dict[str, Any] = {
         "point": point,
         "agent_id": agent_id,
         "agent_name": agent_name,
