@@ -1,9 +1,10 @@
 """Deciding a request and logging it: the part of every agent turn that needs only the configuration.
 
 ``agents.sessions.decide.decision_make`` orchestrates a whole decide: the agent's scope, the
-session's lock and state, the anomalies and the move. Here: the compiled point, the request's facts and
-candidate checked against it, the evaluation, and the log row (or the "ask your LLM" counter) written
-in the caller's transaction, so a decision that is answered is always in the log.
+session's lock and state, the anomalies and the move. Here: the compiled point, the evaluation (the
+request checked and evaluated by ``rules.decisions.compute``, the step the simulator takes too), and the
+log row (or the "ask your LLM" counter) written in the caller's transaction with the statements of
+``rules.decisions.statements``, so a decision that is answered is always in the log.
 """
 
 from __future__ import annotations
