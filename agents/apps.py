@@ -8,7 +8,8 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents import principal_cache, receivers
+        from agents import receivers
+        from agents.runtimes import principal_cache
         from rules import hooks
         from rules.config.runtime import engines
 

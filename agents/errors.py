@@ -80,7 +80,7 @@ class ClaimedByOther(DomainError):
 
 
 class RateLimited(DomainError):
-    """The agent sent more requests than its rate limit allows (agents.ratelimit)."""
+    """The agent sent more requests than its rate limit allows (agents.runtimes.ratelimit)."""
 
     code = "rate_limited"
     status = 429

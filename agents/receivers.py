@@ -10,8 +10,9 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.translation import gettext
 
-from agents.models import AgentRuntime, Anomaly, Session
-from agents.services.runtimes import agent_set_points
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_set_points
+from agents.sessions.models import Anomaly, Session
 from rules.config.revisions import Actor
 from rules.decisions.retention import queryset_delete_in_batches
 from rules.models import DecisionPoint, DecisionRecord, StateMachine

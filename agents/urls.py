@@ -1,6 +1,7 @@
 from django.urls import path
 
-from agents import apis, staff_apis
+from agents.queue import apis as queue_apis
+from agents.sessions import apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -11,9 +12,9 @@ urlpatterns = [
     path("sessions/<str:session_id>/interrupt", apis.SessionInterruptApi.as_view(), name="session-interrupt"),
     path("sessions/<str:session_id>/resume", apis.SessionResumeApi.as_view(), name="session-resume"),
     path("sessions/<str:session_id>/anomalies", apis.SessionAnomalyCreateApi.as_view(), name="session-anomaly"),
-    path("queue", staff_apis.QueueListApi.as_view(), name="queue-list"),
-    path("queue/<int:session_pk>/claim", staff_apis.QueueClaimApi.as_view(), name="queue-claim"),
-    path("queue/<int:session_pk>/release", staff_apis.QueueReleaseApi.as_view(), name="queue-release"),
-    path("queue/<int:session_pk>/return", staff_apis.QueueReturnApi.as_view(), name="queue-return"),
-    path("queue/<int:session_pk>/resolve", staff_apis.QueueResolveApi.as_view(), name="queue-resolve"),
+    path("queue", queue_apis.QueueListApi.as_view(), name="queue-list"),
+    path("queue/<int:session_pk>/claim", queue_apis.QueueClaimApi.as_view(), name="queue-claim"),
+    path("queue/<int:session_pk>/release", queue_apis.QueueReleaseApi.as_view(), name="queue-release"),
+    path("queue/<int:session_pk>/return", queue_apis.QueueReturnApi.as_view(), name="queue-return"),
+    path("queue/<int:session_pk>/resolve", queue_apis.QueueResolveApi.as_view(), name="queue-resolve"),
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents.services.sessions import sessions_seen_forget
+from agents.sessions.reads import sessions_seen_forget
 from rules.config.runtime import engines
 from tests.support import load_demo
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,9 +12,10 @@ from django.db.models import F
 from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
-from agents.models import AgentRuntime, Session
-from agents.services import agent_create
-from agents.services.sessions import session_create, session_transition
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Session
+from agents.sessions.services import session_create, session_transition
 from rules.config.document.validate import config_from_yaml
 from rules.governance.change_requests import change_request_propose
 from tests.support import DEMO_TEXT, agent_api, load_demo

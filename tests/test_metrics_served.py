@@ -37,7 +37,7 @@ QUERY_MARKER = "qs-marker-9931"
 
 PREPARE = """
 import json
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 config_import(text=open({demo!r}, encoding="utf-8").read(), source="demo", actor=None, reason="metrics test")
 _, token = agent_create(name="metrics_bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="test")

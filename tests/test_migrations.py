@@ -18,7 +18,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from agents.models import AgentRuntime, Anomaly, Session
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.models import Anomaly, Session
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, StateMachine
 
 BEFORE = [("rules", "0005_decision_session_move"), ("agents", "0006_session_key_index")]

@@ -1,5 +1,10 @@
-"""The agents admin: presentation only; every write goes through the services."""
+"""The agents admin, found by Django's admin autodiscovery here: each room's admin module, imported to register.
 
-from agents.admin import anomalies, runtimes, sessions
+Presentation only; every write goes through the services.
+"""
 
-__all__ = ["anomalies", "runtimes", "sessions"]
+from agents.queue import admin as queue
+from agents.runtimes import admin as runtimes
+from agents.sessions.admin import anomalies, sessions
+
+__all__ = ["anomalies", "queue", "runtimes", "sessions"]

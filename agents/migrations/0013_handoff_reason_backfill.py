@@ -1,4 +1,4 @@
-"""Every session waiting in its machine's handoff state says why (agents.services.handoff).
+"""Every session waiting in its machine's handoff state says why (agents.sessions.handoff).
 
 Until now only the model-failure policy and the timeout sweep set ``handoff_reason``; a session a
 decision, a fallback or the agent moved there had none. Rows waiting now get the reason from the move

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from agents.selectors import MINE, UNCLAIMED, session_human_queue
+from agents.queue.selectors import MINE, UNCLAIMED, session_human_queue
 
 register = template.Library()
 

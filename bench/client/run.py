@@ -38,7 +38,7 @@ def _server() -> tuple[str, str, Any]:
     from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
     from django.core.wsgi import get_wsgi_application
 
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
     from tests.support import load_demo
 
     logging.disable(logging.INFO)  # the request log would dominate what is measured

@@ -119,8 +119,9 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
     django.setup()
     from django.utils import timezone
 
-    from agents.models import AgentRuntime, Session
-    from agents.services import agent_create
+    from agents.runtimes.models import AgentRuntime
+    from agents.runtimes.services import agent_create
+    from agents.sessions.models import Session
     from rules.config.yaml_import import config_import
     from rules.models import StateMachine
 
@@ -141,7 +142,7 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
 
 
 def counts() -> dict[str, int]:
-    from agents.models import Transition
+    from agents.sessions.models import Transition
     from bench.http.views import BARE_AGENT
     from rules.models import DecisionRecord
 

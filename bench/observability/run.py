@@ -55,7 +55,7 @@ def child(rounds: int) -> dict[str, float]:
     from django.test import RequestFactory
     from rest_framework.test import APIClient
 
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
     from decision_service import metrics
     from decision_service.request_log import RequestLogMiddleware
     from tests.support import load_demo

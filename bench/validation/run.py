@@ -32,7 +32,7 @@ import msgspec  # noqa: E402
 from msgspec import Meta  # noqa: E402
 from rest_framework.exceptions import ValidationError  # noqa: E402
 
-from agents.apis import DecisionCreateApi  # noqa: E402
+from agents.sessions.apis import DecisionCreateApi  # noqa: E402
 
 Serializer = DecisionCreateApi.InputSerializer
 

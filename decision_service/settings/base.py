@@ -103,7 +103,7 @@ REST_FRAMEWORK = {
     # The staff class answers only for staff tokens (by their prefix) and leaves the rest to the next.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rules.governance.auth.StaffTokenAuthentication",
-        "agents.auth.AgentTokenAuthentication",
+        "agents.runtimes.auth.AgentTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
@@ -111,7 +111,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "decision_service.api.errors.problem_exception_handler",
     # Per-agent rate limit (AgentRuntime.rate_per_minute): a token bucket, in Redis with a broker.
-    "DEFAULT_THROTTLE_CLASSES": ["agents.ratelimit.AgentRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["agents.runtimes.ratelimit.AgentRateThrottle"],
 }
 
 # Celery: with no broker configured, tasks run in-process so a new checkout needs nothing installed.
@@ -135,6 +135,9 @@ ARBITER_ENGINE = env.ARBITER_ENGINE
 ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
 # Decisions older than this are purged by the daily sweep (0 keeps them forever).
 ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
+# Off: every decide with a session reads it first (agents.sessions.decide; the guess is checked in the
+# INSERT and used only for points whose rules read nothing of a session but its state).
+ARBITER_DECIDE_GUESS_SESSION_STATE = env.ARBITER_DECIDE_GUESS_SESSION_STATE
 # The largest request body the API reads (413 beyond). Sized from the schema's character limits, not the
 # other way round: the longest request the schema bounds (a decision with every text field full: 32,320
 # characters) is 388,052 bytes when each character is written as a 12-byte JSON escape (an emoji as

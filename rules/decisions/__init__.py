@@ -1,1 +1,2 @@
-"""The decisions room: the decision log and what reads or sweeps it."""
+"""The decisions room: the decision log, decide's pure compute, the statements that write the log, replay,
+retention, partitions, and what reads or sweeps the log."""

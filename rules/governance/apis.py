@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from decision_service.api.base import StaffApi, require_permission, route
 from decision_service.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from rules.config.document.validate import config_from_yaml
+from rules.decisions.compute import DecideRequest
 from rules.decisions.presenters import change_request_body, simulation_body
 from rules.governance.change_requests import (
     change_request_approve,
@@ -28,7 +29,6 @@ from rules.governance.change_requests import (
 )
 from rules.models import ChangeRequest, ChangeRequestState
 from rules.serializers import DecideInputSerializer, candidate_from
-from rules.services.decide import DecideRequest
 from rules.services.simulate import decision_simulate
 
 READ_CHANGE_REQUESTS = "rules.view_changerequest"

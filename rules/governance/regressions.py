@@ -23,12 +23,12 @@ from django.utils.translation import gettext
 
 from rules.config.revisions import Actor
 from rules.config.runtime import engines
+from rules.decisions.compute import decision_for_invalid_output
 from rules.decisions.replay import decision_reevaluate
 from rules.engine import CompiledPoint
 from rules.engine.masking import masked_fact_names
 from rules.errors import ConfigError
 from rules.models import DecisionRecord, RegressionCase
-from rules.services.decide import decision_for_invalid_output
 
 
 @dataclass(frozen=True)

@@ -1,68 +1,39 @@
 """Deciding a request and logging it: the part of every agent turn that needs only the configuration.
 
-``agents.services.decisions.decision_make`` orchestrates a whole decide: the agent's scope, the
-session's lock and state, the anomalies and the move. Here: the compiled point, the request's facts and
-candidate checked against it, the evaluation, and the log row (or the "ask your LLM" counter) written
-in the caller's transaction, so a decision that is answered is always in the log.
+``agents.sessions.decide.decision_make`` orchestrates a whole decide: the agent's scope, the
+session's lock and state, the anomalies and the move. Here: the compiled point, the evaluation (the
+request checked and evaluated by ``rules.decisions.compute``, the step the simulator takes too), and the
+log row (or the "ask your LLM" counter) written in the caller's transaction with the statements of
+``rules.decisions.statements``, so a decision that is answered is always in the log.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
-import math
-import re
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
-from django.db.models import NOT_PROVIDED
 
-from decision_service.db import built_per_database, prepared_cursor
+from decision_service.db import prepared_cursor
 from rules.config.runtime import engines
-from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
+from rules.decisions import statements
+from rules.decisions.compute import DecideRequest, Prepared, decision_compute
+
+# Re-exported: the request's checks and the invalid-output override are part of this service's surface
+# (the agents app, replay and regressions call them); they live with decide's pure step.
+from rules.decisions.compute import decision_for_invalid_output as decision_for_invalid_output
+from rules.decisions.compute import decision_prepare as decision_prepare
+from rules.decisions.compute import facts_check as facts_check
+from rules.engine import Candidate, CompiledPoint, Decision
 from rules.engine.compiler import CompileError
-from rules.engine.model import DEFAULT, HARD_RULE, MatchedRule
-from rules.errors import EngineUnavailable, InvalidRequest, UnknownPoint
-from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
+from rules.engine.model import MatchedRule
+from rules.errors import EngineUnavailable, UnknownPoint
+from rules.models import DecisionIdempotencyKey, DecisionRecord
 
 # Anomalies a decision can reveal about the model; the agents app records them against the session.
 CANDIDATE_NOT_AN_OUTCOME = "candidate_not_an_outcome"
 INVALID_CANDIDATE_OUTPUT = "invalid_candidate_output"
-
-
-@dataclass(frozen=True)
-class DecideRequest:
-    """A validated request body (shape checked by the API; facts are checked here, against the point)."""
-
-    point: str
-    input: str = ""
-    session_id: str = ""
-    candidate: Candidate | None = None
-    candidate_raw: str | None = None
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    tokens_prompt: int | None = None
-    tokens_completion: int | None = None
-
-    def digest(self, *, apply: bool = False) -> str:
-        body = {
-            "apply": apply,
-            "point": self.point,
-            "input": self.input,
-            "session_id": self.session_id,
-            "candidate": None
-            if self.candidate is None
-            else [self.candidate.decision, self.candidate.confidence, self.candidate.reason],
-            "candidate_raw": self.candidate_raw,
-            "facts": self.facts,
-            "tokens": [self.tokens_prompt, self.tokens_completion],
-        }
-        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
-        return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -98,15 +69,6 @@ class Evaluated:
     anomalies: tuple[AnomalyNote, ...] = ()
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """The request checked against its point: the candidate to decide with, and why raw output held none."""
-
-    candidate: Candidate | None
-    parse_problem: str | None
-    facts: Mapping[str, Any]
-
-
 def point_current(*, point_key: str) -> tuple[CompiledPoint, int]:
     """The compiled point of the current revision, with the revision's number."""
     try:
@@ -119,71 +81,16 @@ def point_current(*, point_key: str) -> tuple[CompiledPoint, int]:
     return point, config.revision
 
 
-def _fact_problem(value: Any, declared: str) -> str | None:
-    if declared in {"number", "integer"}:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be a {'whole ' if declared == 'integer' else ''}number"
-        if isinstance(value, float) and not math.isfinite(value):
-            return "must be a finite number"
-        if declared == "integer" and not isinstance(value, int):
-            return "must be a whole number"
-        return None
-    if declared == "boolean":
-        return None if isinstance(value, bool) else "must be true or false"
-    # NUL cannot be stored in PostgreSQL text or JSON: refuse it here rather than fail on insert.
-    if declared == "string":
-        if not isinstance(value, str):
-            return "must be a string"
-        return "must not contain NUL characters" if "\x00" in value else None
-    if declared == "string_list":
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if not ok:
-            return "must be a list of strings"
-        return "must not contain NUL characters" if any("\x00" in v for v in value) else None
-    return f"has an unknown declared type {declared}"
-
-
-def facts_check(point: CompiledPoint, facts: Mapping[str, Any]) -> None:
-    declared = point.spec.facts
-    errors: dict[str, list[str]] = {}
-    for name, value in facts.items():
-        if name not in declared:
-            known = ", ".join(sorted(declared)) or "none"
-            errors[name] = [f"'{name}' is not a fact of {point.spec.key} (declared: {known})."]
-        elif value is not None and (problem := _fact_problem(value, declared[name])):
-            errors[name] = [f"{problem} (declared {declared[name]})."]
-    if errors:
-        raise InvalidRequest("Some facts do not fit the decision point.", errors={"facts": errors})
-
-
-def decision_prepare(*, point: CompiledPoint, request: DecideRequest) -> Prepared:
-    """Check the request's facts against the point and read the candidate out of raw model output."""
-    facts_check(point, request.facts)
-    candidate = request.candidate
-    parse_problem = None
-    if request.candidate_raw is not None:
-        try:
-            candidate = parse_candidate(request.candidate_raw)
-        except CandidateParseError as exc:
-            parse_problem = str(exc)
-    facts = {k: v for k, v in request.facts.items() if v is not None}
-    return Prepared(candidate=candidate, parse_problem=parse_problem, facts=facts)
-
-
 def _count_candidate_request(agent_id: int, agent_name: str, point: str, day: dt.date) -> None:
-    """One more "ask your LLM" answer for (point, agent, day): one upsert, no row lock held in Python.
-
-    ``INSERT … ON CONFLICT DO UPDATE SET count = count + 1`` (PostgreSQL and SQLite alike) increments in
-    the database, so concurrent requests never read-modify-write the row and never lose a count.
-    """
-    table = CandidateRequestCount._meta.db_table
+    """One more "ask your LLM" answer for (point, agent, day): one upsert, no row lock held in Python."""
+    params: dict[str, Any] = {
+        "point": point,
+        "agent_id": agent_id,
+        "agent_name": agent_name,
+        "day": connection.ops.adapt_datefield_value(day),
+    }
     with connection.cursor() as cursor:
-        cursor.execute(
-            f'INSERT INTO "{table}" (point, agent_id, agent_name, day, count) VALUES (%s, %s, %s, %s, 1) '  # noqa: S608
-            "ON CONFLICT (point, agent_id, day) DO UPDATE SET count = "
-            f'"{table}".count + 1',
-            [point, agent_id, agent_name, connection.ops.adapt_datefield_value(day)],
-        )
+        cursor.execute(statements.candidate_count_upsert(), params)
 
 
 def decision_evaluate(
@@ -209,18 +116,8 @@ def decision_evaluate(
     transaction when it is the only write); with ``count=False`` as well, nothing is written at all, for
     a caller that evaluates in a state it has only guessed and will evaluate again if the guess was wrong.
     """
-    started = time.perf_counter_ns()
-    decision = evaluate(
-        point,
-        text=request.input,
-        candidate=prepared.candidate,
-        facts=prepared.facts,
-        now=now,
-        session_state=session_state,
-    )
-    if prepared.parse_problem is not None:
-        decision = decision_for_invalid_output(point, decision, prepared.parse_problem)
-    evaluated_us = (time.perf_counter_ns() - started) // 1000
+    computed = decision_compute(point=point, request=request, prepared=prepared, session_state=session_state, now=now)
+    decision, evaluated_us = computed.decision, computed.evaluated_us
     if decision.needs_candidate:
         if count:
             _count_candidate_request(agent_id, agent_name, point.spec.key, now.date())
@@ -239,68 +136,6 @@ def decision_evaluate(
         detail = f"candidate '{candidate.decision}' is not an outcome of {point.spec.key}"
         anomalies.append(AnomalyNote(CANDIDATE_NOT_AN_OUTCOME, detail))
     return Evaluated(decision=decision, evaluated_us=evaluated_us, record=record, anomalies=tuple(anomalies))
-
-
-@dataclass(frozen=True)
-class LogInsert:
-    """The decision log's INSERT, written once from the model's own metadata instead of compiled by the ORM
-    on every decide (the compile cost more Python than the rest of the insert: bench/RESULTS.md).
-
-    ``insert`` is the statement, ``keyed_insert`` the same after the Idempotency-Key row's INSERT (a
-    writable CTE: its four parameters come first). ``typed_values`` is the ``VALUES`` list with each
-    parameter cast to its column's type, for an ``INSERT … SELECT`` (where nothing else types a
-    parameter): cast without a length (``varchar``, not ``varchar(64)``), so that a value too long is
-    refused by the column as in a plain INSERT instead of cut short by the cast.
-    """
-
-    table: str
-    columns: str
-    typed_values: str
-    insert: str
-    keyed_insert: str
-    fields: tuple[Any, ...]
-
-    def params(self, record: DecisionRecord) -> list[Any]:
-        """The row's values as the ORM would send them (``pre_save``, then the field's database form)."""
-        return [f.get_db_prep_save(f.pre_save(record, True), connection) for f in self.fields]
-
-    @staticmethod
-    def saved(record: DecisionRecord) -> None:
-        """Mark ``record`` as in the database, as ``save()`` does after its INSERT."""
-        record._state.adding = False
-        record._state.db = connection.alias
-
-
-def _log_insert_build() -> LogInsert:
-    quote = connection.ops.quote_name
-    fields = tuple(DecisionRecord._meta.concrete_fields)
-
-    for f in fields:
-        # The ORM leaves such columns out of an INSERT for the database to fill: this statement names all.
-        if f.generated or f.db_default is not NOT_PROVIDED:
-            raise ImproperlyConfigured(f"The log INSERT cannot write {f.name}: generated or a database default.")
-
-    def cast(f: Any) -> str:
-        # Without the length: an explicit cast to varchar(n) cuts a value short where the column refuses it.
-        return "%s::" + re.sub(r"\(\d+\)$", "", f.db_type(connection))
-
-    table, columns = quote(DecisionRecord._meta.db_table), ", ".join(quote(f.column) for f in fields)
-    # Built from table and column names of the models' metadata: every value is a parameter.
-    insert = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('%s' for _ in fields)})"  # noqa: S608
-    keys = quote(DecisionIdempotencyKey._meta.db_table)
-    return LogInsert(
-        table=table,
-        columns=columns,
-        typed_values=", ".join(cast(f) for f in fields),
-        insert=insert,
-        keyed_insert=f"WITH idempotency AS (INSERT INTO {keys} (agent_id, key, decision_id, created_at)"  # noqa: S608
-        f" VALUES (%s, %s, %s, %s)) {insert}",
-        fields=fields,
-    )
-
-
-# The log INSERT for the current database.
-decision_log_insert_statement = built_per_database(_log_insert_build)
 
 
 def decision_record_insert(*, record: DecisionRecord) -> None:
@@ -328,11 +163,10 @@ def decision_record_insert(*, record: DecisionRecord) -> None:
             )
             record.save(force_insert=True)
         return
-    log = decision_log_insert_statement()
+    log = statements.log_insert()
     statement, params = log.insert, log.params(record)
     if record.idempotency_key and record.agent_id is not None:
-        key = [record.agent_id, record.idempotency_key, record.pk, record.created_at]
-        statement, params = log.keyed_insert, key + params
+        statement, params = log.keyed_insert, {**params, **log.key_params(record)}
     with prepared_cursor() as cursor:
         cursor.execute(statement, params)
     log.saved(record)
@@ -342,25 +176,6 @@ def decision_session_move_set(*, record: DecisionRecord, move: dict[str, Any]) -
     """Record on the log row how the decision moved its session (apply=true), in the same transaction."""
     record.session_move = move
     record.save(update_fields=["session_move"])
-
-
-def decision_for_invalid_output(point: CompiledPoint, decision: Decision, problem: str) -> Decision:
-    """Raw model output without a valid candidate: the default answers, unless a hard rule already did."""
-    if decision.ruled_by == HARD_RULE:
-        return decision
-    spec = point.spec
-    return Decision(
-        point=spec.key,
-        decision=spec.default_outcome,
-        ruled_by=DEFAULT,
-        rule=None,
-        matched_rules=decision.matched_rules,
-        candidate=None,
-        overridden=False,
-        needs_candidate=False,
-        reason=f"the model output held no valid candidate ({problem}); default outcome {spec.default_outcome}",
-        keyword_hits=decision.keyword_hits,
-    )
 
 
 def matched_rule_document(m: MatchedRule) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from the log.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -25,14 +24,15 @@ from django.utils.translation import gettext
 from rules.config.revisions import Actor
 from rules.config.runtime import engines
 from rules.config.selectors import config_document
-from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config, evaluate
+from rules.decisions.compute import DecideRequest, decision_compute, decision_prepare
+from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config
 from rules.engine.compiler import CompileError
 from rules.errors import ConfigError, EngineUnavailable, InvalidRequest, NotFound, NotPending, UnknownPoint
 from rules.governance.change_requests import config_document_apply
 from rules.governance.models.change_requests import OPEN_STATES
 from rules.governance.regressions import masked_facts_problem
 from rules.models import ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase
-from rules.services.decide import DecideRequest, decision_for_invalid_output, decision_prepare, decision_record_build
+from rules.services.decide import decision_record_build
 
 
 @dataclass(frozen=True)
@@ -104,18 +104,11 @@ def decision_simulate(
             % {"point": request.point, "where": _where(number, change_request)}
         )
     prepared = decision_prepare(point=point, request=request)
-    started = time.perf_counter_ns()
-    decision = evaluate(
-        point,
-        text=request.input,
-        candidate=prepared.candidate,
-        facts=prepared.facts,
-        now=now or timezone.now(),
-        session_state=session_state or None,
+    # The very step decide takes (rules.decisions.compute), so the simulator cannot answer otherwise.
+    computed = decision_compute(
+        point=point, request=request, prepared=prepared, session_state=session_state or None, now=now or timezone.now()
     )
-    if prepared.parse_problem is not None:
-        decision = decision_for_invalid_output(point, decision, prepared.parse_problem)
-    evaluated_us = (time.perf_counter_ns() - started) // 1000
+    decision, evaluated_us = computed.decision, computed.evaluated_us
     return Simulation(
         decision=decision, revision=number, change_request=change_request, evaluated_us=evaluated_us, point=point
     )
@@ -167,14 +160,9 @@ def regression_case_from_simulation(
     if outcome not in point.spec.outcomes:
         raise ConfigError([f"expected: '{outcome}' is not an outcome of {request.point}"])
     prepared = decision_prepare(point=point, request=request)
-    decision = evaluate(
-        point,
-        text=request.input,
-        candidate=prepared.candidate,
-        facts=prepared.facts,
-        now=timezone.now(),
-        session_state=session_state or None,
-    )
+    decision = decision_compute(
+        point=point, request=request, prepared=prepared, session_state=session_state or None, now=timezone.now()
+    ).decision
     masked = point.masker.mask(request.input)
     masked_facts = point.masker.mask_facts(prepared.facts)
     if problem := masked_facts_problem(point, masked_facts.record):

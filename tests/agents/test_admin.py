@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import AgentRuntime
-from agents.services import token_hash
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import token_hash
 from rules.models import ConfigRevision, StateMachine
 from tests.rules.test_admin import build_config, form_data, messages_of
 

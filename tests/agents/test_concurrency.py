@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from agents.models import Anomaly, Session, Transition
+from agents.sessions.models import Anomaly, Session, Transition
 from rules.models import DecisionIdempotencyKey, DecisionRecord
 from tests.agents.api.test_flows_http import Agent, Answer, assert_gap_free, candidate, start_server
 

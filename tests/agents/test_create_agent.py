@@ -5,9 +5,9 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents.models import AgentRuntime
-from agents.selectors import agent_get_by_token
-from agents.services import token_hash
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.selectors import agent_get_by_token
+from agents.runtimes.services import token_hash
 from rules.config.records import point_save
 from rules.models import DecisionPoint
 
@@ -69,7 +69,7 @@ def test_duplicate_name_and_rotate_of_missing_agent_are_refused(points):
 
 
 def test_every_history_row_of_a_points_change_says_who_and_why(points, actor):
-    from agents.services import agent_create, agent_set_points
+    from agents.runtimes.services import agent_create, agent_set_points
 
     agent, _ = agent_create(name="bot", point_keys=["intent_routing"], actor=actor, reason="created")
     agent_set_points(agent=agent, point_keys=["refund_approval"], actor=actor, reason="moved to refunds")

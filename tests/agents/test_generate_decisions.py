@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from agents.models import Anomaly
+from agents.sessions.models import Anomaly
 from rules.config.selectors import config_document
 from rules.models import CandidateRequestCount, DecisionRecord, DecisionRollupDay
 from rules.reports.decision_map import decision_map

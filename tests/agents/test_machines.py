@@ -66,8 +66,8 @@ def test_timeouts_must_be_finite():
 def test_a_state_that_sessions_are_in_cannot_be_removed(actor):
     from django.utils import timezone
 
-    from agents.models import Session
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
+    from agents.sessions.models import Session
 
     machine = machine_save(machine=StateMachine(key="after_sales", **AFTER_SALES), actor=actor, reason="seed flow")
     agent, _ = agent_create(name="bot", point_keys=[], actor=actor, reason="t")

@@ -13,9 +13,10 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents.models import QueueEvent, Session, Transition
-from agents.services import agent_create
-from agents.services.queue import queue_claim
+from agents.queue.models import QueueEvent
+from agents.queue.services import queue_claim
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Session, Transition
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 

@@ -17,8 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.models import Session
-from agents.services.sessions import session_timeouts_sweep
+from agents.sessions.models import Session
+from agents.sessions.timeouts import session_timeouts_sweep
 from rules.config.yaml_import import config_import
 from rules.models import StateMachine
 from tests.rules.test_admin import form_data

@@ -22,21 +22,17 @@ from django.utils import timezone
 
 from agents import tasks
 from agents.errors import SessionHandedOff
-from agents.models import AgentRuntime, Session, Transition
-from agents.services import agent_create
-from agents.services.decisions import decision_make
-from agents.services.sessions import (
-    SYSTEM_TIMEOUT,
-    session_create,
-    session_interrupt,
-    session_resume,
-    session_timeouts_sweep,
-    session_transition,
-)
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
+from agents.sessions.codes import SYSTEM_TIMEOUT
+from agents.sessions.decide import decision_make
+from agents.sessions.models import Session, Transition
+from agents.sessions.services import session_create, session_interrupt, session_resume, session_transition
+from agents.sessions.timeouts import session_timeouts_sweep
 from decision_service.celery import app as celery_app
 from rules.config.machines import machine_save
 from rules.config.yaml_import import config_import
-from rules.services.decide import DecideRequest
+from rules.decisions.compute import DecideRequest
 from tests.rules.test_worker import WAIT_SECONDS, Worker, _result_backend_url
 
 # The worker fixture itself, requested by name in the Celery test (an explicit re-export, so kept).

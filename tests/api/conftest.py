@@ -5,12 +5,12 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from agents.models import AgentRuntime
-from agents.services import agent_create
-from agents.services.decisions import decision_make
-from agents.services.sessions import session_create, session_interrupt, session_transition
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
+from agents.sessions.services import session_create, session_interrupt, session_transition
 from rules.config.yaml_import import config_import
-from rules.services.decide import DecideRequest
+from rules.decisions.compute import DecideRequest
 from tests.support import DEMO, ROOT
 
 SPEC = ROOT / "docs" / "openapi.yaml"
@@ -82,7 +82,7 @@ def live_staff(live_sessions) -> dict[str, Any]:
     queue (``s3``): ``{"token", "request_id", "session_pk"}``."""
     from django.contrib.auth import get_user_model
 
-    from agents.models import Session
+    from agents.sessions.models import Session
     from rules.config.document.validate import config_from_yaml
     from rules.governance.change_requests import change_request_propose
     from rules.governance.tokens import staff_token_create

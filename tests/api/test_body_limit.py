@@ -19,8 +19,8 @@ import pytest
 import yaml
 from django.conf import settings
 
-from agents.models import AgentRuntime
-from agents.services.sessions import session_create
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.services import session_create
 from tests.api.conftest import SPEC
 
 WIDEST_CHARACTER = 12  # bytes: "\\ud83d\\ude00", one code point, one character for maxLength

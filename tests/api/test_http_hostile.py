@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 import pytest
 from django.conf import settings
 
-from agents.models import AgentRuntime, Anomaly
-from agents.services.sessions import session_create
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.models import Anomaly
+from agents.sessions.services import session_create
 from rules.models import DecisionRecord
 
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from openapi_spec_validator import validate
 from rest_framework import serializers
 
-from agents import apis as session_apis
 from agents import errors as agent_errors
-from agents import staff_apis as queue_apis
 from agents import urls as agents_urls
+from agents.queue import apis as queue_apis
+from agents.sessions import apis as session_apis
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from decision_service.errors import DatabaseUnavailable

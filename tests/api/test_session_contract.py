@@ -121,7 +121,7 @@ def test_refusals_about_the_state_carry_it(agent_client):
 
 
 def test_another_agents_session_is_unknown(agent_client, client):
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
 
     create(agent_client, "s1")
     _, other = agent_create(name="other_bot", point_keys=["intent_routing"], actor=None, reason="t")

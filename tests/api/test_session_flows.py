@@ -22,8 +22,8 @@ from django.db.models import F
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agents.models import Session, Transition
-from agents.services.sessions import session_timeouts_sweep
+from agents.sessions.models import Session, Transition
+from agents.sessions.timeouts import session_timeouts_sweep
 from tests.api.conftest import DEMO
 from tests.api.contract import RESPONSE_CHECKS, problem_json_for_errors, schema
 

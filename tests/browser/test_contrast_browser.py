@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents.services import agent_create
-from agents.services.decisions import decision_make
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
+from rules.decisions.compute import DecideRequest
 from rules.models import DecisionRecord, Threshold
-from rules.services.decide import DecideRequest
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
 

@@ -10,11 +10,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from agents.services import agent_create
-from agents.services.decisions import decision_make
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
 from rules.config.yaml_import import config_import
+from rules.decisions.compute import DecideRequest
 from rules.models import ChangeRequest, Threshold
-from rules.services.decide import DecideRequest
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import DEMO, groups_ensure
 

@@ -20,7 +20,7 @@ import yaml
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from agents.models import Anomaly, Session
+from agents.sessions.models import Anomaly, Session
 from rules.config.yaml_import import config_import
 from rules.models import CandidateRequestCount, ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase, Rule
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents.models import Session, Transition
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Session, Transition
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args

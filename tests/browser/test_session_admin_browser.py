@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.models import Session
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Session
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from rules.models import StateMachine

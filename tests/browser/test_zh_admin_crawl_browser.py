@@ -37,16 +37,16 @@ from django.contrib.auth import get_user_model
 from django.db import models
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from decision_service.admin.forms import DEFAULT_REASON, DEFAULT_REASONS
 from rules.config.records import threshold_save
 from rules.config.selectors import config_document
+from rules.decisions.compute import DecideRequest
 from rules.decisions.presenters import replay_body
 from rules.decisions.replay import decision_replay
 from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve, change_request_propose
 from rules.models import ChangeRequest, DecisionRecord, Threshold
-from rules.services.decide import DecideRequest
 from rules.services.simulate import decision_simulate
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import ROOT, load_demo, reviewed_digest

@@ -12,7 +12,7 @@ from arbiter_client import Arbiter, RetryPolicy
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.governance.tokens import staff_token_create
 from tests.support import DEMO_POINTS, groups_ensure, load_demo
 

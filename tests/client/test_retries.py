@@ -72,7 +72,7 @@ def test_a_refused_connection_is_retried_with_backoff_then_raised() -> None:
 
 
 def test_the_async_client_on_the_live_server(live) -> None:
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
 
     _, token = agent_create(name="async_bot", point_keys=["intent_routing"], actor=None, reason="client test")
 

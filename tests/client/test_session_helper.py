@@ -82,7 +82,7 @@ def test_follow_moves_through_the_map_and_decides_again_once_on_a_mismatch(bot) 
 def test_the_async_session_tracks_and_follows_the_same_way(live) -> None:
     import asyncio
 
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
 
     _, token = agent_create(name="async_bot", point_keys=["intent_routing"], actor=None, reason="client test")
 

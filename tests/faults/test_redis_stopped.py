@@ -20,7 +20,7 @@ BURST = 3
 
 AGENTS = """
 import json
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 made = {}
 for name, rate, burst in (("limited", 1, 3), ("watched", 600, 600)):
     agent, token = agent_create(

@@ -28,7 +28,7 @@ import redis
 from celery import Celery
 from psycopg import sql
 
-from agents.models import Session, Transition, TransitionKind
+from agents.sessions.models import Session, Transition, TransitionKind
 from tests.faults.services import PG_BIN, postgres, prepare, production_env, redis_server
 from tests.support import ROOT
 

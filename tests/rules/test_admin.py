@@ -16,8 +16,8 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import AgentRuntime
-from agents.services import agent_create
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
 from rules.config.admin.fields import parse_literal, parse_literal_list, show_literal
 from rules.config.machines import machine_save
 from rules.config.records import (

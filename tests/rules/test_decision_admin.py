@@ -18,8 +18,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents.models import Anomaly
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Anomaly
 from rules.config import records
 from rules.config.yaml_import import config_import
 from rules.decisions.admin import session_search

@@ -13,8 +13,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import AgentRuntime, Anomaly, Transition
-from agents.services.sessions import session_create, session_move
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.models import Anomaly, Transition
+from agents.sessions.services import session_create, session_move
 from rules.decisions.partitions import (
     DEFAULT_PARTITION,
     TABLE,

@@ -14,8 +14,9 @@ import logging
 import pytest
 from django.utils import timezone
 
-from agents.models import AgentRuntime, Anomaly
-from agents.services import agent_create
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Anomaly
 from rules.decisions.retention import decision_log_purge, decision_log_rows_purge
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.tasks import decision_log_purge as decision_log_purge_task

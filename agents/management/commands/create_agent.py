@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents.models import AgentRuntime
-from agents.services import agent_create, agent_rotate_token, agent_set_points
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create, agent_rotate_token, agent_set_points
 from rules.config.revisions import config_change
 
 

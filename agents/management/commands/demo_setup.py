@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents.models import AgentRuntime
-from agents.services import agent_create, agent_rotate_token
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create, agent_rotate_token
 from rules.config.selectors import revision_latest
 from rules.config.yaml_import import config_import
 from rules.errors import ConfigError

@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=11, help="Random seed (the same seed writes the same log).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from agents.services.synthetic import decisions_generate
+        from agents.sessions.synthetic import decisions_generate
 
         began = time.perf_counter()
         try:

@@ -18,12 +18,12 @@ from django.utils.translation import gettext
 from decision_service.admin.forms import reason_shown
 from decision_service.admin.kit import actor_of
 from rules.config.runtime import engines
+from rules.decisions.compute import DecideRequest
 from rules.decisions.why import why_context
 from rules.engine import Candidate
 from rules.errors import DomainError
 from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, DecisionPoint, StateMachine
 from rules.serializers import DecideInputSerializer, candidate_from
-from rules.services.decide import DecideRequest
 from rules.services.simulate import (
     decision_simulate,
     regression_case_from_simulation,

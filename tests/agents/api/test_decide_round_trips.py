@@ -17,9 +17,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from agents.models import AgentRuntime, Session
-from agents.services import agent_create, agent_rotate_token, agent_save, agent_set_points
-from agents.services.sessions import session_create, session_transition
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create, agent_rotate_token, agent_save, agent_set_points
+from agents.sessions.models import Session
+from agents.sessions.services import session_create, session_transition
 from rules.config.yaml_import import config_import
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from tests.support import DEMO
@@ -351,7 +352,7 @@ def test_the_session_read_reconnects_when_the_server_closed_the_connection(trans
     connection health check first, so a database restarted since the last request goes unnoticed."""
     import psycopg
 
-    from agents.services.sessions import session_read
+    from agents.sessions.reads import session_read
 
     _setup(settings)
     agent = AgentRuntime.objects.get(name="bot")

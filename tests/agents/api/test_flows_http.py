@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from agents.models import Anomaly, Session, Transition
-from agents.services import agent_create
-from agents.services.queue import queue_resolve
+from agents.queue.services import queue_resolve
+from agents.runtimes.services import agent_create
+from agents.sessions.models import Anomaly, Session, Transition
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.support import DEMO

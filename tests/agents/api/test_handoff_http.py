@@ -17,8 +17,8 @@ from django.contrib.auth.models import Group
 from django.db.models import F
 from rest_framework.test import APIClient
 
-from agents.models import Anomaly, Session, Transition
-from agents.services.sessions import session_timeouts_sweep
+from agents.sessions.models import Anomaly, Session, Transition
+from agents.sessions.timeouts import session_timeouts_sweep
 from rules.config.records import point_save
 from rules.governance.tokens import staff_token_create
 from rules.models import DecisionPoint, DecisionRecord

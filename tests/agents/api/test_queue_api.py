@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from agents.models import QueueEvent, Session, Transition
+from agents.queue.models import QueueEvent
+from agents.sessions.models import Session, Transition
 from rules.governance.tokens import staff_token_create
 from tests.agents.api.conftest import post
 

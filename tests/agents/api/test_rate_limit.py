@@ -18,9 +18,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from agents.models import AgentRuntime
-from agents.ratelimit import KEY_PREFIX, LocalBuckets, RedisBuckets, buckets
-from agents.services import agent_create, agent_save
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.ratelimit import KEY_PREFIX, LocalBuckets, RedisBuckets, buckets
+from agents.runtimes.services import agent_create, agent_save
 
 from .conftest import post
 

@@ -11,8 +11,8 @@ from django.db import OperationalError
 from django.db.models.query import QuerySet
 from rest_framework.test import APIClient
 
-from agents.models import Anomaly, Session, Transition
-from agents.services import sessions as sessions_module
+from agents.sessions import reads as sessions_module
+from agents.sessions.models import Anomaly, Session, Transition
 from tests.agents.api.conftest import post
 
 pytestmark = pytest.mark.django_db

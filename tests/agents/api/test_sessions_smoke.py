@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import Anomaly, Session, Transition
+from agents.sessions.models import Anomaly, Session, Transition
 from tests.agents.api.conftest import post
 
 pytestmark = pytest.mark.django_db

@@ -20,22 +20,19 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from agents.models import AgentRuntime, Session
-from agents.services import agent_create
-from agents.services import sessions as sessions_module
-from agents.services.decisions import decision_make
-from agents.services.sessions import (
-    session_create,
-    session_feedback,
-    session_log_if_state,
-    session_state_seen,
-    session_transition,
-    sessions_seen_forget,
-)
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
+from agents.sessions import reads as sessions_module
+from agents.sessions.decide import decision_make
+from agents.sessions.feedback import session_feedback
+from agents.sessions.models import Session
+from agents.sessions.reads import session_log_if_state, session_state_seen, sessions_seen_forget
+from agents.sessions.services import session_create, session_transition
 from rules.config.yaml_import import config_import
+from rules.decisions.compute import DecideRequest, decision_prepare
 from rules.engine import Candidate
 from rules.models import CandidateRequestCount, DecisionRecord
-from rules.services.decide import DecideRequest, decision_evaluate, decision_prepare, point_current
+from rules.services.decide import decision_evaluate, point_current
 from tests.support import DEMO, UNDER_REVIEW_RULE
 
 pytestmark = pytest.mark.django_db
@@ -156,7 +153,7 @@ def test_the_guesses_are_bounded_and_the_one_seen_longest_ago_goes_first(agent, 
 def test_sqlite_never_guesses(agent):
     session_create(agent=agent, machine_key="after_sales", session_id="s1")
     first = decide(agent, "s1")
-    sessions_module._seen(agent.pk, "s1", "init")  # even a guess left there is not used
+    sessions_module.session_seen(agent.pk, "s1", "init")  # even a guess left there is not used
     assert session_state_seen(agent_id=agent.pk, key="s1") is None
     with pytest.raises(NotSupportedError):
         session_log_if_state(agent_id=agent.pk, key="s1", state="init", record=first.record)

@@ -19,30 +19,30 @@ from agents.errors import (
     UnknownMachine,
     UnknownSession,
 )
-from agents.models import AgentRuntime, Anomaly, Session, Transition
-from agents.services import agent_create
-from agents.services import decisions as decisions_module
-from agents.services.decisions import decision_make
-from agents.services.sessions import (
-    SYSTEM_MODEL_FAILURE,
-    FeedbackBasis,
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create
+from agents.sessions import decide as decisions_module
+from agents.sessions.codes import SYSTEM_MODEL_FAILURE
+from agents.sessions.decide import decision_make
+from agents.sessions.feedback import FeedbackBasis, session_feedback
+from agents.sessions.models import Anomaly, Session, Transition
+from agents.sessions.reads import session_read
+from agents.sessions.services import (
     Move,
     session_action,
     session_create,
-    session_feedback,
     session_interrupt,
     session_move,
-    session_read,
     session_report_anomaly,
     session_resume,
     session_transition,
 )
 from rules.config.machines import machine_save
 from rules.config.yaml_import import config_import
+from rules.decisions.compute import DecideRequest
 from rules.engine import Candidate
 from rules.errors import InvalidRequest
 from rules.models import CandidateRequestCount, DecisionRecord, RuledBy, StateMachine
-from rules.services.decide import DecideRequest
 from tests.support import DEMO, UNDER_REVIEW_RULE
 
 pytestmark = pytest.mark.django_db
@@ -238,7 +238,7 @@ def test_the_model_cannot_interrupt_resume_or_move_its_way_out_of_a_policy_hando
     assert refused.value.extra == {"state": "human_handoff", "seq": 4, "handoff_reason": "model_failure"}
     with pytest.raises(SessionHandedOff):
         session_interrupt(agent=agent, session_id="s", to="executing", expected_state="human_handoff")
-    # Not even the machine's own way out: that is the person's (agents.services.queue).
+    # Not even the machine's own way out: that is the person's (agents.queue.services).
     with pytest.raises(SessionHandedOff):
         session_transition(agent=agent, session_id="s", to="completed", expected_state="human_handoff")
     assert Session.objects.get(key="s").seq == 4
@@ -461,17 +461,15 @@ def test_feedback_after_two_overrides_by_the_same_rule(agent):
 
 
 def test_the_feedback_query_names_the_models_tables():
-    from agents.services.sessions import (
-        _FEEDBACK_ANOMALIES_PG,
-        _FEEDBACK_BASIS_SQL,
-        _FEEDBACK_OVERRULED_PG,
-    )
+    from rules.decisions import statements
 
-    # The hints are counted in SQL written by hand (one statement on the decide path): a table renamed in
-    # a migration must be renamed there too.
+    # The hints' rows are read by SQL written by hand (one statement on the decide path), its names taken
+    # from the models' metadata: a table renamed in a migration is renamed there too.
+    pg = statements.session_select(session=Session, anomaly=Anomaly, lock=False, with_feedback=True)
+    rows = statements.feedback_rows(anomaly=Anomaly)
     # Written out for the partial index's predicate (rules.decisions.models), which names the same value.
-    assert f"ruled_by = '{RuledBy.HARD_RULE.value}'" in _FEEDBACK_OVERRULED_PG
-    for sql in (_FEEDBACK_BASIS_SQL, _FEEDBACK_ANOMALIES_PG + _FEEDBACK_OVERRULED_PG):
+    for sql in (rows, pg):
+        assert f"ruled_by = '{RuledBy.HARD_RULE.value}'" in sql
         assert f"FROM {Anomaly._meta.db_table} " in sql
         assert f"FROM {DecisionRecord._meta.db_table} " in sql
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 from tests.api.conftest import DEMO
 from tests.api.corpus import runner

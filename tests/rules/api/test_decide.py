@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 
-from agents.models import Anomaly
+from agents.sessions.models import Anomaly
 from rules.config import records
 from rules.models import CandidateRequestCount, DecisionRecord, Threshold
 from tests.rules.api.conftest import decide
@@ -231,7 +231,7 @@ def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
 
 
 def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
-    from agents.services.sessions import session_create, session_transition
+    from agents.sessions.services import session_create, session_transition
     from rules.config import records as rec
     from rules.models import Condition, DecisionPoint, Rule
 
@@ -244,7 +244,7 @@ def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
     rec.condition_save(
         condition=Condition(rule=rule, kind="session_state_in", states=["received"]), actor=actor, reason="t"
     )
-    from agents.models import AgentRuntime
+    from agents.runtimes.models import AgentRuntime
 
     agent = AgentRuntime.objects.get(name="support_bot")
     session_create(agent=agent, machine_key="after_sales", session_id="s1")

@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from rules.config.selectors import config_document
 from rules.config.yaml_import import config_import
+from rules.decisions.compute import DecideRequest
 from rules.errors import ConfigError
 from rules.governance.impact import impact_compute
 from rules.governance.regressions import regression_case_pin, regressions_check
 from rules.models import DecisionRecord, RegressionCase
-from rules.services.decide import DecideRequest
 from rules.services.simulate import regression_case_from_simulation
 from tests.rules.api.conftest import decide
 from tests.support import DEMO_TEXT, agent_api

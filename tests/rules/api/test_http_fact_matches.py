@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.rules.api.test_http_seed_scenarios import call

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.support import DEMO

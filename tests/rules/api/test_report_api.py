@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from rules.governance.tokens import staff_token_create

@@ -11,15 +11,15 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from agents.services import agent_create
-from agents.services.decisions import decision_make
+from agents.runtimes.services import agent_create
+from agents.sessions.decide import decision_make
 from rules.config import records
+from rules.decisions.compute import DecideRequest
 from rules.errors import ApprovalRequired, OverrideReasonRequired
 from rules.governance.change_requests import change_request_approve
 from rules.governance.impact import change_request_impact_run
 from rules.governance.regressions import regression_case_pin, regressions_check
 from rules.models import ChangeRequest, DecisionRecord, RegressionCase, Threshold
-from rules.services.decide import DecideRequest
 from tests.support import reviewed_digest
 
 from .conftest import make_user

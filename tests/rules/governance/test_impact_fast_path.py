@@ -15,12 +15,12 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from rules.config.selectors import config_document
+from rules.decisions.compute import decision_for_invalid_output
 from rules.decisions.replay import _PLACEHOLDER
 from rules.decisions.selectors import decision_log_row_ids, decision_log_rows
 from rules.engine import Candidate, compile_config, evaluate
 from rules.governance.impact import MAX_EXAMPLES, impact_compute, impact_points_affected, row_json
 from rules.models import DecisionRecord
-from rules.services.decide import decision_for_invalid_output
 
 NOW = dt.datetime(2026, 11, 20, 15, 30, tzinfo=dt.UTC)
 

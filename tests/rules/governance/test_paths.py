@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config import records
 from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold

@@ -7,7 +7,7 @@ import pytest
 from django.apps import apps
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.document.validate import config_from_yaml
 from rules.governance.change_requests import change_request_approve, change_request_propose
 from rules.governance.tokens import staff_token_create

@@ -7,7 +7,8 @@ import datetime as dt
 
 import pytest
 
-from agents.models import AgentRuntime, Anomaly
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.models import Anomaly
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from rules.errors import InvalidRequest, UnknownPoint

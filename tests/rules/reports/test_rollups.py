@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from agents.models import AgentRuntime, Anomaly
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.models import Anomaly
 from rules.config.yaml_import import config_import
 from rules.decisions.retention import decision_log_purge
 from rules.models import CandidateRequestCount, DecisionRecord, DecisionRollup, DecisionRollupDay

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from agents.services import agent_create
+from agents.runtimes.services import agent_create
 from rules.config.records import keyword_list_save
 from rules.config.runtime import engines
 from rules.config.selectors import config_document

@@ -192,7 +192,7 @@ def test_a_condition_keeps_only_the_inputs_its_kind_uses(actor):
 
 
 def test_deleting_a_point_removes_it_from_agents_with_history(actor):
-    from agents.services import agent_create
+    from agents.runtimes.services import agent_create
 
     keep, gone = f.point(key="keep"), f.point(key="gone")
     agent, _ = agent_create(name="bot", point_keys=["keep", "gone"], actor=actor, reason="setup")

@@ -13,10 +13,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.errors import UnknownSession
-from agents.models import Session
-from agents.selectors import QUEUE_REASONS, human_queue_get, human_queue_list
-from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return
-from agents.services.sessions import Move
+from agents.queue.selectors import QUEUE_REASONS, human_queue_get, human_queue_list
+from agents.queue.services import queue_claim, queue_release, queue_resolve, queue_return
+from agents.sessions.models import Session
+from agents.sessions.services import Move
 from decision_service.api.base import StaffApi, require_permission
 from decision_service.api.fields import StrictCharField, StrictSerializer
 

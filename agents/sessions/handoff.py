@@ -6,7 +6,7 @@ the agent's own move, interrupt or resume (``agent``), or a machine whose sessio
 (``started``) — the agent may no longer move it: a move, an interrupt, a resume or a decision with
 ``apply`` is refused with ``409 session_handed_off`` and recorded as an anomaly (trying to drive a
 conversation a person has is the model's or the agent's mistake). Only the human queue
-(``agents.services.queue``: ``queue_return`` / ``queue_resolve``) leads out, through the machine's own
+(``agents.queue.services``: ``queue_return`` / ``queue_resolve``) leads out, through the machine's own
 transitions.
 
 ``Session.handoff_reason`` says why a session waits: it is set by every move into the handoff state
@@ -17,7 +17,7 @@ path set it may hold an empty reason in the handoff state: they are shown as ``u
 from __future__ import annotations
 
 from agents.errors import SessionHandedOff
-from agents.models import Session, TransitionKind
+from agents.sessions.models import Session, TransitionKind
 
 SESSION_HANDED_OFF = "session_handed_off"  # the refusal's code, and the anomaly's
 

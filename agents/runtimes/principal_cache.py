@@ -2,7 +2,7 @@
 
 A token's principal (the agent's id, name and allowed points) is kept by the token's hash once an active
 agent's token authenticated. The whole cache is dropped when the agents' change stamp moves; the stamp
-is read with the engine cache's periodic revision check (``rules.config.runtime.EngineCache.watch``), before
+is read with the engine cache's periodic revision check (``rules.runtime.EngineCache.watch``), before
 the lookup, so no request pays a query for it.
 
 **Staleness window.** A rotated or revoked token, a deactivated or deleted agent, or a change of an
@@ -10,7 +10,7 @@ agent's points takes effect in every process within ``ARBITER_REVISION_CHECK_SEC
 default) of its commit: the first request after that interval re-reads the stamp before authenticating.
 
 The stamp is the number of the agents' history rows and the highest history id. Every change to an
-agent runtime goes through ``agents.services.runtimes`` and is audited (``audited_save``, a history
+agent runtime goes through ``agents.runtimes.services`` and is audited (``audited_save``, a history
 row per change, deletion included), so every change moves the stamp — the count even when a change
 with a lower id commits after one with a higher id. A write that bypasses the history (a queryset
 ``.update()`` on agents, which the house style forbids) is seen only with the next audited change.
@@ -22,8 +22,8 @@ from __future__ import annotations
 from django.db.models import Expression, IntegerField
 from django.db.models.expressions import RawSQL
 
-from agents.models import AgentRuntime
-from agents.services.runtimes import token_hash
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import token_hash
 from decision_service.principals import AgentPrincipal
 
 _MAX_ENTRIES = 10_000  # far more agents than any installation has; a bound against surprises
@@ -49,7 +49,7 @@ def agents_stamp() -> Expression:
 
 def principal_for_token(token: str) -> AgentPrincipal | None:
     """The principal of an active agent's token, from this process's cache when it is fresh enough."""
-    from agents.selectors import agent_principal_by_hash
+    from agents.runtimes.selectors import agent_principal_by_hash
     from rules.config.runtime import engines
 
     engines.check()  # may drop the cache: at most every ARBITER_REVISION_CHECK_SECONDS

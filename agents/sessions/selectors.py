@@ -1,3 +1,6 @@
+"""Reads of sessions: for an agent, for the admin's lists (open, ended, stuck, in a handoff state), one
+session's timeline."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -7,65 +10,14 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from django.db.models import BooleanField, Case, CharField, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import BooleanField, Case, Q, QuerySet, Value, When
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from agents.errors import UnknownSession
-from agents.models import AgentRuntime, Anomaly, QueueEvent, Session, Transition
-from agents.services.handoff import (
-    REASON_AGENT,
-    REASON_FALLBACK,
-    REASON_MODEL_FAILURE,
-    REASON_RULE,
-    REASON_STARTED,
-    REASON_TIMEOUT,
-    REASON_UNKNOWN,
-)
-from agents.services.runtimes import token_hash
-from agents.services.sessions import AgentRef
-from decision_service.principals import AgentPrincipal
+from agents.sessions.models import Anomaly, Session, Transition
+from agents.sessions.services import AgentRef
 from rules.models import DecisionRecord, StateMachine
-
-
-def agent_get_by_token(*, token: str) -> AgentRuntime | None:
-    return AgentRuntime.objects.filter(token_hash=token_hash(token), is_active=True).first()
-
-
-def agent_principal(agent: AgentRuntime) -> AgentPrincipal:
-    """What API calls see of an agent runtime: its id, name and the keys of the points it may ask."""
-    return AgentPrincipal(
-        pk=agent.pk,
-        name=agent.name,
-        points=frozenset(p.key for p in agent.points.all()),
-        rate_per_minute=agent.rate_per_minute,
-        rate_burst=agent.rate_burst,
-    )
-
-
-def agent_principal_by_token(*, token: str) -> AgentPrincipal | None:
-    """The principal of an active agent's token, or None (read now; the API uses ``principal_cache``)."""
-    return agent_principal_by_hash(digest=token_hash(token))
-
-
-def agent_principal_by_hash(*, digest: str) -> AgentPrincipal | None:
-    """The principal of the active agent whose token hashes to ``digest``, or None: one query."""
-    rows = list(
-        AgentRuntime.objects.filter(token_hash=digest, is_active=True)
-        .values_list("pk", "name", "rate_per_minute", "rate_burst", "points__key")
-        .order_by()
-    )
-    if not rows:
-        return None
-    pk, name, rate, burst, _ = rows[0]
-    # The rate limit comes with the agent, in the same query: the throttle reads no row of its own.
-    return AgentPrincipal(
-        pk=pk,
-        name=name,
-        points=frozenset(row[-1] for row in rows if row[-1] is not None),
-        rate_per_minute=rate,
-        rate_burst=burst,
-    )
 
 
 def session_get_for_agent(*, agent: AgentRef, session_id: str) -> Session:
@@ -193,70 +145,6 @@ def session_states() -> list[str]:
     return sorted({s for states in StateMachine.objects.values_list("states", flat=True) for s in states or []})
 
 
-def session_human_queue(*, machines: list[StateMachine] | None = None) -> QuerySet[Session]:
-    """Sessions waiting for a person: in their machine's handoff state, the longest waiting first.
-
-    Each carries the move that brought it there (the transition numbered with the session's current
-    ``seq``, found through the (session, seq) unique index): ``last_kind``, ``last_reason``,
-    ``last_actor``, ``last_from`` and ``last_at`` (all None for a session that started in the handoff state).
-    """
-    last = Transition.objects.filter(session=OuterRef("pk"), seq=OuterRef("seq")).order_by()
-    return (
-        session_list()
-        .filter(sessions_in_handoff_q(machines))
-        .annotate(
-            last_kind=Subquery(last.values("kind")[:1]),
-            last_reason=Subquery(last.values("reason")[:1]),
-            last_actor=Subquery(last.values("actor")[:1]),
-            last_from=Subquery(last.values("from_state")[:1]),
-            last_at=Subquery(last.values("created_at")[:1]),
-        )
-        .annotate(
-            # What the agent API shows too (agents.services.handoff.session_handoff_reason).
-            queue_reason=Case(
-                When(handoff_reason="", then=Value(REASON_UNKNOWN)),
-                default=F("handoff_reason"),
-                output_field=CharField(),
-            )
-        )
-        .select_related("claimed_by")
-        .order_by("state_entered_at", "pk")
-    )
-
-
-# Why a session is waiting for a person (``Session.handoff_reason``, set by the move that brought it there).
-QUEUE_REASONS = {
-    REASON_RULE: _("rule"),
-    REASON_FALLBACK: _("fallback after a decision"),
-    REASON_TIMEOUT: _("timeout"),
-    REASON_MODEL_FAILURE: _("model failure"),
-    REASON_AGENT: _("moved by the agent"),
-    REASON_STARTED: _("started there"),
-    REASON_UNKNOWN: _("unknown"),
-}
-MINE, UNCLAIMED, CLAIMED = "mine", "unclaimed", "claimed"
-
-
-def human_queue_list(*, holder: str = "", user: Any = None, reason: str = "") -> QuerySet[Session]:
-    """The human queue (``session_human_queue``), oldest first, filtered: ``holder`` is "mine" (held by
-    ``user``), "unclaimed" or "claimed"; ``reason`` one of ``QUEUE_REASONS``. Empty means no filter."""
-    queue = session_human_queue()
-    if holder == MINE:
-        queue = queue.filter(claimed_by_id=getattr(user, "pk", None))
-    elif holder == UNCLAIMED:
-        queue = queue.filter(claimed_by__isnull=True)
-    elif holder == CLAIMED:
-        queue = queue.filter(claimed_by__isnull=False)
-    if reason:
-        queue = queue.filter(queue_reason=reason)  # type: ignore[misc]  # an annotation the stubs do not see
-    return queue
-
-
-def human_queue_get(*, pk: int) -> Session | None:
-    """One session of the human queue (annotated as in ``session_human_queue``), or None when it is not waiting."""
-    return session_human_queue().filter(pk=pk).first()
-
-
 @dataclass(frozen=True)
 class TimelineEntry:
     """One event of a session: a transition, a decision, an anomaly or a queue event (claim, release):
@@ -267,7 +155,8 @@ class TimelineEntry:
     transition: Transition | None = None
     decision: DecisionRecord | None = None
     anomaly: Anomaly | None = None
-    queue_event: QueueEvent | None = None
+    # An agents.queue.models.QueueEvent: the queue builds on sessions, so sessions does not import it.
+    queue_event: Any = None
 
     @property
     def seq(self) -> int | None:

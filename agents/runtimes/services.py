@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext
 
-from agents.models import AgentRuntime
+from agents.runtimes.models import AgentRuntime
 from decision_service.tokens import AGENT_TOKEN_PREFIX, new_token, token_hash
 from rules.config.revisions import Actor, audited_save, config_change
 from rules.models import DecisionPoint

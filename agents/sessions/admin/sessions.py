@@ -7,32 +7,22 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
-from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.models import Session, TransitionKind
-from agents.selectors import (
-    CLAIMED,
-    MINE,
-    QUEUE_REASONS,
+from agents.sessions.models import Session, TransitionKind
+from agents.sessions.selectors import (
     STUCK_HELP,
-    UNCLAIMED,
     TimelineEntry,
-    human_queue_list,
-    session_human_queue,
     session_is_stuck,
     session_list,
     session_states,
@@ -42,10 +32,8 @@ from agents.selectors import (
     sessions_open_q,
     sessions_stuck_q,
 )
-from agents.services.queue import queue_claim, queue_release, queue_resolve, queue_return, queue_work_allowed
-from agents.services.sessions import session_allowed_actions, session_allowed_targets
+from agents.sessions.services import session_allowed_actions, session_allowed_targets
 from decision_service.admin.display import key_cell, when_cell
-from decision_service.errors import DomainError
 from rules.decisions.admin import ReadOnlyAdmin
 from rules.decisions.why import RULED_BY_LABELS, SESSION_CHARS, session_changelist_url
 from rules.models import StateMachine
@@ -66,7 +54,7 @@ def _status(request: HttpRequest) -> str:
     return ALL if request.GET.get(SEARCH_VAR, "").strip() else OPEN
 
 
-def _human(since: dt.datetime, now: dt.datetime) -> str:
+def human_since(since: dt.datetime, now: dt.datetime) -> str:
     """How long ago ``since`` was: in seconds under a minute, else Django's "2 hours, 5 minutes"."""
     seconds = int((now - since).total_seconds())
     if seconds < 60:
@@ -228,7 +216,7 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
         "in_handoff": session.state == machine.handoff_state,
         "undeclared": session.state not in machine.states,
         "stuck": session_is_stuck(session, now=now),
-        "time_in_state": _human(session.state_entered_at, now),
+        "time_in_state": human_since(session.state_entered_at, now),
         "stack": list(session.stack or []),
         "allowed_transitions": session_allowed_targets(session),
         "allowed_actions": [] if ended else session_allowed_actions(session),
@@ -241,7 +229,6 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
     }
 
 
-@admin.register(Session)
 class SessionAdmin(ReadOnlyAdmin):
     """Sessions, read-only: only the session service moves them. Open sessions first, stuck ones on top."""
 
@@ -353,7 +340,7 @@ class SessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("time in state"), ordering="-state_entered_at")
     def time_in_state(self, obj: Session) -> str:
-        spent = _human(obj.state_entered_at, timezone.now())
+        spent = human_since(obj.state_entered_at, timezone.now())
         if getattr(obj, "stuck", False):
             return format_html(
                 '{} <span class="arbiter-badge arbiter-badge-stuck" title="{}">{}</span>',
@@ -384,7 +371,7 @@ class SessionAdmin(ReadOnlyAdmin):
             **(extra_context or {}),
             "stuck_help": STUCK_HELP,
             "human_queue_url": reverse("admin:agents_session_human_queue"),
-            "human_queue_count": session_human_queue().count(),
+            "human_queue_count": session_list().filter(sessions_in_handoff_q()).count(),
         }
         return super().changelist_view(request, extra_context)
 
@@ -401,120 +388,3 @@ class SessionAdmin(ReadOnlyAdmin):
             context["page"] = session_page_context(obj, now=timezone.now())
             context["stuck_help"] = STUCK_HELP
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
-
-    # --- the human queue --------------------------------------------------------------------------------
-
-    def get_urls(self) -> list[URLPattern]:
-        # A view of this admin rather than a proxy model's changelist: a proxy model would need a
-        # migration. It is linked from the session list, the agents app page and the admin index.
-        info = self.opts.app_label, self.opts.model_name
-        queue = path(
-            "human-queue/",
-            self.admin_site.admin_view(self.human_queue_view),
-            name="{}_{}_human_queue".format(*info),
-        )
-        act = path(
-            "human-queue/<int:pk>/<str:step>/",
-            self.admin_site.admin_view(self.human_queue_act_view),
-            name="{}_{}_human_queue_act".format(*info),
-        )
-        return [queue, act, *super().get_urls()]
-
-    def human_queue_view(self, request: HttpRequest) -> HttpResponse:
-        """Sessions waiting in their machine's handoff state, the longest waiting first: how they got
-        there, who holds them, and (with the permission) the buttons to work them."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        now = timezone.now()
-        holder = request.GET.get("holder", "")
-        holder = holder if holder in (MINE, UNCLAIMED, CLAIMED) else ""
-        reason = request.GET.get("reason", "")
-        reason = reason if reason in QUEUE_REASONS else ""
-        queue = human_queue_list(holder=holder, user=request.user, reason=reason)
-        page = Paginator(queue, HUMAN_QUEUE_PAGE).get_page(request.GET.get("p"))
-        can_work = queue_work_allowed(request.user)
-        rows = []
-        for s in page.object_list:
-            targets = session_allowed_targets(s)
-            terminal = s.machine.terminal_states
-            rows.append(
-                {
-                    "session": s,
-                    "url": reverse("admin:agents_session_change", args=[s.pk]),
-                    "waiting": _human(s.state_entered_at, now),
-                    "kind_label": KIND_LABELS.get(s.last_kind, s.last_kind) if s.last_kind else "",
-                    "reason_label": QUEUE_REASONS.get(s.queue_reason, s.queue_reason),
-                    "stuck": session_is_stuck(s, now=now),
-                    "mine": s.claimed_by_id == request.user.pk,
-                    "return_states": [t for t in targets if t not in terminal],
-                    "resolve_states": [t for t in targets if t in terminal],
-                    "claim_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "claim"]),
-                    "release_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "release"]),
-                    "return_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "return"]),
-                    "resolve_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "resolve"]),
-                }
-            )
-        filters = {
-            "holder": [("", _("all")), (MINE, _("mine")), (UNCLAIMED, _("unclaimed")), (CLAIMED, _("claimed"))],
-            "reason": [("", _("any")), *QUEUE_REASONS.items()],
-        }
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "title": gettext("Human queue"),
-            "subtitle": None,
-            "rows": rows,
-            "page_obj": page,
-            "changelist_url": reverse("admin:agents_session_changelist"),
-            "stuck_help": STUCK_HELP,
-            "can_work": can_work,
-            "holder": holder,
-            "reason": reason,
-            "filters": filters,
-            "filter_query": urlencode({k: v for k, v in (("holder", holder), ("reason", reason)) if v}),
-            "here": request.get_full_path(),
-        }
-        return TemplateResponse(request, self.human_queue_template, context)
-
-    def human_queue_act_view(self, request: HttpRequest, pk: int, step: str) -> HttpResponse:
-        """One step on a waiting session (claim, release, return, resolve), through the queue services;
-        a refusal is shown as a message on the queue page."""
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        back = request.POST.get("next", "")
-        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=False):
-            back = reverse("admin:agents_session_human_queue")
-        back = back or reverse("admin:agents_session_human_queue")
-        note = request.POST.get("note", "").strip()
-        state = request.POST.get("state", "").strip()
-        key = Session.objects.filter(pk=pk).values_list("key", flat=True).first() or str(pk)
-        try:
-            if step == "claim":
-                queue_claim(session_pk=pk, user=request.user, note=note)
-                done = gettext("You have %(session)s now.") % {"session": key}
-            elif step == "release":
-                queue_release(session_pk=pk, user=request.user, note=note)
-                done = gettext("Session %(session)s is back in the queue, unclaimed.") % {"session": key}
-            elif step == "return":
-                move = queue_return(session_pk=pk, user=request.user, state=state, note=note)
-                done = gettext("Session %(session)s is back with the bot, in %(state)s.") % {
-                    "session": key,
-                    "state": move.state,
-                }
-            elif step == "resolve":
-                if not note:
-                    raise DomainError(gettext("Say how it was resolved: the note is required."))
-                move = queue_resolve(session_pk=pk, user=request.user, state=state, note=note)
-                done = gettext("Session %(session)s is resolved: it ended in %(state)s.") % {
-                    "session": key,
-                    "state": move.state,
-                }
-            else:
-                raise DomainError(gettext("Unknown step '%(step)s'.") % {"step": step})
-        except DomainError as refused:
-            messages.error(request, gettext("Session %(session)s: %(why)s") % {"session": key, "why": refused.detail})
-        else:
-            messages.success(request, done)
-        return HttpResponseRedirect(back)

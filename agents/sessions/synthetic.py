@@ -27,7 +27,8 @@ from django.db import connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents.models import AgentRuntime, Anomaly
+from agents.runtimes.models import AgentRuntime
+from agents.sessions.models import Anomaly
 from rules.config.selectors import config_document, revision_latest
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.reports.rollups import decision_rollups_forget_between
@@ -49,7 +50,7 @@ class Generated:
 def _agent() -> AgentRuntime:
     agent = AgentRuntime.objects.filter(name=GENERATED_AGENT).first()
     if agent is None:
-        from agents.services.runtimes import agent_create
+        from agents.runtimes.services import agent_create
 
         agent, _ = agent_create(
             name=GENERATED_AGENT,

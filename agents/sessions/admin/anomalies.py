@@ -8,10 +8,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.models import Anomaly
-from agents.selectors import (
-    session_pk,
-)
+from agents.sessions.models import Anomaly
+from agents.sessions.selectors import session_pk
 from decision_service.admin.display import key_cell, summary_cell, when_cell
 from rules.decisions.admin import SessionLogAdmin
 from rules.decisions.why import AGENT_CHARS, SESSION_CHARS, session_changelist_url

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from agents import principal_cache
+from agents.runtimes import principal_cache
 from decision_service.principals import AgentPrincipal
 
 

@@ -11,14 +11,9 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.admin_forms import AgentRuntimeForm
-from agents.models import AgentRuntime
-from agents.services import (
-    agent_create,
-    agent_rotate_token,
-    agent_save,
-    agent_set_points,
-)
+from agents.runtimes.forms import AgentRuntimeForm
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.services import agent_create, agent_rotate_token, agent_save, agent_set_points
 from decision_service.admin.display import when_cell
 from decision_service.admin.kit import REFUSALS, actor_of, reason_from, refusal_text, refused_on_form
 from rules.config.admin.base import ConfigAdmin

@@ -1,14 +1,26 @@
 """A whole decide, as an agent runtime asks for it on every turn: scope, session, decision, log, move.
 
-The configuration's part (the compiled point, the evaluation, the log row) is ``rules.services.decide``;
-this module adds what only the agents app knows: the agent's scope, the session's lock and state, the
-anomalies recorded against the session, and the move that ``apply=true`` makes. Decision, log row,
-anomalies and move commit together or not at all.
+The configuration's part (the compiled point, the evaluation — ``rules.decisions.compute`` —, the log
+row) is ``rules.services.decide``; this module adds what only the agents app knows: the agent's scope,
+the session's lock and state, the anomalies recorded against the session, and the move that
+``apply=true`` makes. Decision, log row, anomalies and move commit together or not at all.
+
+``decision_make`` takes one of four paths, each a function here:
+
+- ``_path_without_session`` — no session, no ``apply``: the log row is the only write (one INSERT).
+- ``_path_guessed`` — a session it does not move, whose state this process has seen
+  (``agents.sessions.reads``): the rules decide in that state and one statement logs the row only if the
+  session is still in it. Wrong guess: decided again in the state that statement read.
+- ``_path_reading_session`` — a session it does not move: read as last committed, then the INSERT.
+- ``_path_under_lock`` — ``apply``, or either path above when the model did something wrong (anomalies
+  are counted on the session and may hand it off): under the session's lock, in a transaction. The two
+  unlocked paths say so by returning ``UNDER_LOCK`` (they wrote nothing), never ``None``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -17,35 +29,25 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.errors import MachineMismatch, SessionClosed, UnknownSession
-from agents.models import AgentRuntime, Session
-from agents.selectors import agent_principal
-from agents.services.sessions import (
-    DECISION_MOVE_NOT_ALLOWED,
-    FeedbackBasis,
-    anomaly_record,
-    session_allowed_targets,
-    session_feedback,
-    session_handed_off,
-    session_lock,
-    session_log_if_state,
-    session_move,
-    session_read,
-    session_state_seen,
-)
+from agents.runtimes.models import AgentRuntime
+from agents.runtimes.selectors import agent_principal
+from agents.sessions.codes import DECISION_MOVE_NOT_ALLOWED
+from agents.sessions.feedback import FeedbackBasis, session_feedback
+from agents.sessions.models import Session
+from agents.sessions.reads import session_lock, session_log_if_state, session_read, session_state_seen
+from agents.sessions.services import anomaly_record, session_allowed_targets, session_handed_off, session_move
 from decision_service import metrics
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
 from rules.config.scope import point_allowed_check
+from rules.decisions.compute import DecideRequest, Prepared, SessionSeen, decision_prepare, session_guess_allowed
 from rules.decisions.selectors import decision_get_by_idempotency_key
 from rules.engine import CompiledPoint
 from rules.models import DecisionRecord
 from rules.services.decide import (
-    DecideRequest,
     DecideResult,
     Evaluated,
-    Prepared,
     decision_evaluate,
-    decision_prepare,
     decision_record_insert,
     decision_result_from_record,
     decision_session_move_set,
@@ -81,25 +83,12 @@ def decision_make(
     turn = _Turn(principal, request, point, revision, prepared, now or timezone.now(), idempotency_key, digest)
     try:
         if not request.session_id and not apply:
-            return _counted(_decide_without_session(turn))
+            return _counted(_path_without_session(turn))
         if not apply:
-            unlocked = _decide_reading_session(turn)
-            if unlocked is not None:
+            unlocked = _path_reading_session(turn)
+            if unlocked is not UNDER_LOCK:
                 return _counted(unlocked)
-        with transaction.atomic():
-            session = _session_for(principal, request.session_id, point, apply)
-            # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
-            refused = (
-                session_handed_off(
-                    session, principal, f"a decision of {point.spec.key} with apply", point=point.spec.key
-                )
-                if apply and session is not None
-                else None
-            )
-            if refused is None:
-                decided = _decide_locked(turn, session, apply)
-        if refused is not None:
-            raise refused
+        decided = _path_under_lock(turn, apply)
     except IntegrityError:
         # Two retries with one key raced: the other one logged it first.
         if idempotency_key:
@@ -108,6 +97,32 @@ def decision_make(
                 return decision_result_from_record(existing)
         raise
     return _counted(decided)
+
+
+class _UnderLock(enum.Enum):
+    """What an unlocked path answers when the decide must be made again under the session's lock."""
+
+    UNDER_LOCK = "under_lock"
+
+
+UNDER_LOCK = _UnderLock.UNDER_LOCK
+
+
+def _path_under_lock(turn: _Turn, apply: bool) -> DecideResult:
+    """Lock the session (when there is one), refuse what ``apply`` may not do, decide, log and move: one
+    transaction. A session a person has is refused after the attempt is committed as an anomaly."""
+    principal, request, point = turn.principal, turn.request, turn.point
+    with transaction.atomic():
+        session = _session_for(principal, request.session_id, point, apply)
+        # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
+        refused = (
+            session_handed_off(session, principal, f"a decision of {point.spec.key} with apply", point=point.spec.key)
+            if apply and session is not None
+            else None
+        )
+        if refused is None:
+            return _decide_locked(turn, session, apply)
+    raise refused
 
 
 def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideResult:
@@ -182,7 +197,7 @@ class _Turn:
         )
 
 
-def _decide_without_session(turn: _Turn) -> DecideResult:
+def _path_without_session(turn: _Turn) -> DecideResult:
     """No session: the log row is the only write, one INSERT in autocommit (no BEGIN, no COMMIT, no lock);
     with an Idempotency-Key, the key's row and the log row in one transaction.
 
@@ -204,37 +219,48 @@ def _decide_without_session(turn: _Turn) -> DecideResult:
     return decision_result_from_record(record, replayed=False)
 
 
-def _decide_reading_session(turn: _Turn) -> DecideResult | None:
+def _path_reading_session(turn: _Turn) -> DecideResult | _UnderLock:
     """A decide with a session that it does not move: rules see the session as last committed, without a
     lock or a transaction, and the log row records that state.
 
-    When this process has seen the session before (PostgreSQL), the rules decide in the state it was last
-    seen in, and one statement logs the row only if the session is still in it, with what the feedback
-    hints are counted from — one round trip. Otherwise, or when the session has moved meanwhile, the
-    session is read (with its feedback basis) and the row inserted: two.
+    When this process has seen the session before (PostgreSQL) and the point's rules read nothing of a
+    session but its state, ``_path_guessed``: one round trip. Otherwise, or when the session has moved
+    meanwhile, the session is read (with its feedback basis) and the row inserted: two.
 
-    ``None`` when the model did something wrong: anomalies are counted on the session and may hand it
-    off, so the caller decides again under the session's lock (the unsaved row is dropped; nothing was
+    ``UNDER_LOCK`` when the model did something wrong: anomalies are counted on the session and may hand
+    it off, so the caller decides again under the session's lock (the unsaved row is dropped; nothing was
     written). A point that asks for a candidate first only counts, as on every path.
     """
     agent_id, key = turn.principal.pk, turn.request.session_id
     # A keyed decide writes its key's row with the log row (decision_record_insert), which the folded
     # statement does not carry: it reads first, as it already looked its key up before deciding.
     seen = None if turn.idempotency_key else session_state_seen(agent_id=agent_id, key=key)
-    if seen is not None:
-        # Nothing written on a guess, not even the "ask your LLM" counter: it may be decided again.
-        evaluated = turn.evaluate(seen, save=False, count=False)
-        record = evaluated.record
-        if record is not None and not evaluated.anomalies:
-            found = session_log_if_state(agent_id=agent_id, key=key, state=seen, record=record)
-            # How often guesses hold in real traffic decides how much this path saves: counted.
-            metrics.decide_session_read(read="guessed" if found.logged else "guessed_wrong")
-            if found.logged:
-                return _answered(record, found.basis)
-            return _decide_in(turn, found.state, found.basis)
+    if seen is not None and session_guess_allowed(turn.point):
+        guessed = _path_guessed(turn, SessionSeen(state=seen))
+        if guessed is not None:
+            return guessed
     metrics.decide_session_read(read="read")
     session, basis = session_read(agent_id=agent_id, key=key)
     return _decide_in(turn, session.state if session else None, basis)
+
+
+def _path_guessed(turn: _Turn, seen: SessionSeen) -> DecideResult | _UnderLock | None:
+    """Decide in the state the session was last seen in (``seen``: all the rules may read of it), and
+    log only if it is still in it (one statement); wrong, decide again in the state that statement read.
+    ``None``: the guess could not be used (the model did something wrong, or the point asks for a
+    candidate first) — read instead."""
+    agent_id, key, state = turn.principal.pk, turn.request.session_id, seen.state
+    # Nothing written on a guess, not even the "ask your LLM" counter: it may be decided again.
+    evaluated = turn.evaluate(state, save=False, count=False)
+    record = evaluated.record
+    if record is None or evaluated.anomalies:
+        return None
+    found = session_log_if_state(agent_id=agent_id, key=key, state=state, record=record)
+    # How often guesses hold in real traffic decides how much this path saves: counted.
+    metrics.decide_session_read(read="guessed" if found.logged else "guessed_wrong")
+    if found.logged:
+        return _answered(record, found.basis)
+    return _decide_in(turn, found.state, found.basis)
 
 
 def _unlogged(
@@ -251,14 +277,14 @@ def _unlogged(
     )
 
 
-def _decide_in(turn: _Turn, state: str | None, basis: FeedbackBasis) -> DecideResult | None:
+def _decide_in(turn: _Turn, state: str | None, basis: FeedbackBasis) -> DecideResult | _UnderLock:
     """Decide in ``state``, read as last committed with ``basis``, and log the row (see above)."""
     evaluated = turn.evaluate(state, save=False)
     record = evaluated.record
     if record is None:
         return _unlogged(turn, evaluated, feedback=basis.hints())
     if evaluated.anomalies:
-        return None
+        return UNDER_LOCK
     decision_record_insert(record=record)
     return _answered(record, basis)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from agents.models import AgentRuntime
+from agents.runtimes.models import AgentRuntime
 from decision_service.admin.forms import AuditedModelForm
 
 

@@ -10,7 +10,8 @@ of the handoff state: a return goes to a non-terminal state the table allows fro
 count restarts, so the model gets a fresh allowance), a resolve to a terminal one.
 
 A session held by someone else is refused (``claimed_by_other``); an unclaimed one may be returned or
-resolved directly by whoever acts, as if claimed for that moment. Every step needs the
+resolved directly by whoever acts, as if claimed for that moment. A resolve needs a note (checked here, not
+only by the admin and the serializer). Every step needs the
 ``agents.work_human_queue`` permission, whichever way it is asked for (admin page or staff API).
 """
 
@@ -23,9 +24,11 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, UnknownSession
-from agents.models import QueueEvent, QueueEventKind, Session, TransitionKind
-from agents.services.sessions import Move, session_allowed_targets, session_move, sessions_lock
-from decision_service.errors import PermissionDenied
+from agents.queue.models import QueueEvent, QueueEventKind
+from agents.sessions.models import Session, TransitionKind
+from agents.sessions.reads import sessions_lock
+from agents.sessions.services import Move, session_allowed_targets, session_move
+from decision_service.errors import InvalidRequest, PermissionDenied
 
 QUEUE_PERMISSION = "agents.work_human_queue"
 
@@ -141,7 +144,10 @@ def queue_return(*, session_pk: int, user: Any, state: str, note: str = "") -> M
 @transaction.atomic
 def queue_resolve(*, session_pk: int, user: Any, state: str, note: str) -> Move:
     """End a waiting session in ``state`` (a terminal state the machine allows from its handoff state),
-    with the operator's note as the move's reason."""
+    with the operator's note as the move's reason: required, as what a person did to end it."""
+    if not note.strip():
+        message = gettext("Say how it was resolved: the note is required.")
+        raise InvalidRequest(message, errors={"note": [message]})
     session = _locked_in_queue(session_pk, user)
     _check_holder(session, user)
     _leave(session, to=state, terminal=True)

@@ -14,18 +14,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.errors import UnknownSession
-from agents.models import Session
-from agents.selectors import session_get_for_agent, session_latest_anomaly_codes
-from agents.services.decisions import decision_make
-from agents.services.handoff import session_handoff_reason
-from agents.services.sessions import (
+from agents.sessions.decide import decision_make
+from agents.sessions.feedback import session_feedback
+from agents.sessions.handoff import session_handoff_reason
+from agents.sessions.models import Session
+from agents.sessions.selectors import session_get_for_agent, session_latest_anomaly_codes
+from agents.sessions.services import (
+    SESSION_ID,
+    SESSION_ID_MESSAGE,
     AgentRef,
     Move,
     session_action,
     session_allowed_actions,
     session_allowed_targets,
+    session_context_problem,
     session_create,
-    session_feedback,
     session_interrupt,
     session_report_anomaly,
     session_resume,
@@ -39,17 +42,13 @@ from decision_service.api.fields import (
     StrictIntegerField,
     StrictSerializer,
 )
+from rules.config.validators import KEY as KEY_PATTERN
+from rules.decisions.compute import DecideRequest
 from rules.decisions.presenters import decision_body
 from rules.serializers import DecideInputSerializer, candidate_from
-from rules.services.decide import DecideRequest
 
-KEY = r"^[a-z][a-z0-9_]{0,63}$"
-# Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
-# id is a path segment of every other session route) and no NUL: docs/openapi.yaml has the same pattern.
-SESSION_ID = (
-    r"^[^/\u0000]*[^/\u0000\t-\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-    r"[^/\u0000]*\Z"
-)
+# The one key pattern (rules.validators), anchored for DRF's RegexField.
+KEY = rf"^{KEY_PATTERN.pattern}$"
 
 
 def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
@@ -89,16 +88,6 @@ class StrictUUIDField(serializers.UUIDField):
         if not isinstance(data, str):
             self.fail("invalid", value=data)
         return super().to_internal_value(data)
-
-
-def _holds_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(v) for v in value)
-    return False
 
 
 def decision_session_feedback(*, agent: AgentRef, session_id: str) -> dict[str, Any]:
@@ -178,14 +167,14 @@ class SessionCreateApi(AgentApi):
         machine = StrictCharField(max_length=64)
         # Every other session route has the id as one path segment: an id with "/" could never be used.
         session_id = StrictCharField(
-            max_length=128, required=False, validators=[RegexValidator(SESSION_ID, "Must not contain '/'.")]
+            max_length=128, required=False, validators=[RegexValidator(SESSION_ID, SESSION_ID_MESSAGE)]
         )
         context = serializers.DictField(required=False, default=dict)
 
         def validate_context(self, value: dict[str, Any]) -> dict[str, Any]:
-            # PostgreSQL cannot store NUL in JSON: refuse it here rather than fail on insert.
-            if _holds_nul(value):
-                raise serializers.ValidationError("Must not contain NUL characters.")
+            # The service refuses it too (session_create); here it is shown as the field's error.
+            if problem := session_context_problem(value):
+                raise serializers.ValidationError(problem)
             return value
 
     def post(self, request: Request) -> Response:

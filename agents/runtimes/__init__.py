@@ -1,0 +1,1 @@
+"""Agent runtimes: who may call the agent API — tokens, the principal cache, the points they may ask, rate limits."""

@@ -1,0 +1,1 @@
+"""The sessions' admin pages: sessions (list, page, timeline) and anomalies."""

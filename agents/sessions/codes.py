@@ -1,0 +1,11 @@
+"""The names the sessions room writes into its rows: the anomaly codes it records itself, the system
+actors of the moves nobody's request made, and how many of a session's latest anomalies and overruled
+decisions its feedback hints count."""
+
+SYSTEM_TIMEOUT = "system:timeout-sweep"
+SYSTEM_MODEL_FAILURE = "system:model-failure-policy"
+MODEL_FAILURE = "model_failure"
+ILLEGAL_TRANSITION = "illegal_transition"
+ACTION_NOT_ALLOWED = "action_not_allowed"
+DECISION_MOVE_NOT_ALLOWED = "decision_move_not_allowed"
+FEEDBACK_LIMIT = 50  # the latest anomalies and overruled decisions of a session that its hints count

@@ -1,0 +1,208 @@
+"""Reading a session on the hot paths: locked for a move, or as last committed for a decide that moves
+nothing — and that decide's read folded into its log INSERT when the state is guessed (PostgreSQL).
+
+The statements are ``rules.decisions.statements``' (named placeholders, built once per database); here:
+turning their rows back into a ``Session`` with its ``StateMachine``, the SQLite lock, and the states
+this process has seen.
+
+The guess. The state each session was last seen in by this process (a decide's read, a move it
+committed) lets the next decide of the session evaluate before reading it — never an answer:
+``session_log_if_state`` logs only if the session is still in that state, checked in the same
+statement. Only a ``rules.decisions.compute.SessionSeen`` is guessed (the state, nothing else), so a
+point whose rules read more of a session is never decided on one
+(``rules.decisions.compute.session_guess_allowed``), and ``ARBITER_DECIDE_GUESS_SESSION_STATE`` turns
+it off. Bounded: past ``SEEN_STATES_MAX`` the session seen
+longest ago is forgotten; a session not in it costs a read first.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import NotSupportedError, OperationalError, connection
+from django.db.models import F, QuerySet
+
+from agents.errors import SessionBusy
+from agents.sessions.codes import FEEDBACK_LIMIT
+from agents.sessions.feedback import FeedbackBasis, feedback_basis
+from agents.sessions.models import Anomaly, Session
+from decision_service.db import prepared_cursor
+from rules.decisions import statements
+from rules.models import DecisionRecord, StateMachine
+
+
+def sessions_lock(sessions: QuerySet[Session]) -> QuerySet[Session]:
+    """``sessions`` to read under a lock held until the transaction ends (call inside ``atomic``).
+
+    PostgreSQL: ``SELECT … FOR UPDATE`` on the rows. SQLite ignores FOR UPDATE and has only a database
+    write lock; a transaction that reads first and writes later is refused at once ("database is
+    locked", no waiting) when another writer got in between. Writing first (a no-op update) takes the
+    write lock up front, waiting its busy timeout for the others as a row lock would.
+    """
+    if connection.vendor == "sqlite":
+        _sqlite_write_lock(sessions)
+    return sessions.select_for_update(of=("self",)).select_related("machine")
+
+
+def _sqlite_write_lock(sessions: QuerySet[Session]) -> None:
+    try:
+        sessions.update(seq=F("seq"))
+    except OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        # Other writers held the database for the whole busy timeout: the caller may retry.
+        raise SessionBusy("The database is busy with other moves; retry shortly.") from exc
+
+
+@dataclass(frozen=True)
+class _SessionRow:
+    """How to turn a session read's row back into the session and its machine."""
+
+    session_fields: tuple[str, ...]
+    machine_fields: tuple[str, ...]
+    converters: dict[int, tuple[list[Any], Any]]
+
+
+# Per thread, as Django's connections are: the converters are bound to the connection that built them.
+_session_rows = threading.local()
+
+
+def _session_row() -> _SessionRow:
+    found: _SessionRow | None = getattr(_session_rows, connection.alias, None)
+    if found is not None:
+        return found
+    session_fields, machine_fields = Session._meta.concrete_fields, StateMachine._meta.concrete_fields
+    # The same converters the ORM applies to these columns (JSON decoding, aware datetimes on SQLite, …).
+    compiler = Session.objects.all().query.get_compiler(connection=connection)
+    session_table, machine_table = Session._meta.db_table, StateMachine._meta.db_table
+    cols = [f.get_col(session_table) for f in session_fields] + [f.get_col(machine_table) for f in machine_fields]
+    found = _SessionRow(
+        session_fields=tuple(f.attname for f in session_fields),
+        machine_fields=tuple(f.attname for f in machine_fields),
+        converters=compiler.get_converters(cols),
+    )
+    setattr(_session_rows, connection.alias, found)
+    return found
+
+
+def _session_fetch(
+    *, lock: bool, with_feedback: bool, params: dict[str, Any]
+) -> tuple[Session, tuple[Any, ...]] | None:
+    """The session with its machine, and the values of any columns selected after them."""
+    sql = statements.session_select(session=Session, anomaly=Anomaly, lock=lock, with_feedback=with_feedback)
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    shape = _session_row()
+    values = list(row)
+    for i, (converters, expression) in shape.converters.items():
+        for convert in converters:
+            values[i] = convert(values[i], expression, connection)
+    split = len(shape.session_fields)
+    end = split + len(shape.machine_fields)
+    db = connection.alias
+    session = Session.from_db(db, shape.session_fields, values[:split])
+    machine = StateMachine.from_db(db, shape.machine_fields, values[split:end])
+    Session.machine.field.set_cached_value(session, machine)
+    return session, tuple(values[end:])
+
+
+def session_lock(*, agent_id: Any, key: str) -> Session | None:
+    """The agent's session ``key`` with its machine, locked until the transaction ends (call inside
+    ``atomic``); ``None`` when the agent has no such session. The hot paths' form of ``sessions_lock``."""
+    if connection.vendor == "sqlite":
+        _sqlite_write_lock(Session.objects.filter(agent_id=agent_id, key=key))  # see sessions_lock
+    fetched = _session_fetch(lock=True, with_feedback=False, params={"agent_id": agent_id, "key": key})
+    return fetched[0] if fetched else None
+
+
+def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tuple[Session | None, FeedbackBasis]:
+    """The agent's session ``key`` with its machine as last committed, without a lock, and what its
+    feedback hints are counted from: for a caller that only reads the session (a decide that moves
+    nothing and records nothing against it). One statement on PostgreSQL; SQLite reads the two apart.
+    """
+    params = {"agent_id": agent_id, "key": key, "limit": limit}
+    if connection.vendor != "postgresql":
+        fetched = _session_fetch(lock=False, with_feedback=False, params=params)
+        session = fetched[0] if fetched else None
+        return session, (feedback_basis(session, limit) if session else FeedbackBasis())
+    fetched = _session_fetch(lock=False, with_feedback=True, params=params)
+    if fetched is None:
+        # Gone (deleted behind this process's back): a guess of it must not outlive it.
+        _seen_states.pop((connection.alias, agent_id, key), None)
+        return None, FeedbackBasis()
+    session, (anomalies, overruled) = fetched
+    session_seen(agent_id, key, session.state)
+    return session, FeedbackBasis.from_columns(anomalies, overruled, limit)
+
+
+# -- the guess: a decide's read folded into its log insert (PostgreSQL) ---------------------------------
+
+SEEN_STATES_MAX = 10_000
+_seen_states: dict[tuple[str, Any, str], str] = {}
+
+
+def session_state_seen(*, agent_id: Any, key: str) -> str | None:
+    """What this process last saw of the session; ``None`` when it saw none, with the guess turned off,
+    and on SQLite always: only PostgreSQL can check a guess (``session_log_if_state`` needs a writable CTE)."""
+    if connection.vendor != "postgresql" or not settings.ARBITER_DECIDE_GUESS_SESSION_STATE:
+        return None
+    return _seen_states.get((connection.alias, agent_id, key))
+
+
+def sessions_seen_forget() -> None:
+    """Forget every state seen (the next decide of each session reads it first)."""
+    _seen_states.clear()
+
+
+def session_seen(agent_id: Any, key: str, state: str) -> None:
+    """Remember ``state`` as the one the session was last seen in by this process."""
+    seen = (connection.alias, agent_id, key)
+    _seen_states.pop(seen, None)  # to the end: the dict's order is the order last seen in
+    _seen_states[seen] = state
+    while len(_seen_states) > SEEN_STATES_MAX:
+        # The session seen longest ago goes first. Each step is one dict operation (atomic under the GIL):
+        # threads of one worker can only race to forget one more guess, never corrupt the dict.
+        _seen_states.pop(next(iter(_seen_states), seen), None)
+
+
+@dataclass(frozen=True)
+class LoggedIfState:
+    """What ``session_log_if_state`` found: whether it logged, and the session as committed when it ran."""
+
+    logged: bool
+    state: str | None  # None: the agent has no such session
+    basis: FeedbackBasis
+
+
+def session_log_if_state(
+    *, agent_id: Any, key: str, state: str, record: DecisionRecord, limit: int = FEEDBACK_LIMIT
+) -> LoggedIfState:
+    """PostgreSQL only: in one statement, read the agent's session ``key`` as last committed with what its
+    feedback hints are counted from (as ``session_read``), and insert ``record``'s log row only if the
+    session is in ``state`` — the state ``record`` was decided in. A decide that guessed its session's
+    state right makes one statement where it made two; one that guessed wrong learns the state and logs
+    nothing, and decides again from what it learnt.
+    """
+    if connection.vendor != "postgresql":
+        raise NotSupportedError("A guessed state is checked by a writable CTE: PostgreSQL only.")
+    log = statements.log_insert()
+    params = {"agent_id": agent_id, "key": key, "state": state, "limit": limit, **log.params(record)}
+    with prepared_cursor() as cursor:
+        cursor.execute(statements.session_log_if_state(session=Session, anomaly=Anomaly), params)
+        row = cursor.fetchone()
+    if row is None:
+        _seen_states.pop((connection.alias, agent_id, key), None)
+        return LoggedIfState(logged=False, state=None, basis=FeedbackBasis())
+    current, anomalies, overruled, logged = row
+    session_seen(agent_id, key, current)
+    if logged:
+        log.saved(record)
+    return LoggedIfState(
+        logged=bool(logged), state=current, basis=FeedbackBasis.from_columns(anomalies, overruled, limit)
+    )

@@ -1,0 +1,442 @@
+"""Sessions under explicit state machines. Nothing else changes a session's state.
+
+Every move takes the session's lock (``SELECT … FOR UPDATE`` on PostgreSQL, the database write lock on
+SQLite: see ``sessions_lock``) and then writes with a compare-and-set on ``seq``, so concurrent
+callers from one ``expected_state`` get exactly one success: the others see the new state and are told
+``state_mismatch``. ``seq`` is assigned here, one per move,
+and each move is a ``Transition`` row unique on (session, seq): strictly increasing and gap-free.
+
+Refusals that are a model's mistake (an illegal move, an action outside the whitelist) are recorded
+as anomalies *and* refused: the anomaly is committed first, then the error is raised. When a session
+collects its machine's ``max_anomalies``, it is handed to the machine's handoff state (model_failure).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Protocol
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents.errors import (
+    ActionNotAllowed,
+    IllegalTransition,
+    NothingToResume,
+    SessionClosed,
+    SessionExists,
+    SessionHandedOff,
+    StateMismatch,
+    UnknownMachine,
+    UnknownSession,
+)
+from agents.sessions.codes import (
+    ACTION_NOT_ALLOWED,
+    ILLEGAL_TRANSITION,
+    MODEL_FAILURE,
+    SYSTEM_MODEL_FAILURE,
+)
+from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
+from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
+from agents.sessions.reads import session_lock, session_seen
+from decision_service import metrics
+from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
+from rules.models import DecisionRecord, StateMachine
+
+
+class AgentRef(Protocol):
+    """The agent a call is made for: an ``AgentRuntime`` or the API's ``AgentPrincipal`` (its id and name)."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Move:
+    from_state: str
+    state: str
+    seq: int
+    kind: str
+
+
+# Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
+# id is a path segment of every other session route) and no NUL: docs/openapi.yaml has the same pattern.
+SESSION_ID = (
+    r"^[^/\u0000]*[^/\u0000\t-\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    r"[^/\u0000]*\Z"
+)
+SESSION_ID_MESSAGE = "Must not contain '/'."
+_SESSION_ID = re.compile(SESSION_ID)
+
+
+def session_id_problem(session_id: str) -> str | None:
+    """Why ``session_id`` cannot name a session (blank, a "/", a NUL), or None."""
+    return None if _SESSION_ID.search(session_id) else SESSION_ID_MESSAGE
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def session_context_problem(context: Any) -> str | None:
+    """Why ``context`` cannot be stored (PostgreSQL cannot store NUL in JSON: refused before the insert)."""
+    return "Must not contain NUL characters." if _holds_nul(context) else None
+
+
+def session_allowed_targets(session: Session) -> list[str]:
+    if session.state in session.machine.terminal_states:
+        return []
+    return list(session.machine.transitions.get(session.state, []))
+
+
+def session_allowed_actions(session: Session) -> list[str]:
+    return list(session.machine.actions.get(session.state, []))
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def session_create(
+    *,
+    agent: AgentRef,
+    machine_key: str,
+    session_id: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> Session:
+    errors = {}
+    if session_id and (problem := session_id_problem(session_id)):
+        errors["session_id"] = [problem]
+    if problem := session_context_problem(context or {}):
+        errors["context"] = [problem]
+    if errors:
+        raise InvalidRequest("The session cannot be created as asked.", errors=errors)
+    machine = StateMachine.objects.filter(key=machine_key).first()
+    if machine is None:
+        raise UnknownMachine(f"There is no state machine '{machine_key}'.")
+    key = session_id or uuid.uuid4().hex
+    session = Session(
+        agent_id=agent.pk,
+        key=key,
+        machine=machine,
+        state=machine.initial_state,
+        context=dict(context or {}),
+        state_entered_at=timezone.now(),
+        handoff_reason=REASON_STARTED if machine.initial_state == machine.handoff_state else "",
+    )
+    try:
+        with transaction.atomic():
+            session.save(force_insert=True)
+    except IntegrityError as exc:
+        raise SessionExists(f"Session '{key}' already exists.") from exc
+    return session
+
+
+def _locked(agent: AgentRef, session_id: str) -> Session:
+    if "\x00" in session_id:
+        # No session id holds a NUL (session_id_problem), and PostgreSQL cannot compare text holding one.
+        raise UnknownSession(f"This agent has no session {session_id!r}.")
+    session = session_lock(agent_id=agent.pk, key=session_id)
+    if session is None:
+        raise UnknownSession(f"This agent has no session '{session_id}'.")
+    return session
+
+
+def _mismatch(session: Session, expected: str) -> StateMismatch:
+    return StateMismatch(
+        f"The session is in '{session.state}' (seq {session.seq}), not '{expected}'; read it again and retry.",
+        extra={"state": session.state, "seq": session.seq},
+    )
+
+
+def _closed(session: Session) -> SessionClosed:
+    return SessionClosed(f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq})
+
+
+def session_move(
+    session: Session,
+    *,
+    to: str,
+    kind: str,
+    actor: str,
+    reason: str = "",
+    decision_id: Any = None,
+    stack: list[str] | None = None,
+    idempotency_key: str = "",
+    request_digest: str = "",
+    now: dt.datetime | None = None,
+) -> Move:
+    """Write one move. The caller holds the session's lock and has checked that the move is allowed."""
+    now = now or timezone.now()
+    from_state, seq = session.state, session.seq + 1
+    fields: dict[str, Any] = {"state": to, "seq": seq, "state_entered_at": now, "updated_at": now}
+    if stack is not None:
+        fields["stack"] = stack
+    # Why the session waits for a person, set by every move into the handoff state; any move out clears it.
+    fields["handoff_reason"] = handoff_reason_for(kind=kind) if to == session.machine.handoff_state else ""
+    # A claim is on a wait in the human queue: any move ends that wait (a new one starts unclaimed).
+    fields["claimed_by"] = None
+    fields["claimed_at"] = None
+    # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
+    if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
+        session.refresh_from_db()
+        raise _mismatch(session, from_state)
+    Transition.objects.create(
+        session=session,
+        seq=seq,
+        from_state=from_state,
+        to_state=to,
+        kind=kind,
+        actor=actor,
+        reason=reason,
+        decision_id=decision_id,
+        idempotency_key=idempotency_key,
+        request_digest=request_digest,
+    )
+    transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
+    if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
+        transaction.on_commit(partial(session_seen, session.agent_id, session.key, to))
+    for name, value in fields.items():
+        setattr(session, name, value)
+    return Move(from_state=from_state, state=to, seq=seq, kind=kind)
+
+
+def anomaly_record(
+    session: Session | None,
+    *,
+    agent: AgentRef,
+    session_id: str,
+    code: str,
+    detail: str = "",
+    raw: str = "",
+    point: str = "",
+    decision_id: Any = None,
+) -> Move | None:
+    """Record a model anomaly; apply the machine's model-failure policy. Returns the handoff move, if any."""
+    Anomaly.objects.create(
+        agent_id=agent.pk,
+        session_id=session_id,
+        point=point,
+        code=code,
+        detail=detail[:2000],
+        raw=raw,
+        decision_id=decision_id,
+    )
+    transaction.on_commit(partial(metrics.anomaly_recorded, code=code))
+    if session is None:
+        return None
+    Session.objects.filter(pk=session.pk).update(anomaly_count=F("anomaly_count") + 1)
+    session.anomaly_count += 1
+    machine = session.machine
+    ended = session.state in machine.terminal_states or session.state == machine.handoff_state
+    if ended or session.anomaly_count < machine.max_anomalies:
+        return None
+    return session_move(
+        session,
+        to=machine.handoff_state,
+        kind=TransitionKind.MODEL_FAILURE,
+        actor=SYSTEM_MODEL_FAILURE,
+        reason=f"{MODEL_FAILURE}: {session.anomaly_count} anomalies (latest {code})",
+    )
+
+
+def _refuse_after_commit(outcome: Move | DomainError) -> Move:
+    if isinstance(outcome, DomainError):
+        raise outcome
+    return outcome
+
+
+def session_transition(
+    *,
+    agent: AgentRef,
+    session_id: str,
+    to: str,
+    expected_state: str,
+    reason: str = "",
+    decision_id: Any = None,
+    idempotency_key: str = "",
+) -> Move:
+    """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move."""
+    digest = _digest({"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)})
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        if idempotency_key:
+            done = session.transitions.filter(idempotency_key=idempotency_key).first()
+            if done is not None:
+                if done.request_digest != digest:
+                    raise IdempotencyConflict(f"Idempotency-Key '{idempotency_key}' was used with another body.")
+                return Move(from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind)
+        if decision_id is not None:
+            _check_decision(agent, session, decision_id)
+        outcome = _transition_locked(session, agent, to, expected_state, reason, decision_id, idempotency_key, digest)
+    return _refuse_after_commit(outcome)
+
+
+def _check_decision(agent: AgentRef, session: Session, decision_id: Any) -> None:
+    """A move may cite a decision of the same agent about this session (or about none); anything else
+    would fail the foreign key only at commit, as a server error, or link another agent's log."""
+    cited = DecisionRecord.objects.filter(pk=decision_id, agent_id=agent.pk, session_id__in=["", session.key])
+    if not cited.exists():
+        raise InvalidRequest(
+            "decision_id names no decision this agent made about this session.",
+            errors={"decision_id": ["Unknown decision for this session."]},
+        )
+
+
+def _transition_locked(
+    session: Session,
+    agent: AgentRef,
+    to: str,
+    expected_state: str,
+    reason: str,
+    decision_id: Any,
+    idempotency_key: str,
+    digest: str,
+) -> Move | DomainError:
+    if session.state != expected_state:
+        return _mismatch(session, expected_state)
+    if session.state in session.machine.terminal_states:
+        return _closed(session)
+    if handed_off := session_handed_off(session, agent, f"a move to '{to}'"):
+        return handed_off
+    allowed = session_allowed_targets(session)
+    if to not in allowed:
+        detail = f"'{session.state}' → '{to}' is not allowed; allowed: {', '.join(allowed) or 'none'}"
+        handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ILLEGAL_TRANSITION, detail=detail)
+        return IllegalTransition(
+            detail + ".",
+            extra={
+                "state": session.state,
+                "seq": session.seq,
+                "allowed_transitions": session_allowed_targets(session),
+                "handed_off": handoff is not None,
+            },
+        )
+    return session_move(
+        session,
+        to=to,
+        kind=TransitionKind.MOVE,
+        actor=agent.name,
+        reason=reason,
+        decision_id=decision_id,
+        idempotency_key=idempotency_key,
+        request_digest=digest,
+    )
+
+
+def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str]:
+    """Check an action against the current state's whitelist; returns the whitelist when allowed."""
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        whitelist = session_allowed_actions(session)
+        if action in whitelist:
+            return whitelist
+        detail = f"'{action}' is not allowed in '{session.state}'; allowed: {', '.join(whitelist) or 'none'}"
+        handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ACTION_NOT_ALLOWED, detail=detail)
+        refusal = ActionNotAllowed(
+            detail + ".",
+            extra={
+                "state": session.state,
+                "seq": session.seq,
+                "allowed_actions": session_allowed_actions(session),
+                "handed_off": handoff is not None,
+            },
+        )
+    raise refusal
+
+
+def session_handed_off(
+    session: Session, agent: AgentRef, attempted: str, *, point: str = ""
+) -> SessionHandedOff | None:
+    """Refuse an agent's move of a session a person has (agents.sessions.handoff), as an anomaly: the
+    refusal to raise once the anomaly is committed, or None when the session is not handed off."""
+    refusal = handoff_refusal(session, attempted=attempted)
+    if refusal is not None:
+        detail = f"{attempted} while handed off ({refusal.extra['handoff_reason']})"
+        anomaly_record(
+            session, agent=agent, session_id=session.key, point=point, code=SESSION_HANDED_OFF, detail=detail
+        )
+    return refusal
+
+
+def session_interrupt(*, agent: AgentRef, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
+    """Set the current state aside and move to ``to``; ``session_resume`` comes back to it."""
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        outcome: Move | DomainError
+        machine = session.machine
+        if session.state != expected_state:
+            outcome = _mismatch(session, expected_state)
+        elif session.state in machine.terminal_states:
+            outcome = _closed(session)
+        elif handed_off := session_handed_off(session, agent, f"an interrupt into '{to}'"):
+            outcome = handed_off
+        elif to not in machine.states or to in machine.terminal_states or to == session.state:
+            outcome = IllegalTransition(
+                f"Cannot interrupt into '{to}': it must be another, non-terminal state of {machine.key}.",
+                extra={"state": session.state, "seq": session.seq},
+            )
+        else:
+            outcome = session_move(
+                session,
+                to=to,
+                kind=TransitionKind.INTERRUPT,
+                actor=agent.name,
+                reason=reason,
+                stack=[*session.stack, session.state],
+            )
+    return _refuse_after_commit(outcome)
+
+
+def session_resume(*, agent: AgentRef, session_id: str, expected_state: str, reason: str = "") -> Move:
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        outcome: Move | DomainError
+        if session.state != expected_state:
+            outcome = _mismatch(session, expected_state)
+        elif session.state in session.machine.terminal_states:
+            outcome = _closed(session)
+        elif handed_off := session_handed_off(session, agent, "a resume"):
+            outcome = handed_off
+        elif not session.stack:
+            outcome = NothingToResume(
+                "The session has no interrupted state to go back to.",
+                extra={"state": session.state, "seq": session.seq},
+            )
+        else:
+            outcome = session_move(
+                session,
+                to=session.stack[-1],
+                kind=TransitionKind.RESUME,
+                actor=agent.name,
+                reason=reason,
+                stack=session.stack[:-1],
+            )
+    return _refuse_after_commit(outcome)
+
+
+def session_report_anomaly(
+    *, agent: AgentRef, session_id: str, code: str, detail: str = "", raw: str = ""
+) -> Move | None:
+    """An anomaly the agent detected itself (invalid JSON, schema violation, retries exhausted)."""
+    with transaction.atomic():
+        session = _locked(agent, session_id)
+        return anomaly_record(session, agent=agent, session_id=session.key, code=code, detail=detail, raw=raw)
