@@ -93,7 +93,6 @@ def use_known_staff_objects(case: Any, known: dict[str, int]) -> None:
 
 @schema.include(tag=STAFF_TAGS).parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@pytest.mark.governed  # proposals wait for approval, as they do in production
 def test_every_staff_operation_conforms_to_the_spec(case, live_demo, live_staff):
     """The staff API under every check the agent API gets, with a superuser's staff token: whatever
     the permission checks let through reaches the services."""

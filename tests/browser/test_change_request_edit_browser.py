@@ -13,7 +13,7 @@ from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the f
 from tests.browser.test_governance_browser import _log_in, _user
 from tests.support import DEMO_TEXT, load_demo
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 @pytest.mark.parametrize("char", ["\x10", "\x16", "\x07"], ids=["U+0010", "U+0016", "U+0007"])

@@ -18,7 +18,7 @@ from tests.support import groups_ensure
 
 SCREENSHOT = Path("/tmp/arbiter-demo-approver.png")  # noqa: S108
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 def _demo_setup(*args: str) -> tuple[str, dict[str, str]]:

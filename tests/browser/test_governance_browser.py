@@ -20,7 +20,7 @@ from tests.support import DEMO, groups_ensure
 
 SCREENSHOT = Path("/tmp/arbiter-change-request.png")  # noqa: S108
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 def _user(username, group):

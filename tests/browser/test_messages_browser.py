@@ -16,7 +16,7 @@ from tests.support import DEMO_TEXT
 
 SCREENSHOT = Path("/tmp/arbiter-deferred-message.png")  # noqa: S108
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 def _messages(page) -> list[tuple[str, str]]:

@@ -12,8 +12,6 @@ from rules.services import records
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
 
-pytestmark = pytest.mark.governed
-
 USERNAME, PASSWORD = "ops_risk_zh", "ops-password-risk-zh"
 
 

@@ -23,7 +23,7 @@ DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 SHOTS = Path("/tmp")  # noqa: S108 - where the brief asks for them
 USERNAME, PASSWORD = "ops_simulator", "ops-password-1"
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 def test_simulate_under_the_current_revision_and_a_pending_change_request(live_server, transactional_db, chromium_page):  # noqa: F811

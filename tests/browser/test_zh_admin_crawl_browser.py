@@ -51,7 +51,7 @@ from rules.services.simulate import decision_simulate
 from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import ROOT, load_demo, reviewed_digest
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 USERNAME, PASSWORD = "ops_zh_crawl", "ops-password-crawl"
 APPROVER = "li_wei_approver"

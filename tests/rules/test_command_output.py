@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from django.core.management import call_command
 
 from decision_service.env import BASE_DIR
@@ -28,7 +27,6 @@ def _clean(text: str) -> None:
         assert word not in text, f"{word!r} in the output:\n{text}"
 
 
-@pytest.mark.governed
 def test_import_config_prints_its_result_and_logs_one_line_per_e_mail(
     demo, settings, tmp_path, caplog, capfd, django_capture_on_commit_callbacks, monkeypatch
 ):

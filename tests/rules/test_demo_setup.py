@@ -58,7 +58,6 @@ def test_demo_setup_prints_a_second_person_who_approves():
     assert get_user_model().objects.filter(username__in=["admin", "approver"]).count() == 2
 
 
-@pytest.mark.governed
 def test_reset_withdraws_the_admins_open_requests_and_leaves_the_approver_one_to_approve():
     run()
     admin = get_user_model().objects.get(username="admin")

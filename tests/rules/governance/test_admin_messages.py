@@ -17,8 +17,6 @@ from rules.services.change_requests import change_request_approve
 from tests.rules.test_admin import form_data
 from tests.support import reviewed_digest
 
-pytestmark = pytest.mark.governed
-
 
 @pytest.fixture
 def editor_client(client, editor):

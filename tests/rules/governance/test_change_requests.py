@@ -40,8 +40,6 @@ from tests.support import reviewed_digest
 
 from .conftest import make_user
 
-pytestmark = pytest.mark.governed
-
 
 def _raise_limit(actor, value="1000"):
     threshold = Threshold.objects.get(key="auto_refund_limit")

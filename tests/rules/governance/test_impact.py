@@ -24,8 +24,6 @@ from tests.support import reviewed_digest
 
 from .conftest import make_user
 
-pytestmark = pytest.mark.governed
-
 
 @pytest.fixture
 def bot(demo):

@@ -20,8 +20,6 @@ from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT, make_user
 
-pytestmark = pytest.mark.governed
-
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 
 

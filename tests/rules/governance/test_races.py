@@ -39,7 +39,6 @@ from tests.support import reviewed_digest
 from .conftest import make_user
 
 pytestmark = [
-    pytest.mark.governed,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         connection.vendor != "postgresql",

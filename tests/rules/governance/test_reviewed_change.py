@@ -25,8 +25,6 @@ from rules.services.change_requests import (
 from rules.services.tokens import staff_token_create
 from tests.support import reviewed_digest
 
-pytestmark = pytest.mark.governed
-
 
 def _limit() -> Decimal:
     return Threshold.objects.get(key="auto_refund_limit").value

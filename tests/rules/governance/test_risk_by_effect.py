@@ -21,8 +21,6 @@ from tests.support import agent_api
 
 from .conftest import DEMO_TEXT
 
-pytestmark = pytest.mark.governed
-
 
 @pytest.fixture(autouse=True)
 def _language_restored():

@@ -26,8 +26,6 @@ from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT, make_user
 
-pytestmark = pytest.mark.governed
-
 
 def _approved_for_the_past():
     editor, approver = make_user("editor", "config_editors"), make_user("approver", "risk_approvers")

@@ -29,8 +29,6 @@ from rules.services.tokens import staff_token_create
 
 from .conftest import DEMO_TEXT, make_user
 
-pytestmark = pytest.mark.governed
-
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 
 

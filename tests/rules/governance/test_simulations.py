@@ -16,8 +16,6 @@ from tests.support import reviewed_digest
 
 from .conftest import DEMO_TEXT
 
-pytestmark = pytest.mark.governed
-
 LIMIT_1000 = DEMO_TEXT.replace("    value: 500\n", "    value: 1000\n")
 LIMIT_99999 = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 

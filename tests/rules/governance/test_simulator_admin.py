@@ -14,8 +14,6 @@ from rules.services.change_requests import change_request_propose
 
 from .conftest import DEMO_TEXT
 
-pytestmark = pytest.mark.governed
-
 URL = "admin:rules_decisionrecord_simulator"
 LIMIT_99999 = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 

@@ -11,7 +11,7 @@ from rules.runtime import engines
 from rules.services.change_requests import change_request_propose
 from tests.rules.governance.conftest import DEMO_TEXT, make_user
 
-pytestmark = [pytest.mark.django_db, pytest.mark.governed]
+pytestmark = [pytest.mark.django_db]
 
 
 @pytest.fixture(autouse=True)
