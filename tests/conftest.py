@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.contrib.auth import get_user_model
 
 from agents.services.sessions import sessions_seen_forget
 from rules.runtime import engines
 from tests.support import load_demo
+from tests.support.worker import Worker, celery_worker
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +31,19 @@ def _fresh_session_guesses():
 
 @pytest.fixture
 def demo(db):
-    """The after-sales demo configuration (revision 1)."""
-    load_demo()
+    """The after-sales demo as the live configuration: revision 1, imported by nobody in particular (the
+    first configuration applies at once, so the four-eyes gate lets it through). Returns the import's
+    result."""
+    result = load_demo()
+    assert result.revision == 1
+    return result
+
+
+@pytest.fixture
+def worker(transactional_db) -> Iterator[Worker]:
+    """A real Celery worker process on a queue of its own, for a test that sends tasks through Redis."""
+    with celery_worker() as running:
+        yield running
 
 
 @pytest.fixture

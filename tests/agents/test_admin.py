@@ -11,7 +11,7 @@ from django.urls import reverse
 from agents.models import AgentRuntime
 from agents.services import token_hash
 from rules.models import ConfigRevision, StateMachine
-from tests.rules.test_admin import build_config, form_data, messages_of
+from tests.support.admin import build_config, form_data, messages_of
 
 TOKEN = re.compile(r"arb_[A-Za-z0-9_\-]{20,}")
 

@@ -37,11 +37,8 @@ from decision_service.celery import app as celery_app
 from rules.configio.apply import config_import
 from rules.services.decide import DecideRequest
 from rules.services.machines import machine_save
-from tests.rules.test_worker import WAIT_SECONDS, Worker, _result_backend_url
-
-# The worker fixture itself, requested by name in the Celery test (an explicit re-export, so kept).
-from tests.rules.test_worker import worker as worker
 from tests.support import DEMO
+from tests.support.worker import WAIT_SECONDS, Worker, result_backend_url
 
 TASK = "agents.tasks.session_timeouts_sweep"
 
@@ -158,7 +155,7 @@ def test_the_beat_schedule_runs_the_sweep_often_enough():
 def _sweep_through_the_worker(worker: Worker) -> int:
     result = tasks.session_timeouts_sweep.apply_async(queue=worker.queue)
     assert not isinstance(result, EagerResult), "with a broker configured the task must go through it"
-    backend = RedisBackend(app=celery_app, url=_result_backend_url())
+    backend = RedisBackend(app=celery_app, url=result_backend_url())
     answer = AsyncResult(result.id, app=celery_app, backend=backend)
     deadline = time.monotonic() + WAIT_SECONDS
     try:

@@ -29,8 +29,7 @@ from django.contrib.auth.models import Group, User
 
 from rules.configio.export import config_export
 from rules.services.tokens import staff_token_create
-from tests.api.conftest import ROOT
-from tests.support import groups_ensure
+from tests.support import ROOT, groups_ensure
 
 API_DOC = ROOT / "docs" / "api.md"
 WRAPPER = r"""

@@ -25,8 +25,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.api.conftest import SESSIONS
-from tests.api.contract import CHECKS, RESPONSE_CHECKS, positive_schema, problem_json_for_errors, schema
+from tests.support import SESSIONS
+from tests.support.contract import CHECKS, RESPONSE_CHECKS, positive_schema, problem_json_for_errors, schema
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 

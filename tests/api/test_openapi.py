@@ -43,7 +43,7 @@ from rules.errors import (
     UnknownPoint,
 )
 from rules.serializers import CandidateSerializer
-from tests.api.conftest import SPEC
+from tests.support import SPEC
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 

@@ -15,8 +15,7 @@ from django.core.management import call_command
 
 from decision_service.env import BASE_DIR
 from rules.models import ChangeRequest
-from tests.rules.governance.conftest import make_user
-from tests.support import DEMO_TEXT
+from tests.support import DEMO_TEXT, make_user
 
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 600\n")
 NOISE = ("Content-Type:", "MIME-Version:", "Subject:", "Message-ID:", "kombu", "celery", "Warning", "-------")

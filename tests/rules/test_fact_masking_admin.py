@@ -8,11 +8,16 @@ from django.test import Client
 from django.urls import reverse
 
 from rules.models import DecisionRecord
-from tests.rules.api.test_fact_masking import ADDRESS, PHONE
-from tests.rules.api.test_fact_masking import client as client  # the fixture, reused
-from tests.rules.test_admin import build_config, form_data
+from tests.support.admin import build_config, form_data
+from tests.support.masking import ADDRESS, PHONE, masking_agent_api
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client(db):
+    """An agent's API client on the demo with the fact-masking points (as tests/rules/api/test_fact_masking.py)."""
+    return masking_agent_api()
 
 
 @pytest.fixture

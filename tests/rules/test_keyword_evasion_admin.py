@@ -12,8 +12,8 @@ from django.urls import reverse
 from rules.configio.apply import config_import
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ConfigRevision, DecisionRecord, KeywordList, Rule
-from tests.rules.test_admin import form_data
 from tests.support import DEMO, agent_api
+from tests.support.admin import form_data
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from rules import runtime
 from rules.models import Threshold
 from rules.runtime import EngineCache
 from rules.services import records
-from tests.rules import factories as f
+from tests.support import factories as f
 
 pytestmark = pytest.mark.django_db
 

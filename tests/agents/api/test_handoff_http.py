@@ -22,7 +22,7 @@ from agents.services.sessions import session_timeouts_sweep
 from rules.models import DecisionPoint, DecisionRecord
 from rules.services.records import point_save
 from rules.services.tokens import staff_token_create
-from tests.agents.api.conftest import post
+from tests.support import post
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from agents.models import QueueEvent, Session, Transition
 from rules.services.tokens import staff_token_create
-from tests.agents.api.conftest import post
+from tests.support import post
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Anomaly, Session, Transition
 from agents.services import sessions as sessions_module
-from tests.agents.api.conftest import post
+from tests.support import post
 
 pytestmark = pytest.mark.django_db
 

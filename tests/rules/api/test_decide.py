@@ -9,7 +9,7 @@ from django.conf import settings
 from agents.models import Anomaly
 from rules.models import CandidateRequestCount, DecisionRecord, Threshold
 from rules.services import records
-from tests.rules.api.conftest import decide
+from tests.support import decide
 
 pytestmark = pytest.mark.django_db
 

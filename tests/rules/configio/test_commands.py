@@ -10,8 +10,7 @@ from django.core.management.base import CommandError
 
 from rules.models import ConfigRevision, Threshold
 from rules.selectors import config_document
-
-from .conftest import DEMO_FILE, FULL_YAML, db_state
+from tests.support.configio import DEMO_FILE, FULL_YAML, db_state
 
 DEMO = DEMO_FILE.read_text(encoding="utf-8")
 

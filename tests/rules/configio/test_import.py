@@ -25,8 +25,7 @@ from rules.models import (
     Threshold,
 )
 from rules.services.revisions import config_change
-
-from .conftest import AUDITED, DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
+from tests.support.configio import AUDITED, DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ from rules.configio.apply import config_import
 from rules.configio.export import config_export
 from rules.configio.validate import config_from_yaml
 from rules.selectors import config_document
-
-from .conftest import DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
+from tests.support.configio import DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
 
 pytestmark = pytest.mark.django_db
 

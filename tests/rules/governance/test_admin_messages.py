@@ -14,8 +14,8 @@ from rules.errors import ApprovalRequired
 from rules.models import ChangeRequest, KeywordList, Threshold
 from rules.services import records
 from rules.services.change_requests import change_request_approve
-from tests.rules.test_admin import form_data
 from tests.support import reviewed_digest
+from tests.support.admin import form_data
 
 
 @pytest.fixture

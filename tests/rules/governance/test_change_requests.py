@@ -36,9 +36,7 @@ from rules.services.change_requests import (
     change_requests_apply_due,
     config_document_apply,
 )
-from tests.support import reviewed_digest
-
-from .conftest import make_user
+from tests.support import make_user, reviewed_digest
 
 
 def _raise_limit(actor, value="1000"):
@@ -243,8 +241,7 @@ def test_the_admin_index_counts_what_waits_for_each_approver(demo, editor, appro
 
 def test_the_first_configuration_of_an_installation_applies_directly(db, editor):
     from rules.configio.apply import config_import
-
-    from .conftest import DEMO_TEXT
+    from tests.support import DEMO_TEXT
 
     result = config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="first load")
     assert result.change_request is None and result.revision == 1

@@ -20,9 +20,7 @@ from rules.services.change_requests import change_request_approve
 from rules.services.decide import DecideRequest
 from rules.services.impact import change_request_impact_run
 from rules.services.regressions import regression_case_pin, regressions_check
-from tests.support import reviewed_digest
-
-from .conftest import make_user
+from tests.support import make_user, reviewed_digest
 
 
 @pytest.fixture

@@ -15,10 +15,8 @@ from agents.services import agent_create
 from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
 from rules.services import records
 from rules.services.tokens import staff_token_create
-from tests.rules.test_admin import form_data
-from tests.support import reviewed_digest
-
-from .conftest import DEMO_TEXT, make_user
+from tests.support import DEMO_TEXT, make_user, reviewed_digest
+from tests.support.admin import form_data
 
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 

@@ -34,9 +34,7 @@ from rules.services.change_requests import (
     change_request_withdraw,
     config_document_apply,
 )
-from tests.support import reviewed_digest
-
-from .conftest import make_user
+from tests.support import make_user, reviewed_digest
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

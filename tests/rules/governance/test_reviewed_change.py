@@ -166,7 +166,7 @@ def test_break_glass_applies_only_the_change_that_was_shown(demo, editor):
     from django.contrib.auth.models import Permission
 
     from rules.services.change_requests import change_request_break_glass
-    from tests.rules.governance.conftest import make_user
+    from tests.support import make_user
 
     on_call = make_user("on_call", "config_editors")
     on_call.user_permissions.add(Permission.objects.get(codename="break_glass_changerequest"))

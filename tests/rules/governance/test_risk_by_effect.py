@@ -16,10 +16,7 @@ from rules.models import ChangeRequest, ConfigRevision, KeywordList, Rule, Thres
 from rules.selectors import config_document
 from rules.services import records
 from rules.services.change_requests import change_request_withdraw
-from tests.rules.api.conftest import decide
-from tests.support import agent_api
-
-from .conftest import DEMO_TEXT
+from tests.support import DEMO_TEXT, agent_api, decide
 
 
 @pytest.fixture(autouse=True)

@@ -26,8 +26,7 @@ from rules.services.change_requests import (
     config_document_apply,
 )
 from rules.services.tokens import staff_token_create
-
-from .conftest import DEMO_TEXT, make_user
+from tests.support import DEMO_TEXT, make_user
 
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 
@@ -132,7 +131,7 @@ def test_the_admin_gate_sends_a_duplicate_to_the_open_request(demo, editor, clie
         records.threshold_save(threshold=threshold, actor=editor, reason="first")
     open_request = held.value.change_request
     client.force_login(editor)
-    from tests.rules.test_admin import form_data
+    from tests.support.admin import form_data
 
     url = reverse("admin:rules_threshold_change", args=[threshold.pk])
     data = form_data(client.get(url))

@@ -12,9 +12,7 @@ from rules.configio.validate import config_from_yaml
 from rules.models import ChangeRequestState
 from rules.services.change_requests import change_request_approve, change_request_propose
 from rules.services.tokens import staff_token_create
-from tests.support import reviewed_digest
-
-from .conftest import DEMO_TEXT
+from tests.support import DEMO_TEXT, reviewed_digest
 
 LIMIT_1000 = DEMO_TEXT.replace("    value: 500\n", "    value: 1000\n")
 LIMIT_99999 = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")

@@ -11,8 +11,7 @@ from django.urls import reverse
 from rules.configio.validate import config_from_yaml
 from rules.models import RegressionCase
 from rules.services.change_requests import change_request_propose
-
-from .conftest import DEMO_TEXT
+from tests.support import DEMO_TEXT
 
 URL = "admin:rules_decisionrecord_simulator"
 LIMIT_99999 = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")

@@ -9,7 +9,7 @@ from rules.configio.apply import config_import
 from rules.reports.decision_map import decision_map
 from rules.runtime import engines
 from rules.services.change_requests import change_request_propose
-from tests.rules.governance.conftest import DEMO_TEXT, make_user
+from tests.support import DEMO_TEXT, make_user
 
 pytestmark = [pytest.mark.django_db]
 

@@ -20,7 +20,7 @@ from rules.reports.snapshots import OVERRIDE_RATE_MOVE, map_changes
 from rules.services.notifications import decision_map_snapshot_mail
 from rules.services.snapshots import decision_map_snapshot_if_due, decision_map_snapshot_take
 from rules.services.tokens import staff_token_create
-from tests.rules.reports.test_decision_map import CONFIG
+from tests.support.reports import CONFIG
 
 pytestmark = pytest.mark.django_db
 

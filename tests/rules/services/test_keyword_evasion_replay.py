@@ -18,8 +18,7 @@ from rules.runtime import engines
 from rules.selectors import config_document
 from rules.services.records import keyword_list_save
 from rules.services.replay import decision_replay
-from tests.rules.api.conftest import decide
-from tests.support import DEMO
+from tests.support import DEMO, decide
 
 EVADED = "我要投\u200b诉"  # a zero-width space inside 投诉
 CANDIDATE = {"decision": "general_query", "confidence": 0.9}

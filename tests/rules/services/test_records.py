@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from rules.models import ConfigRevision, KeywordTerm, Rule, Threshold
 from rules.services import records
 from rules.services.revisions import config_change
-from tests.rules import factories as f
+from tests.support import factories as f
 
 pytestmark = pytest.mark.django_db
 
