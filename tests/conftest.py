@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from agents.services.sessions import sessions_seen_forget
 from rules.runtime import engines
-from tests.support import load_demo
+from tests.support import FakeClock, load_demo
 from tests.support.worker import Worker, celery_worker
 
 
@@ -37,6 +37,19 @@ def demo(db):
     result = load_demo()
     assert result.revision == 1
     return result
+
+
+# The clock the engine cache reads to know when to look for a new revision, and with it the principal
+# cache (ARBITER_REVISION_CHECK_SECONDS): the project's seam for time passing on the request path.
+REVISION_CHECK_CLOCK = "rules.runtime.time.monotonic"
+
+
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    """A fake monotonic clock for the revision check: a test moves ``clock.now`` instead of sleeping."""
+    fake = FakeClock()
+    monkeypatch.setattr(REVISION_CHECK_CLOCK, fake)
+    return fake
 
 
 @pytest.fixture

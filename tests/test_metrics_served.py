@@ -340,9 +340,18 @@ def test_one_json_line_per_request_without_personal_data(served):
     )
     assert status == 200 and len(headers["X-Request-ID"]) == 36
 
-    time.sleep(0.2)
+    # The workers write their lines after answering: wait (bounded) until both requests' lines are there.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            lines = [line for line in _log_lines(log) if line.get("logger") == "arbiter.request"]
+        except ValueError:  # a line caught half written
+            lines = []
+        if {"client-req.42", headers["X-Request-ID"]} <= {line["request_id"] for line in lines}:
+            break
+        assert time.monotonic() < deadline, "the request log lines never appeared"
+        time.sleep(0.05)
     text = log.read_text(encoding="utf-8")
-    lines = [line for line in _log_lines(log) if line.get("logger") == "arbiter.request"]
     [line] = [line for line in lines if line["request_id"] == "client-req.42"]
     assert line["method"] == "POST"
     assert line["path"] == "/api/v1/decisions"

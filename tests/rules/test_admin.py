@@ -31,6 +31,13 @@ from rules.services.records import (
 )
 from tests.support.admin import REASON, build_config, form_data, messages_of
 
+# These tests are about the admin's forms themselves (who and why, validation on the field, inlines, one
+# revision per submission), on records that include high-risk ones; the same forms' path through approval
+# is tested in tests/rules/governance/test_paths.py and test_admin_messages.py.
+pytestmark = pytest.mark.applies_config_at_once(
+    reason="tests the admin's forms on high-risk records; their approval path is tests/rules/governance"
+)
+
 
 @pytest.fixture
 def config(actor):

@@ -119,3 +119,13 @@ def groups_ensure() -> None:
     present = set(Group.objects.filter(name__in=GROUP_MIGRATIONS).values_list("name", flat=True))
     for module, function in {GROUP_MIGRATIONS[name] for name in GROUP_MIGRATIONS.keys() - present}:
         getattr(importlib.import_module(module), function)(apps, None)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when a test moves it (``clock.now += seconds``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -32,6 +32,7 @@ from rules.services.records import (
     rule_save,
     threshold_save,
 )
+from rules.services.revisions import config_change
 
 REASON = "Test configuration"
 
@@ -41,7 +42,15 @@ REASON = "Test configuration"
 
 def build_config(actor: Any) -> dict[str, Any]:
     """Two thresholds, two keyword lists (one regex), a point with two rules of several condition kinds,
-    a state machine and an agent runtime; every write through a service, so revisions exist too."""
+    a state machine and an agent runtime; every write through a service, so history rows exist too.
+
+    The writes join one configuration change: on an empty database that is the installation's first
+    configuration, one revision that applies at once with the four-eyes gate on (as a first import does)."""
+    with config_change(actor=actor, reason=REASON):
+        return _build_config(actor)
+
+
+def _build_config(actor: Any) -> dict[str, Any]:
     kw = {"actor": actor, "reason": REASON}
     min_conf = threshold_save(
         threshold=Threshold(
