@@ -7,14 +7,16 @@ importing them from another test module or a conftest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rest_framework.test import APIClient
 
 from agents.services import agent_create
 from rules.configio.apply import ImportResult, config_import
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "after_sales.yaml"
@@ -89,6 +91,30 @@ def post(client: APIClient, path: str, body: Any, **headers: Any) -> Any:
 def decide(client: APIClient, body: Any, **headers: Any) -> Any:
     """A decide call: ``POST /api/v1/decisions`` with a JSON body."""
     return post(client, "/api/v1/decisions", body, **headers)
+
+
+def approved(write: Callable[[], T], *, approver: Any = None) -> T | Any:
+    """Run a configuration write through the four-eyes gate as the product does: if it is held for
+    approval (``ApprovalRequired``, or an import whose result names the request it became), a second
+    person (a risk approver, made here unless given) approves the change request, naming the digest they
+    read. Returns what ``write`` returned, or the applied change request."""
+    from rules.errors import ApprovalRequired
+    from rules.services.change_requests import change_request_approve
+
+    try:
+        result = write()
+    except ApprovalRequired as held:
+        request = held.change_request
+    else:
+        request = getattr(result, "change_request", None)
+        if request is None:
+            return result
+    approver = approver or make_user(f"approver_of_{request.pk}", "risk_approvers")
+    done = change_request_approve(
+        request=request, actor=approver, digest=reviewed_digest(request), reason="test: a second person approves"
+    )
+    assert done.state == "applied", done.state
+    return done
 
 
 def reviewed_digest(request: Any) -> str:

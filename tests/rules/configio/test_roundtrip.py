@@ -18,6 +18,7 @@ def load(text: str, actor=None) -> None:
     config_import(text=text, source="test.yaml", actor=actor, reason="test")
 
 
+@pytest.mark.applies_config_at_once(reason="empties the configuration and imports it again: about the bytes")
 @pytest.mark.parametrize("source", ["full", "demo"])
 def test_export_import_export_is_byte_identical(source, actor):
     load(FULL_YAML if source == "full" else DEMO_FILE.read_text(encoding="utf-8"), actor)
