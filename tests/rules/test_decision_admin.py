@@ -35,13 +35,21 @@ from rules.models import (
     Threshold,
 )
 from rules.services import records
+from rules.services.revisions import config_change
 from tests.support import DEMO, agent_api
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def demo(actor):
+def demo_with_shadow_rule(actor):
+    """The demo plus a shadow rule on intent_routing, imported and added as one change: the
+    installation's first configuration, which applies at once with the four-eyes gate on."""
+    with config_change(actor=actor, reason="test demo"):
+        _demo_with_shadow_rule(actor)
+
+
+def _demo_with_shadow_rule(actor) -> None:
     config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=actor, reason="test demo")
     point = DecisionPoint.objects.get(key="intent_routing")
     shadow = records.rule_save(
@@ -70,12 +78,12 @@ def demo(actor):
 
 
 @pytest.fixture
-def api(demo, actor) -> APIClient:
+def api(demo_with_shadow_rule, actor) -> APIClient:
     return agent_api("support_bot", actor=actor)
 
 
 @pytest.fixture
-def other_api(demo, actor) -> APIClient:
+def other_api(demo_with_shadow_rule, actor) -> APIClient:
     _, token = agent_create(name="other_bot", point_keys=["refund_approval"], actor=actor, reason="t")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -27,6 +27,9 @@ def admin_client_(staff_user) -> Client:
     return admin
 
 
+@pytest.mark.applies_config_at_once(
+    reason="tests the point form's masking fields on a configuration built step by step"
+)
 def test_the_point_form_sets_fact_paths_and_the_opt_out(admin_client_, actor):
     point = build_config(actor)["point"]
     url = reverse("admin:rules_decisionpoint_change", args=[point.pk])

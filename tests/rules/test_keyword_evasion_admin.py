@@ -57,6 +57,9 @@ def test_every_option_is_in_the_admin_on_by_default_in_english_and_chinese(admin
     assert "整词（中文分词）" in chinese
 
 
+@pytest.mark.applies_config_at_once(
+    reason="the list form's who and why; held option changes: tests/rules/governance/test_keyword_evasion_governed.py"
+)
 def test_turning_an_option_off_is_saved_with_who_and_why_and_reaches_the_revision(demo, admin_client_, staff_user):
     keyword_list = KeywordList.objects.get(key="refund_triggers")
     url = reverse("admin:rules_keywordlist_change", args=[keyword_list.pk])

@@ -49,6 +49,9 @@ def _new_revision(*, fold: bool = True, pinyin: bool = True, reason: str) -> Non
     approved(lambda: keyword_list_save(keyword_list=high_risk, actor=None, reason=reason))
 
 
+@pytest.mark.applies_config_at_once(
+    reason="stands for an old revision by rewriting its snapshot, which a change request would be judged against"
+)
 def test_a_decision_made_before_evasion_matching_replays_as_it_was_decided(client):
     latest = ConfigRevision.objects.order_by("-number").first()
     assert latest is not None
