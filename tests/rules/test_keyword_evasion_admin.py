@@ -9,10 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from rules.configio.apply import config_import
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ConfigRevision, DecisionRecord, KeywordList, Rule
-from tests.support import DEMO, agent_api
+from tests.support import agent_api
 from tests.support.admin import form_data
 
 pytestmark = pytest.mark.django_db
@@ -26,11 +25,6 @@ LABELS = {
     "bridge_cjk": ("Bridge one foreign character inside a CJK word", "跨过中日韩词语中夹杂的单个外来字符"),
     "match_pinyin": ("Match homophones and pinyin", "匹配同音字和拼音"),
 }
-
-
-@pytest.fixture
-def demo(actor):
-    config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=actor, reason="test demo")
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def _only_waiting(response) -> None:
     ]
 
 
-def test_an_inline_term_of_a_high_risk_list_says_only_that_it_waits(demo, editor_client):
+def test_an_inline_term_of_a_high_risk_list_says_only_that_it_waits(demo, editor, editor_client):
     keyword_list = KeywordList.objects.get(key="high_risk")
     url = reverse("admin:rules_keywordlist_change", args=[keyword_list.pk])
     data = form_data(editor_client.get(url))

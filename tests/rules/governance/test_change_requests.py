@@ -85,7 +85,7 @@ def test_one_save_that_raises_the_bound_and_the_value_together_still_waits(demo,
     assert held.value.change_request.risks[0]["why"] == "changes max, value of a high-risk threshold"
 
 
-def test_the_author_cannot_approve_whatever_their_groups(demo, db):
+def test_the_author_cannot_approve_whatever_their_groups(demo, editor, db):
     both = make_user("both", "config_editors", "risk_approvers")
     request = _raise_limit(both)
     with pytest.raises(SelfApprovalForbidden):

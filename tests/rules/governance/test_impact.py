@@ -24,7 +24,7 @@ from tests.support import make_user, reviewed_digest
 
 
 @pytest.fixture
-def bot(demo):
+def bot(demo, editor):
     agent, _ = agent_create(name="bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="t")
     return agent
 

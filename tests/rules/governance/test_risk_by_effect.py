@@ -223,7 +223,7 @@ def test_risk_reasons_show_in_the_admins_language_and_old_rows_stay_readable(dem
     assert "changes value of a high-risk threshold" in stored_before
 
 
-def test_the_admin_note_of_a_high_risk_rule_is_all_in_chinese(demo, approver, client):
+def test_the_admin_note_of_a_high_risk_rule_is_all_in_chinese(demo, editor, approver, client):
     client.force_login(approver)
     pk = Rule.objects.get(key="high_risk_keyword").pk
     page = client.get(f"/admin/rules/rule/{pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
@@ -261,7 +261,7 @@ def test_an_edit_that_arms_an_open_request_waits_for_approval(demo, editor, appr
     assert KeywordList.objects.get(key="late_words").terms.filter(term="我").exists()
 
 
-def test_changing_a_machines_initial_or_terminal_states_is_high_risk(demo):
+def test_changing_a_machines_initial_or_terminal_states_is_high_risk(demo, editor):
     """A new initial state can start every session past a rule that reads the state; a new terminal state
     ends conversations there. Judged on the documents alone (the demo's machine has no other valid
     initial state to move to without changing its transitions, which is high-risk anyway)."""

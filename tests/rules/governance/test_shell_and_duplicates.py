@@ -66,7 +66,7 @@ def _nothing_written(before: int) -> None:
         ),
     ],
 )
-def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo, raised_file, args, says):
+def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo, editor, raised_file, args, says):
     make_user("gone", "config_editors", is_active=False)
     customer = make_user("customer", "config_editors")
     customer.is_staff = False
@@ -80,7 +80,7 @@ def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo,
     _nothing_written(before)
 
 
-def test_a_dry_run_writes_nothing_and_needs_no_user(demo, raised_file):
+def test_a_dry_run_writes_nothing_and_needs_no_user(demo, editor, raised_file):
     lines = _import(raised_file, "--dry-run")
     assert lines[-1].startswith("Dry run: 1 change(s) checked; applying them would need a second person's approval")
     _nothing_written(1)

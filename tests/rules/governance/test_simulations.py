@@ -130,7 +130,7 @@ def test_refusals(staff, history, approver):
     assert (closed.status_code, closed.json()["code"]) == (409, "not_pending")
 
 
-def test_agent_tokens_are_refused(demo):
+def test_agent_tokens_are_refused(demo, editor):
     _, token = agent_create(name="bot", point_keys=["refund_approval"], actor=None, reason="t")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from rules.configio.apply import config_import
 from rules.reports.decision_map import decision_map
 from rules.runtime import engines
 from rules.services.change_requests import change_request_propose
@@ -26,12 +25,7 @@ def editor(db):
     return make_user("editor", "config_editors")
 
 
-@pytest.fixture
-def demo(editor):
-    return config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="demo")
-
-
-def test_the_demo_points_are_controlled_and_say_why(demo):
+def test_the_demo_points_are_controlled_and_say_why(demo, editor):
     points = {p["key"]: p for p in decision_map()["points"]}
     routing, refund = points["intent_routing"], points["refund_approval"]
     assert (routing["governance"], refund["governance"]) == ("controlled", "controlled")
