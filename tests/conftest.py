@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.contrib.auth import get_user_model
 
 from agents.sessions.reads import sessions_seen_forget
 from rules.config.runtime import engines
-from tests.support import load_demo
+from tests.support import FakeClock, load_demo
+from tests.support.worker import Worker, celery_worker
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +31,32 @@ def _fresh_session_guesses():
 
 @pytest.fixture
 def demo(db):
-    """The after-sales demo configuration (revision 1)."""
-    load_demo()
+    """The after-sales demo as the live configuration: revision 1, imported by nobody in particular (the
+    first configuration applies at once, so the four-eyes gate lets it through). Returns the import's
+    result."""
+    result = load_demo()
+    assert result.revision == 1
+    return result
+
+
+# The clock the engine cache reads to know when to look for a new revision, and with it the principal
+# cache (ARBITER_REVISION_CHECK_SECONDS): the project's seam for time passing on the request path.
+REVISION_CHECK_CLOCK = "rules.runtime.time.monotonic"
+
+
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    """A fake monotonic clock for the revision check: a test moves ``clock.now`` instead of sleeping."""
+    fake = FakeClock()
+    monkeypatch.setattr(REVISION_CHECK_CLOCK, fake)
+    return fake
+
+
+@pytest.fixture
+def worker(transactional_db) -> Iterator[Worker]:
+    """A real Celery worker process on a queue of its own, for a test that sends tasks through Redis."""
+    with celery_worker() as running:
+        yield running
 
 
 @pytest.fixture
@@ -43,10 +70,24 @@ def actor(staff_user):
     return staff_user
 
 
+# The function the configuration seam asks whether a change must wait for approval. Tests replace it here
+# and nowhere else; if the gate moves, this line moves with it.
+GOVERNANCE_GATE = "rules.config.revisions.governance_gate"
+
+
 @pytest.fixture(autouse=True)
-def _config_changes_apply_at_once(request, monkeypatch):
-    """Most tests build configuration step by step and are about something else than approval: their
-    high-risk changes apply at once, as the first configuration of an installation does. Tests marked
-    ``governed`` keep the real gate — they are the four-eyes tests, one for every path a change can take."""
-    if request.node.get_closest_marker("governed") is None:
-        monkeypatch.setattr("rules.config.revisions.governance_gate", lambda change, snapshot: None)
+def _four_eyes_gate(request, monkeypatch):
+    """The four-eyes gate holds in every test, as it does in every path of the product: a new write path
+    is tested against approval unless its test says otherwise. A test that builds configuration step by
+    step and is about something else opts out with ``@pytest.mark.applies_config_at_once(reason=...)``
+    (or a module's ``pytestmark``); its high-risk changes then apply at once, as the first configuration
+    of an installation does. The reason is required, so that every opt-out says why it is one."""
+    marker = request.node.get_closest_marker("applies_config_at_once")
+    if marker is None:
+        return
+    reason = marker.kwargs.get("reason", marker.args[0] if marker.args else "")
+    if not isinstance(reason, str) or not reason.strip():
+        pytest.fail(
+            "applies_config_at_once needs reason=...: say why this test may skip the four-eyes gate", pytrace=False
+        )
+    monkeypatch.setattr(GOVERNANCE_GATE, lambda change, snapshot: None)

@@ -21,8 +21,8 @@ from simple_history.admin import SimpleHistoryAdmin
 from simple_history.models import registered_models
 
 from rules.models import ConfigRevision
-from tests.rules.test_admin import build_config, form_data
 from tests.support import groups_ensure
+from tests.support.admin import build_config, form_data
 
 HISTORY_ADMINS = sorted(
     (model for model, model_admin in admin.site._registry.items() if isinstance(model_admin, SimpleHistoryAdmin)),

@@ -119,7 +119,6 @@ def test_rate_limited_requests_are_counted(client, demo):
     assert value(scrape(client), "arbiter_rate_limited_requests_total", agent="limited_bot") == before + limited
 
 
-@pytest.mark.governed
 def test_revision_and_open_change_requests_are_read_at_scrape_time(client, actor):
     samples = scrape(client)
     assert value(samples, "arbiter_config_revision") == 0

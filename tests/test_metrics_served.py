@@ -28,7 +28,7 @@ from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from decision_service.env import BASE_DIR
-from tests.test_serve import _free_port, _manage, _production_env
+from tests.support.serve import free_port, manage, production_env
 
 METRICS_TOKEN = "metrics-" + "t" * 32
 INPUT_MARKER = "秘密标记 please refund"
@@ -99,8 +99,8 @@ def _log_lines(path: Path) -> list[dict[str, Any]]:
 def served(tmp_path, transactional_db):
     """bin/serve with two workers on a free port; yields (port, tokens, log file, the gunicorn master's pid).
     Stopped afterwards."""
-    port = _free_port()
-    env = _production_env(
+    port = free_port()
+    env = production_env(
         tmp_path,
         DATABASE_URL=_database_url(tmp_path),
         ARBITER_ADDR=f"127.0.0.1:{port}",
@@ -114,8 +114,8 @@ def served(tmp_path, transactional_db):
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.pop("ARBITER_LOG_FORMAT", None)
     if env["DATABASE_URL"].startswith("sqlite"):
-        assert _manage(env, "migrate", "--noinput").returncode == 0
-    prepared = _manage(env, "shell", "-c", PREPARE.format(demo=str(BASE_DIR / "demo" / "after_sales.yaml")))
+        assert manage(env, "migrate", "--noinput").returncode == 0
+    prepared = manage(env, "shell", "-c", PREPARE.format(demo=str(BASE_DIR / "demo" / "after_sales.yaml")))
     assert prepared.returncode == 0, prepared.stderr
     tokens = json.loads(prepared.stdout.strip().splitlines()[-1])
     log = tmp_path / "serve.log"
@@ -340,9 +340,18 @@ def test_one_json_line_per_request_without_personal_data(served):
     )
     assert status == 200 and len(headers["X-Request-ID"]) == 36
 
-    time.sleep(0.2)
+    # The workers write their lines after answering: wait (bounded) until both requests' lines are there.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            lines = [line for line in _log_lines(log) if line.get("logger") == "arbiter.request"]
+        except ValueError:  # a line caught half written
+            lines = []
+        if {"client-req.42", headers["X-Request-ID"]} <= {line["request_id"] for line in lines}:
+            break
+        assert time.monotonic() < deadline, "the request log lines never appeared"
+        time.sleep(0.05)
     text = log.read_text(encoding="utf-8")
-    lines = [line for line in _log_lines(log) if line.get("logger") == "arbiter.request"]
     [line] = [line for line in lines if line["request_id"] == "client-req.42"]
     assert line["method"] == "POST"
     assert line["path"] == "/api/v1/decisions"

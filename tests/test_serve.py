@@ -7,7 +7,6 @@ one) and is set up the way an operator would: migrations and the demo through ma
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -19,51 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from decision_service.env import BASE_DIR
-
-PRODUCTION = "decision_service.settings.production"
-
-
-def _production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    keep = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "ARBITER_", "SECURE_", "CELERY_"))
-        and k not in {"SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "STATIC_ROOT", "WEB_CONCURRENCY", "DEBUG"}
-    }
-    return {
-        **keep,
-        "DJANGO_SETTINGS_MODULE": PRODUCTION,
-        "SECRET_KEY": "production-test-" + "k" * 50,
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'arbiter.sqlite3'}",
-        "STATIC_ROOT": str(tmp_path / "static"),
-        **extra,
-    }
-
-
-def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args], env=env, cwd=BASE_DIR, capture_output=True, text=True, timeout=300
-    )
+from tests.support.serve import free_port, manage, production_env
 
 
 def test_check_deploy_with_production_settings_reports_nothing(tmp_path):
-    done = _manage(_production_env(tmp_path), "check", "--deploy", "--fail-level", "DEBUG")
+    done = manage(production_env(tmp_path), "check", "--deploy", "--fail-level", "DEBUG")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "System check identified no issues (0 silenced)."
     assert done.stderr.strip() == ""
 
 
 def test_production_settings_refuse_to_start_without_allowed_hosts(tmp_path):
-    done = _manage(_production_env(tmp_path, ALLOWED_HOSTS=""), "check")
+    done = manage(production_env(tmp_path, ALLOWED_HOSTS=""), "check")
     assert done.returncode != 0
     assert "ALLOWED_HOSTS must be set" in done.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _request(url: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -101,8 +69,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_bin_serve_answers_a_decision_over_http(tmp_path):
-    port = _free_port()
-    env = _production_env(
+    port = free_port()
+    env = production_env(
         tmp_path,
         ARBITER_ADDR=f"127.0.0.1:{port}",
         WEB_CONCURRENCY="2",
@@ -111,8 +79,8 @@ def test_bin_serve_answers_a_decision_over_http(tmp_path):
         # The name clients use; the probes below address the process as 127.0.0.1, as a kubelet does.
         ALLOWED_HOSTS=HOST,
     )
-    assert _manage(env, "migrate", "--noinput").returncode == 0
-    demo = _manage(env, "demo_setup")
+    assert manage(env, "migrate", "--noinput").returncode == 0
+    demo = manage(env, "demo_setup")
     assert demo.returncode == 0, demo.stderr
     token = next(w for w in demo.stdout.split() if w.startswith("arb_"))
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from agents.runtimes.models import AgentRuntime
 from agents.runtimes.services import token_hash
 from rules.models import ConfigRevision, StateMachine
-from tests.rules.test_admin import build_config, form_data, messages_of
+from tests.support.admin import build_config, form_data, messages_of
 
 TOKEN = re.compile(r"arb_[A-Za-z0-9_\-]{20,}")
 
@@ -127,6 +127,9 @@ def test_agents_cannot_be_deleted_only_deactivated(admin_client_, config):
 
 
 @pytest.mark.django_db
+@pytest.mark.applies_config_at_once(
+    reason="tests the machine form's lines; machine edits through approval: tests/rules/governance"
+)
 def test_state_machine_is_edited_as_lines(admin_client_, config, staff_user):
     machine = config["machine"]
     url = reverse("admin:rules_statemachine_change", args=[machine.pk])
@@ -174,6 +177,7 @@ def test_state_machine_errors_are_shown_on_the_form(admin_client_, config, chang
 
 
 @pytest.mark.django_db
+@pytest.mark.applies_config_at_once(reason="adds and deletes a machine in the admin to see the services called")
 def test_state_machine_add_and_delete_go_through_the_services(admin_client_, staff_user):
     url = reverse("admin:rules_statemachine_add")
     data = form_data(admin_client_.get(url))

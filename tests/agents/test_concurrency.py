@@ -25,7 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from agents.sessions.models import Anomaly, Session, Transition
 from rules.models import DecisionIdempotencyKey, DecisionRecord
-from tests.agents.api.test_flows_http import Agent, Answer, assert_gap_free, candidate, start_server
+from tests.support.http import Agent, Answer, assert_gap_free, candidate, start_server
 
 CLIENTS = 50
 

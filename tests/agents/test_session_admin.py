@@ -19,19 +19,13 @@ from rest_framework.test import APIClient
 
 from agents.sessions.models import Session
 from agents.sessions.timeouts import session_timeouts_sweep
-from rules.config.yaml_import import config_import
 from rules.models import StateMachine
-from tests.rules.test_admin import form_data
-from tests.support import DEMO, agent_api
+from tests.support import agent_api
+from tests.support.admin import form_data
 
 CHANGELIST = "admin:agents_session_changelist"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo(actor):
-    config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=actor, reason="test demo")
 
 
 @pytest.fixture

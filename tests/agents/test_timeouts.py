@@ -33,11 +33,8 @@ from decision_service.celery import app as celery_app
 from rules.config.machines import machine_save
 from rules.config.yaml_import import config_import
 from rules.decisions.compute import DecideRequest
-from tests.rules.test_worker import WAIT_SECONDS, Worker, _result_backend_url
-
-# The worker fixture itself, requested by name in the Celery test (an explicit re-export, so kept).
-from tests.rules.test_worker import worker as worker
-from tests.support import DEMO
+from tests.support import DEMO, approved
+from tests.support.worker import WAIT_SECONDS, Worker, result_backend_url
 
 TASK = "agents.tasks.session_timeouts_sweep"
 
@@ -130,7 +127,7 @@ def test_a_decision_does_not_take_a_timed_out_session_back(agent):
     # after_sales has no timeouts in the demo; give init one for this test.
     machine = Session.objects.get(key="s1").machine
     machine.timeouts = {"init": 30}
-    machine_save(machine=machine, actor=None, reason="timeouts test")
+    approved(lambda: machine_save(machine=machine, actor=None, reason="timeouts test"))
     Session.objects.filter(key="s1").update(state_entered_at=now - dt.timedelta(seconds=60))
     assert session_timeouts_sweep(now=now) == 1
     with pytest.raises(SessionHandedOff):
@@ -154,7 +151,7 @@ def test_the_beat_schedule_runs_the_sweep_often_enough():
 def _sweep_through_the_worker(worker: Worker) -> int:
     result = tasks.session_timeouts_sweep.apply_async(queue=worker.queue)
     assert not isinstance(result, EagerResult), "with a broker configured the task must go through it"
-    backend = RedisBackend(app=celery_app, url=_result_backend_url())
+    backend = RedisBackend(app=celery_app, url=result_backend_url())
     answer = AsyncResult(result.id, app=celery_app, backend=backend)
     deadline = time.monotonic() + WAIT_SECONDS
     try:

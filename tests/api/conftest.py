@@ -6,50 +6,22 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.runtimes.models import AgentRuntime
-from agents.runtimes.services import agent_create
 from agents.sessions.decide import decision_make
 from agents.sessions.services import session_create, session_interrupt, session_transition
-from rules.config.yaml_import import config_import
 from rules.decisions.compute import DecideRequest
-from tests.support import DEMO, ROOT
-
-SPEC = ROOT / "docs" / "openapi.yaml"
-
-
-def _load_demo() -> None:
-    config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=None, reason="api test demo")
-
-
-def _token() -> str:
-    _, token = agent_create(
-        name="api_bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="api test"
-    )
-    return token
+from tests.support import DEMO, SESSIONS, agent_token, load_demo
 
 
 @pytest.fixture
 def live_demo(live_server, transactional_db):
     """The real HTTP server (another thread of this process) with the after-sales demo loaded."""
-    _load_demo()
+    load_demo(reason="api test demo")
     return live_server
 
 
 @pytest.fixture
 def live_token(live_demo) -> str:
-    return _token()
-
-
-# Sessions the fuzzing addresses, in different places of the demo's two machines: id → (machine, moves).
-# A move is ("to", state) or ("interrupt", state), each from the state the previous one reached.
-SESSIONS: dict[str, tuple[str, list[tuple[str, str]]]] = {
-    "s1": ("after_sales", []),
-    "s2": ("after_sales", [("to", "received")]),
-    "s3": ("after_sales", [("to", "received"), ("interrupt", "intent_clarify"), ("interrupt", "human_handoff")]),
-    "s4": ("after_sales", [("to", "received"), ("to", "closed")]),
-    "c1": ("change_address", []),
-    "c2": ("change_address", [("to", "awaiting_intent"), ("to", "collecting_params")]),
-    "c3": ("change_address", [("to", "awaiting_intent"), ("to", "collecting_params"), ("to", "executing")]),
-}
+    return agent_token("api_bot", reason="api test")
 
 
 @pytest.fixture
@@ -69,9 +41,9 @@ def live_sessions(live_token) -> dict[str, str]:
 @pytest.fixture
 def agent_client(db) -> APIClient:
     """Django's test client (no server) with the demo loaded and an agent token."""
-    _load_demo()
+    load_demo(reason="api test demo")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token()}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_token('api_bot', reason='api test')}")
     client.raise_request_exception = False  # a server error is an answer to check, not a test crash
     return client
 

@@ -21,7 +21,7 @@ from django.conf import settings
 
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.services import session_create
-from tests.api.conftest import SPEC
+from tests.support import SPEC
 
 WIDEST_CHARACTER = 12  # bytes: "\\ud83d\\ude00", one code point, one character for maxLength
 LONGEST_NUMBER = 24  # characters: the longest repr of a double, e.g. -2.2250738585072014e-308

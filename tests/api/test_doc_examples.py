@@ -25,13 +25,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 from django.contrib.auth.models import Group, User
 
 from rules.config.yaml_export import config_export
 from rules.governance.tokens import staff_token_create
-from tests.api.conftest import ROOT
-from tests.support import groups_ensure
+from tests.support import ROOT, groups_ensure
 
 API_DOC = ROOT / "docs" / "api.md"
 WRAPPER = r"""
@@ -184,7 +182,6 @@ def _staff_setup(tmp_path: Path) -> dict[str, str]:
     return {**tokens, "EXPORTED_CONFIG": str(exported)}
 
 
-@pytest.mark.governed  # the high-risk change waits for the second person, as on a real server
 def test_the_api_examples_run_as_written(django_db_reset_sequences, live_demo, live_token, tmp_path: Path):
     # Sequences start again at 1 (PostgreSQL's go on across tests): the ids the document shows are a
     # fresh installation's.

@@ -25,8 +25,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.api.conftest import SESSIONS
-from tests.api.contract import CHECKS, RESPONSE_CHECKS, positive_schema, problem_json_for_errors, schema
+from tests.support import SESSIONS
+from tests.support.contract import CHECKS, RESPONSE_CHECKS, positive_schema, problem_json_for_errors, schema
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -93,7 +93,6 @@ def use_known_staff_objects(case: Any, known: dict[str, int]) -> None:
 
 @schema.include(tag=STAFF_TAGS).parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@pytest.mark.governed  # proposals wait for approval, as they do in production
 def test_every_staff_operation_conforms_to_the_spec(case, live_demo, live_staff):
     """The staff API under every check the agent API gets, with a superuser's staff token: whatever
     the permission checks let through reaches the services."""

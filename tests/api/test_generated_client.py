@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.api.conftest import SPEC
+from tests.support import SPEC
 
 CONFIG = SPEC.parent / "openapi-python-client.yaml"
 PACKAGE = "arbiter_generated_client"

@@ -43,7 +43,7 @@ from rules.errors import (
 )
 from rules.governance import apis as staff_apis
 from rules.serializers import CandidateSerializer
-from tests.api.conftest import SPEC
+from tests.support import SPEC
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from agents.sessions.models import Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
-from tests.api.conftest import DEMO
-from tests.api.contract import RESPONSE_CHECKS, problem_json_for_errors, schema
+from tests.support import DEMO
+from tests.support.contract import RESPONSE_CHECKS, problem_json_for_errors, schema
 
 DEMO_CONFIG = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
 MACHINES = {m["key"]: m for m in DEMO_CONFIG["machines"]}

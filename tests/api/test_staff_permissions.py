@@ -15,8 +15,6 @@ from rules.governance.change_requests import change_request_propose
 from rules.governance.tokens import staff_token_create
 from tests.support import DEMO_TEXT, load_demo
 
-pytestmark = pytest.mark.governed  # the change request must stay pending to be read
-
 
 def _staff(username: str, *permissions: str) -> APIClient:
     user = get_user_model().objects.create_user(username=username, password=f"pw-{username}-123", is_staff=True)

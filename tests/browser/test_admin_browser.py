@@ -6,80 +6,19 @@ Drives Debian's Chromium with Playwright's sync API against pytest-django's live
 
 from __future__ import annotations
 
-import importlib
-import os
-import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from rules.config.records import threshold_save
 from rules.models import Threshold
 
-# Playwright's sync API runs an asyncio loop in this thread, and Django refuses ORM calls from a thread
-# with a running loop unless told otherwise; the test's own ORM calls (setup, assertions) are plainly sync.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = Path("/tmp/arbiter-admin.png")  # noqa: S108 - where the brief asks for it
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 USERNAME, PASSWORD = "ops_browser", "ops-password-1"
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def chromium_page():
-    required = os.environ.get("ARBITER_REQUIRE_BROWSER") == "1"
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is not installed (apt-get install chromium)"
-        if required:
-            pytest.fail(f"ARBITER_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    try:
-        sync_api = importlib.import_module("playwright.sync_api")
-    except ImportError as exc:
-        # importorskip alone would skip here, and a CI run that must drive the browser would pass.
-        if required:
-            pytest.fail(f"ARBITER_REQUIRE_BROWSER=1 but Playwright cannot be imported: {exc}")
-        pytest.skip(f"Playwright cannot be imported: {exc}")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(15_000)
-            yield page
-        finally:
-            browser.close()
-            _wait_for_server_threads()
-            # ORM calls made while Playwright's loop runs in this thread get their own connection
-            # (Django keys connections by context); close it, or PostgreSQL cannot drop the test database.
-            connections.close_all()
-
-
-def _wait_for_server_threads(timeout: float = 10.0) -> None:
-    """Let the live server's request threads see the browser's sockets close.
-
-    Each keeps its database connection until its keep-alive socket closes; one still open when the
-    test database is dropped makes PostgreSQL refuse the drop ("being accessed by other users").
-    """
-    deadline = time.monotonic() + timeout
-    for thread in threading.enumerate():
-        if "process_request_thread" in thread.name:
-            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def test_ops_edit_a_threshold_in_the_browser(live_server, transactional_db, chromium_page):

@@ -9,28 +9,27 @@ import pytest
 from rules.config.document.validate import config_from_yaml
 from rules.governance.change_requests import change_request_propose
 from rules.models import ChangeRequest
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
-from tests.browser.test_governance_browser import _log_in, _user
 from tests.support import DEMO_TEXT, load_demo
+from tests.support.browser import browser_user, log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 @pytest.mark.parametrize("char", ["\x10", "\x16", "\x07"], ids=["U+0010", "U+0016", "U+0007"])
 def test_a_control_character_in_the_edited_proposal_is_a_message(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
     char,
 ):
-    editor = _user("li_editor", "config_editors")
+    editor = browser_user("li_editor", "config_editors")
     load_demo(actor=editor)
     raised = DEMO_TEXT.replace("value: 500", "value: 750", 1)
     request = change_request_propose(document=config_from_yaml(raised), actor=editor, reason="peak season")
     assert request.state == "pending"
     before = ChangeRequest.objects.get(pk=request.pk).changes
     page = chromium_page
-    _log_in(page, live_server.url, "li_editor")
+    log_in(page, live_server.url, "li_editor")
     page.goto(f"{live_server.url}/admin/rules/changerequest/{request.pk}/change/")
     page.click("#edit summary")
     textarea = page.locator("#edit-form textarea[name=config]")

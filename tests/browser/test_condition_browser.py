@@ -16,7 +16,6 @@ from rules.config.admin.forms import ConditionForm
 from rules.config.condition_kinds import ADAPTERS, INPUTS
 from rules.config.records import condition_save, point_save, rule_save, threshold_save
 from rules.models import Condition, DecisionPoint, Rule, Threshold
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
 USERNAME, PASSWORD = "ops_conditions", "ops-password-1"
 
@@ -37,7 +36,7 @@ def _rule_with_a_condition(user) -> Rule:
     return rule
 
 
-def test_each_kind_shows_its_own_inputs_and_help(live_server, transactional_db, chromium_page):  # noqa: F811
+def test_each_kind_shows_its_own_inputs_and_help(live_server, transactional_db, chromium_page):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     rule = _rule_with_a_condition(user)
     page = chromium_page

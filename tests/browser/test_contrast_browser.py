@@ -18,7 +18,6 @@ from agents.runtimes.services import agent_create
 from agents.sessions.decide import decision_make
 from rules.decisions.compute import DecideRequest
 from rules.models import DecisionRecord, Threshold
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
 
 SCREENSHOTS = Path("/tmp")  # noqa: S108
@@ -57,7 +56,7 @@ def _low(page, selector: str) -> list[dict]:
 
 
 @pytest.fixture
-def signed_in(live_server, transactional_db, chromium_page):  # noqa: F811
+def signed_in(live_server, transactional_db, chromium_page):
     load_demo()
     get_user_model().objects.create_user(username="ops", password="ops-password-1", is_staff=True, is_superuser=True)
     page = chromium_page

@@ -13,12 +13,11 @@ import pytest
 from django.core.management import call_command
 
 from rules.models import OPEN_STATES, ChangeRequest, Threshold
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import groups_ensure
 
 SCREENSHOT = Path("/tmp/arbiter-demo-approver.png")  # noqa: S108
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 def _demo_setup(*args: str) -> tuple[str, dict[str, str]]:
@@ -51,7 +50,7 @@ def _approve_the_waiting_request(page, url: str, password: str) -> None:
 def test_the_demos_approver_approves_the_admins_high_risk_change_and_the_reset(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
     monkeypatch,
 ):
     from decision_service.celery import app as celery_app

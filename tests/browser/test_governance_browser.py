@@ -7,42 +7,24 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from agents.runtimes.services import agent_create
 from agents.sessions.decide import decision_make
 from rules.config.yaml_import import config_import
 from rules.decisions.compute import DecideRequest
 from rules.models import ChangeRequest, Threshold
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
-from tests.support import DEMO, groups_ensure
+from tests.support import DEMO
+from tests.support.browser import browser_user, log_in
 
 SCREENSHOT = Path("/tmp/arbiter-change-request.png")  # noqa: S108
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
-
-
-def _user(username, group):
-    groups_ensure()
-    user = get_user_model().objects.create_user(username=username, password=f"{username}-pw-1", is_staff=True)
-    user.groups.add(Group.objects.get(name=group))
-    return user
-
-
-def _log_in(page, url, username):
-    page.context.clear_cookies()
-    page.goto(f"{url}/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", f"{username}-pw-1")
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
+pytestmark = [pytest.mark.browser]
 
 
 def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
     monkeypatch,
 ):
     from decision_service.celery import app as celery_app
@@ -51,14 +33,14 @@ def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
     # configures a broker, as this test is about the admin flow; tests/rules/test_worker.py and
     # tests/rules/governance/test_scheduled_worker.py send tasks through Redis to a real worker.
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
-    editor, _approver = _user("li_editor", "config_editors"), _user("wang_approver", "risk_approvers")
+    editor, _approver = browser_user("li_editor", "config_editors"), browser_user("wang_approver", "risk_approvers")
     config_import(text=DEMO.read_text("utf-8"), source="demo", actor=editor, reason="demo")
     bot, _ = agent_create(name="bot", point_keys=["refund_approval"], actor=None, reason="t")
     for amount in (100, 600, 700, 900):  # today: 600, 700 and 900 go to a person
         decision_make(agent=bot, request=DecideRequest(point="refund_approval", facts={"refund_amount": amount}))
     page = chromium_page
 
-    _log_in(page, live_server.url, "li_editor")
+    log_in(page, live_server.url, "li_editor")
     threshold = Threshold.objects.get(key="auto_refund_limit")
     page.goto(f"{live_server.url}/admin/rules/threshold/{threshold.pk}/change/")
     assert "changing its value, its bounds or its high-risk flag needs approval" in page.inner_text("#approval-note")
@@ -73,7 +55,7 @@ def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
     threshold.refresh_from_db()
     assert threshold.value == Decimal("500")
 
-    _log_in(page, live_server.url, "wang_approver")
+    log_in(page, live_server.url, "wang_approver")
     assert "1 waiting for your approval" in page.inner_text("#waiting-for-you")
     page.click("#waiting-for-you a")
     page.click(f"text=#{request.pk}")
@@ -95,7 +77,7 @@ def test_a_high_risk_change_is_proposed_by_one_person_and_approved_by_another(
 def test_the_approve_button_approves_the_diff_the_page_showed_and_nothing_else(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
     monkeypatch,
 ):
     """Issue 20 item 2 in a real browser: the page shows 555; the author edits the request to 77777 while
@@ -108,7 +90,7 @@ def test_the_approve_button_approves_the_diff_the_page_showed_and_nothing_else(
     from rules.governance.change_requests import change_request_update, config_document_apply
 
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
-    editor, _approver = _user("li_editor", "config_editors"), _user("wang_approver", "risk_approvers")
+    editor, _approver = browser_user("li_editor", "config_editors"), browser_user("wang_approver", "risk_approvers")
     config_import(text=DEMO.read_text("utf-8"), source="demo", actor=editor, reason="demo")
     threshold = Threshold.objects.get(key="auto_refund_limit")
     threshold.value = Decimal("555")
@@ -117,7 +99,7 @@ def test_the_approve_button_approves_the_diff_the_page_showed_and_nothing_else(
     request = held.value.change_request
     page = chromium_page
 
-    _log_in(page, live_server.url, "wang_approver")
+    log_in(page, live_server.url, "wang_approver")
     page.goto(f"{live_server.url}/admin/rules/changerequest/{request.pk}/change/")
     assert page.inner_text("#diff .arbiter-after") == "555"
 

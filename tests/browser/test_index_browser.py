@@ -17,7 +17,6 @@ from agents.sessions.decide import decision_make
 from rules.decisions.compute import DecideRequest
 from rules.engine import Candidate
 from rules.models import DecisionRecord
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
 
 SHOTS = Path("/tmp")  # noqa: S108
@@ -61,7 +60,7 @@ def _cjk(char: str) -> bool:
 
 
 @pytest.fixture
-def signed_in(live_server, transactional_db, chromium_page):  # noqa: F811
+def signed_in(live_server, transactional_db, chromium_page):
     load_demo()
     get_user_model().objects.create_user(username="ops", password="ops-password-1", is_staff=True, is_superuser=True)
 

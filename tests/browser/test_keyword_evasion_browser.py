@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from rules.config.records import condition_save, keyword_list_save, keyword_terms_add, point_save, rule_save
 from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.models import Condition, DecisionPoint, KeywordList, Rule
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import agent_api
 
 USERNAME, PASSWORD = "ops_evasion", "ops-password-1"
@@ -30,7 +29,7 @@ def _login(page, url: str) -> None:
 def test_the_options_are_shown_ticked_as_a_new_list_has_them_and_in_chinese(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
 ):
     get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     page = chromium_page
@@ -49,7 +48,7 @@ def test_the_options_are_shown_ticked_as_a_new_list_has_them_and_in_chinese(
 def test_unless_phrases_typed_on_a_keyword_condition_are_saved_and_decide(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
 ):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     kw = {"actor": user, "reason": "browser test"}

@@ -13,7 +13,6 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
 
 USERNAME, PASSWORD = "ops_zh", "ops-password-zh"
@@ -38,7 +37,7 @@ def _rules_changelist(page, base: str) -> tuple[str, str]:
 def test_admin_index_and_rules_list_in_english_then_chinese(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
 ):
     get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     load_demo()

@@ -23,7 +23,6 @@ from django.utils import timezone
 from agents.sessions.models import Anomaly, Session
 from rules.config.yaml_import import config_import
 from rules.models import CandidateRequestCount, ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase, Rule
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import DEMO_TEXT, agent_api
 
 SHOTS = Path("/tmp")  # noqa: S108 - where the brief asks for them
@@ -291,7 +290,7 @@ def _datetimes(page: Any) -> tuple[list[str], list[str]]:
 def test_every_list_fits_a_laptop_and_dates_are_written_one_way(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
 ):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     _seed(user)

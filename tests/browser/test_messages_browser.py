@@ -10,13 +10,11 @@ import pytest
 
 from rules.config.yaml_import import config_import
 from rules.models import ChangeRequest, Rule, Threshold
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
-from tests.rules.governance.conftest import make_user
-from tests.support import DEMO_TEXT
+from tests.support import DEMO_TEXT, make_user
 
 SCREENSHOT = Path("/tmp/arbiter-deferred-message.png")  # noqa: S108
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
 def _messages(page) -> list[tuple[str, str]]:
@@ -40,7 +38,7 @@ def _only_the_waiting_message(page) -> None:
 
 
 @pytest.fixture
-def editor_page(live_server, transactional_db, chromium_page):  # noqa: F811
+def editor_page(live_server, transactional_db, chromium_page):
     editor = make_user("li_editor", "config_editors")
     config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="demo")
     page = chromium_page

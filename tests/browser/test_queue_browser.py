@@ -18,7 +18,6 @@ from agents.runtimes.services import agent_create
 from agents.sessions.models import Session, Transition
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 SHOTS = Path("/tmp")  # noqa: S108 - where the brief asks for them
@@ -38,7 +37,7 @@ def _agent_call(base: str, token: str, method: str, path: str, body: dict | None
         return json.loads(response.read())
 
 
-def test_claim_then_return_to_the_bot_and_the_agent_sees_it(live_server, transactional_db, chromium_page):  # noqa: F811
+def test_claim_then_return_to_the_bot_and_the_agent_sees_it(live_server, transactional_db, chromium_page):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     engines.clear()
     config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=user, reason="browser test")

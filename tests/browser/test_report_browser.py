@@ -12,8 +12,7 @@ from django.utils import timezone
 
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
-from tests.rules.reports.test_decision_map import CONFIG
+from tests.support.reports import CONFIG
 
 SCREENSHOT = Path("/tmp/arbiter-decision-map.png")  # noqa: S108
 USERNAME, PASSWORD = "ops_map", "ops-map-password-1"
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.browser
 def test_the_map_renders_with_charts_and_the_point_filter_works(
     live_server,
     transactional_db,
-    chromium_page,  # noqa: F811
+    chromium_page,
 ):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     config_import(text=CONFIG, source="test", actor=user, reason="setup")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_admin_browser import CHROMIUM
+from tests.support.browser import CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_BROWSER_TEST = "tests/browser/test_admin_browser.py::test_ops_edit_a_threshold_in_the_browser"

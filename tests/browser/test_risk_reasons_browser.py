@@ -9,15 +9,12 @@ from django.contrib.auth import get_user_model
 from rules.config import records
 from rules.errors import ApprovalRequired
 from rules.models import KeywordList, Rule
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture
 from tests.support import load_demo
-
-pytestmark = pytest.mark.governed
 
 USERNAME, PASSWORD = "ops_risk_zh", "ops-password-risk-zh"
 
 
-def test_risk_reasons_and_notes_in_chinese(live_server, transactional_db, chromium_page):  # noqa: F811
+def test_risk_reasons_and_notes_in_chinese(live_server, transactional_db, chromium_page):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     load_demo(actor=user)
     author = get_user_model().objects.create_user(username="author_zh", password="x-author-zh-1", is_staff=True)

@@ -19,7 +19,6 @@ from agents.sessions.models import Session
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from rules.models import StateMachine
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import DEMO
 
 SHOTS = Path("/tmp")  # noqa: S108 - where the brief asks for them
@@ -55,7 +54,7 @@ def _session_with_history(user) -> Session:
     return Session.objects.get(key="chat-42")
 
 
-def test_session_timeline_queue_and_machine_picture_in_the_browser(live_server, transactional_db, chromium_page):  # noqa: F811
+def test_session_timeline_queue_and_machine_picture_in_the_browser(live_server, transactional_db, chromium_page):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     session = _session_with_history(user)
     machine = StateMachine.objects.get(key="after_sales")

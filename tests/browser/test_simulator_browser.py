@@ -17,16 +17,15 @@ from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from rules.governance.change_requests import change_request_propose
 from rules.models import ChangeRequestState, DecisionRecord, RegressionCase
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
 SHOTS = Path("/tmp")  # noqa: S108 - where the brief asks for them
 USERNAME, PASSWORD = "ops_simulator", "ops-password-1"
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 
-def test_simulate_under_the_current_revision_and_a_pending_change_request(live_server, transactional_db, chromium_page):  # noqa: F811
+def test_simulate_under_the_current_revision_and_a_pending_change_request(live_server, transactional_db, chromium_page):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     engines.clear()
     text = DEMO.read_text(encoding="utf-8")

@@ -48,10 +48,9 @@ from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve, change_request_propose
 from rules.models import ChangeRequest, DecisionRecord, Threshold
 from rules.services.simulate import decision_simulate
-from tests.browser.test_admin_browser import chromium_page  # noqa: F401 - the fixture, with its launch args
 from tests.support import ROOT, load_demo, reviewed_digest
 
-pytestmark = [pytest.mark.browser, pytest.mark.governed]
+pytestmark = [pytest.mark.browser]
 
 USERNAME, PASSWORD = "ops_zh_crawl", "ops-password-crawl"
 APPROVER = "li_wei_approver"
@@ -366,7 +365,7 @@ def _visible_text(page: Any) -> str:
     return page.inner_text("body") + "\n" + "\n".join(options)
 
 
-def test_the_chinese_admin_shows_no_english_arbiter_wrote(live_server, transactional_db, chromium_page):  # noqa: F811
+def test_the_chinese_admin_shows_no_english_arbiter_wrote(live_server, transactional_db, chromium_page):
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD, is_staff=True, is_superuser=True)
     _build_data(user)
     page = chromium_page

@@ -24,7 +24,6 @@ def test_an_agent_token_is_refused_on_staff_operations(bot) -> None:
     assert refused.value.status == 403
 
 
-@pytest.mark.governed
 def test_change_requests_over_the_client_follow_the_four_eyes_rules(live) -> None:
     from rules.models import ChangeRequest
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.faults.services import (
+from tests.support.faults import (
     PG_BIN,
     Answer,
     Client,

@@ -11,7 +11,7 @@ import time
 import pytest
 import redis
 
-from tests.faults.services import PG_BIN, Client, postgres, prepare, production_env, redis_server, serving
+from tests.support.faults import PG_BIN, Client, postgres, prepare, production_env, redis_server, serving
 
 pytestmark = pytest.mark.skipif(not (PG_BIN / "initdb").exists(), reason="needs PostgreSQL's server binaries")
 

@@ -13,7 +13,7 @@ from django.db import OperationalError as DjangoOperationalError
 from psycopg import errors as pg_errors
 
 from decision_service.api.errors import database_unavailable
-from tests.faults.services import free_port
+from tests.support.faults import free_port
 
 
 def test_a_refused_connection_is_unavailable_raw_and_as_django_wraps_it():

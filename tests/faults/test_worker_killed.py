@@ -29,8 +29,8 @@ from celery import Celery
 from psycopg import sql
 
 from agents.sessions.models import Session, Transition, TransitionKind
-from tests.faults.services import PG_BIN, postgres, prepare, production_env, redis_server
 from tests.support import ROOT
+from tests.support.faults import PG_BIN, postgres, prepare, production_env, redis_server
 
 pytestmark = pytest.mark.skipif(not (PG_BIN / "initdb").exists(), reason="needs PostgreSQL's server binaries")
 

@@ -11,13 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from django.core.management import call_command
 
 from decision_service.env import BASE_DIR
 from rules.models import ChangeRequest
-from tests.rules.governance.conftest import make_user
-from tests.support import DEMO_TEXT
+from tests.support import DEMO_TEXT, make_user
 
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 600\n")
 NOISE = ("Content-Type:", "MIME-Version:", "Subject:", "Message-ID:", "kombu", "celery", "Warning", "-------")
@@ -28,7 +26,6 @@ def _clean(text: str) -> None:
         assert word not in text, f"{word!r} in the output:\n{text}"
 
 
-@pytest.mark.governed
 def test_import_config_prints_its_result_and_logs_one_line_per_e_mail(
     demo, settings, tmp_path, caplog, capfd, django_capture_on_commit_callbacks, monkeypatch
 ):

@@ -10,7 +10,9 @@ from django.core.management import CommandError, call_command
 
 from rules.config import records
 from rules.errors import ApprovalRequired
+from rules.governance.change_requests import change_request_approve
 from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, Threshold
+from tests.support import approved, reviewed_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -27,14 +29,19 @@ def test_demo_setup_loads_once_then_keeps_operators_changes_until_reset():
     assert "Agent token:  arb_" in first and "password " in first
     assert ConfigRevision.objects.get().created_by.username == "admin"
 
+    # A high-risk tuning, approved by the second person demo_setup made.
+    approver = get_user_model().objects.get(username="approver")
     limit = Threshold.objects.get(key="min_confidence")
     limit.value = Decimal("0.7")
-    records.threshold_save(threshold=limit, actor=None, reason="ops tuning")
+    approved(lambda: records.threshold_save(threshold=limit, actor=None, reason="ops tuning"), approver=approver)
     again = run()
     assert "keeping it" in again
     assert Threshold.objects.get(key="min_confidence").value == Decimal("0.7")
 
+    # Putting the high-risk value back waits for the approver too; once approved, the demo is back.
     run("--reset")
+    [waiting] = ChangeRequest.objects.filter(state__in=OPEN_STATES)
+    change_request_approve(request=waiting, actor=approver, digest=reviewed_digest(waiting))
     assert Threshold.objects.get(key="min_confidence").value == Decimal("0.65")
     assert run().count("already loaded") == 1
 
@@ -58,7 +65,6 @@ def test_demo_setup_prints_a_second_person_who_approves():
     assert get_user_model().objects.filter(username__in=["admin", "approver"]).count() == 2
 
 
-@pytest.mark.governed
 def test_reset_withdraws_the_admins_open_requests_and_leaves_the_approver_one_to_approve():
     run()
     admin = get_user_model().objects.get(username="admin")

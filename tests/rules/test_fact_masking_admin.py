@@ -8,11 +8,16 @@ from django.test import Client
 from django.urls import reverse
 
 from rules.models import DecisionRecord
-from tests.rules.api.test_fact_masking import ADDRESS, PHONE
-from tests.rules.api.test_fact_masking import client as client  # the fixture, reused
-from tests.rules.test_admin import build_config, form_data
+from tests.support.admin import build_config, form_data
+from tests.support.masking import ADDRESS, PHONE, masking_agent_api
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client(db):
+    """An agent's API client on the demo with the fact-masking points (as tests/rules/api/test_fact_masking.py)."""
+    return masking_agent_api()
 
 
 @pytest.fixture
@@ -22,6 +27,9 @@ def admin_client_(staff_user) -> Client:
     return admin
 
 
+@pytest.mark.applies_config_at_once(
+    reason="tests the point form's masking fields on a configuration built step by step"
+)
 def test_the_point_form_sets_fact_paths_and_the_opt_out(admin_client_, actor):
     point = build_config(actor)["point"]
     url = reverse("admin:rules_decisionpoint_change", args=[point.pk])

@@ -9,11 +9,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from rules.config.yaml_import import config_import
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.models import ConfigRevision, DecisionRecord, KeywordList, Rule
-from tests.rules.test_admin import form_data
-from tests.support import DEMO, agent_api
+from tests.support import agent_api
+from tests.support.admin import form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -26,11 +25,6 @@ LABELS = {
     "bridge_cjk": ("Bridge one foreign character inside a CJK word", "跨过中日韩词语中夹杂的单个外来字符"),
     "match_pinyin": ("Match homophones and pinyin", "匹配同音字和拼音"),
 }
-
-
-@pytest.fixture
-def demo(actor):
-    config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=actor, reason="test demo")
 
 
 @pytest.fixture
@@ -57,6 +51,9 @@ def test_every_option_is_in_the_admin_on_by_default_in_english_and_chinese(admin
     assert "整词（中文分词）" in chinese
 
 
+@pytest.mark.applies_config_at_once(
+    reason="the list form's who and why; held option changes: tests/rules/governance/test_keyword_evasion_governed.py"
+)
 def test_turning_an_option_off_is_saved_with_who_and_why_and_reaches_the_revision(demo, admin_client_, staff_user):
     keyword_list = KeywordList.objects.get(key="refund_triggers")
     url = reverse("admin:rules_keywordlist_change", args=[keyword_list.pk])

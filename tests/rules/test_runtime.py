@@ -7,27 +7,12 @@ from decimal import Decimal
 import pytest
 from django.test import override_settings
 
-from rules.config import records, runtime
+from rules.config import records
 from rules.config.runtime import EngineCache
 from rules.models import Threshold
-from tests.rules import factories as f
+from tests.support import factories as f
 
 pytestmark = pytest.mark.django_db
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    c = Clock()
-    monkeypatch.setattr(runtime.time, "monotonic", c)
-    return c
 
 
 @override_settings(ARBITER_REVISION_CHECK_SECONDS=0.5)

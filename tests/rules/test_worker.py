@@ -9,34 +9,19 @@ tasks run in-process: the test checks that ``.delay()`` takes that eager path.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-import redis
 from celery.backends.redis import RedisBackend
 from celery.exceptions import TimeoutError as CeleryTimeoutError
 from celery.result import AsyncResult, EagerResult
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from decision_service.celery import app as celery_app
 from rules.models import DecisionRecord
 from rules.tasks import decision_log_purge
-
-ROOT = Path(__file__).resolve().parents[2]
-RETENTION_DAYS = 30
-WAIT_SECONDS = 60
+from tests.support.worker import RETENTION_DAYS, WAIT_SECONDS, Worker, result_backend_url
 
 
 def _make_decision(created_at: dt.datetime) -> DecisionRecord:
@@ -50,93 +35,12 @@ def _make_decision(created_at: dt.datetime) -> DecisionRecord:
     )
 
 
-def _database_url() -> str:
-    """The test database pytest-django created (not the one named in ``DATABASE_URL``)."""
-    db = connection.settings_dict
-    user = quote(db.get("USER") or "", safe="")
-    password = quote(db.get("PASSWORD") or "", safe="")
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = db.get("HOST") or "127.0.0.1"
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{auth}{host}{port}/{quote(db['NAME'], safe='')}"
-
-
-def _result_backend_url() -> str:
-    return settings.CELERY_RESULT_BACKEND or settings.CELERY_BROKER_URL  # both redis db 15 in CI
-
-
-@dataclass(frozen=True)
-class Worker:
-    queue: str
-    process: subprocess.Popen
-
-
-@pytest.fixture
-def worker(transactional_db) -> Iterator[Worker]:
-    """A Celery worker process consuming a queue of its own; killed (and its queue deleted) afterwards."""
-    queue = f"arbiter-test-{uuid.uuid4().hex[:12]}"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "decision_service.settings.test",
-        "DATABASE_URL": _database_url(),
-        "DATABASE_CONN_MAX_AGE": "0",
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "CELERY_RESULT_BACKEND": _result_backend_url(),
-        "ARBITER_DECISION_RETENTION_DAYS": str(RETENTION_DAYS),
-    }
-    log = tempfile.NamedTemporaryFile(prefix="arbiter-worker-", suffix=".log", delete=False)  # noqa: SIM115
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "decision_service",
-        "worker",
-        "--pool=solo",
-        "--concurrency=1",
-        "-Q",
-        queue,
-        "-n",
-        f"{queue}@%h",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-        "--loglevel=INFO",
-    ]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        yield Worker(queue=queue, process=process)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=15)
-        log.close()
-        output = Path(log.name).read_text(errors="replace")
-        Path(log.name).unlink(missing_ok=True)
-        print(f"--- celery worker output ---\n{output[-4000:]}")  # shown by pytest when the test fails
-        _forget_queue(queue)
-
-
-def _forget_queue(queue: str) -> None:
-    """Remove what kombu keeps in Redis for the test's queue (its messages and exchange bindings)."""
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    try:
-        keys = [queue, *client.scan_iter(match=f"_kombu.binding*.{queue}")]
-        client.delete(*keys)
-    finally:
-        client.close()
-
-
 def _purge_through_the_worker(worker: Worker) -> int:
     result = decision_log_purge.apply_async(queue=worker.queue)
     assert not isinstance(result, EagerResult), "with a broker configured the task must go through it"
     # The test process may have built its result backend before this test (or without one): read the
     # worker's answer from the backend the worker was given, explicitly.
-    backend = RedisBackend(app=celery_app, url=_result_backend_url())
+    backend = RedisBackend(app=celery_app, url=result_backend_url())
     answer = AsyncResult(result.id, app=celery_app, backend=backend)
     deadline = time.monotonic() + WAIT_SECONDS
     try:

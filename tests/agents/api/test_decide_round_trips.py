@@ -8,7 +8,6 @@ are a request between two checks. The no-session paths run outside a test transa
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter
 
@@ -23,7 +22,7 @@ from agents.sessions.models import Session
 from agents.sessions.services import session_create, session_transition
 from rules.config.yaml_import import config_import
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
-from tests.support import DEMO
+from tests.support import DEMO, FakeClock
 
 HARD_RULE = {
     "point": "intent_routing",
@@ -262,43 +261,43 @@ def test_authentication_reads_nothing_between_revision_checks(db, settings):
 WINDOW = 0.3
 
 
-def _after_window() -> None:
-    time.sleep(WINDOW + 0.05)
+def _after_window(clock: FakeClock) -> None:
+    clock.now += WINDOW + 0.05
 
 
-def test_a_rotated_token_stops_working_within_the_window(db, settings):
+def test_a_rotated_token_stops_working_within_the_window(db, settings, clock):
     client, _ = _setup(settings, check_seconds=WINDOW)
     assert _decide(client, CANDIDATE)[0] == 201
     new = agent_rotate_token(agent=AgentRuntime.objects.get(name="bot"), actor=None, reason="rotate")
-    _after_window()
+    _after_window(clock)
     assert _decide(client, CANDIDATE)[0] == 401
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {new}")
     assert _decide(client, CANDIDATE)[0] == 201
 
 
-def test_a_deactivated_agent_is_refused_within_the_window(db, settings):
+def test_a_deactivated_agent_is_refused_within_the_window(db, settings, clock):
     client, _ = _setup(settings, check_seconds=WINDOW)
     assert _decide(client, CANDIDATE)[0] == 201
     agent = AgentRuntime.objects.get(name="bot")
     agent.is_active = False
     agent_save(agent=agent, actor=None, reason="revoke")
-    _after_window()
+    _after_window(clock)
     assert _decide(client, CANDIDATE)[0] == 401
 
 
-def test_a_deleted_agent_is_refused_within_the_window(db, settings):
+def test_a_deleted_agent_is_refused_within_the_window(db, settings, clock):
     client, _ = _setup(settings, check_seconds=WINDOW)
     assert _decide(client, CANDIDATE)[0] == 201
     AgentRuntime.objects.get(name="bot").delete()  # the admin's delete: simple_history records it
-    _after_window()
+    _after_window(clock)
     assert _decide(client, CANDIDATE)[0] == 401
 
 
-def test_a_narrowed_scope_applies_within_the_window(db, settings):
+def test_a_narrowed_scope_applies_within_the_window(db, settings, clock):
     client, _ = _setup(settings, check_seconds=WINDOW)
     assert _decide(client, CANDIDATE)[0] == 201
     agent_set_points(agent=AgentRuntime.objects.get(name="bot"), point_keys=["refund_approval"], actor=None, reason="t")
-    _after_window()
+    _after_window(clock)
     answer = client.post("/api/v1/decisions", CANDIDATE, format="json")
     assert (answer.status_code, answer.json()["code"]) == (403, "point_not_allowed")
 

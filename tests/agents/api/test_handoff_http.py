@@ -22,7 +22,7 @@ from agents.sessions.timeouts import session_timeouts_sweep
 from rules.config.records import point_save
 from rules.governance.tokens import staff_token_create
 from rules.models import DecisionPoint, DecisionRecord
-from tests.agents.api.conftest import post
+from tests.support import approved, post
 
 pytestmark = pytest.mark.django_db
 
@@ -154,7 +154,7 @@ def test_an_interrupt_into_the_handoff_state_cannot_be_resumed_out_of(client):
 def test_a_fallback_into_the_handoff_state_says_so(client, actor):
     point = DecisionPoint.objects.get(key="intent_routing")
     point.fallback_state = "human_handoff"
-    point_save(point=point, actor=actor, reason="refunds we cannot route go to a person")
+    approved(lambda: point_save(point=point, actor=actor, reason="refunds we cannot route go to a person"))
     start(client, "f1")
     # refund_review is not allowed from init: the point falls back, now to the handoff state.
     decided = post(

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from agents.queue.models import QueueEvent
 from agents.sessions.models import Session, Transition
 from rules.governance.tokens import staff_token_create
-from tests.agents.api.conftest import post
+from tests.support import post
 
 pytestmark = pytest.mark.django_db
 

@@ -21,8 +21,7 @@ from rest_framework.test import APIClient
 from agents.runtimes.models import AgentRuntime
 from agents.runtimes.ratelimit import KEY_PREFIX, LocalBuckets, RedisBuckets, buckets
 from agents.runtimes.services import agent_create, agent_save
-
-from .conftest import post
+from tests.support import post
 
 REDIS_URL = os.environ.get("CELERY_BROKER_URL", "")
 needs_redis = pytest.mark.skipif(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agents.sessions.models import Anomaly, Session, Transition
-from tests.agents.api.conftest import post
+from tests.support import post
 
 pytestmark = pytest.mark.django_db
 

@@ -43,7 +43,7 @@ from rules.decisions.compute import DecideRequest
 from rules.engine import Candidate
 from rules.errors import InvalidRequest
 from rules.models import CandidateRequestCount, DecisionRecord, RuledBy, StateMachine
-from tests.support import DEMO, UNDER_REVIEW_RULE
+from tests.support import DEMO, UNDER_REVIEW_RULE, approved
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,9 @@ def demo_document() -> dict[str, Any]:
 
 
 def import_document(document: dict[str, Any]) -> None:
-    config_import(text=yaml.safe_dump(document, allow_unicode=True), source="test", actor=None, reason="test")
+    """Import ``document``; a high-risk change goes through approval by a second person."""
+    text = yaml.safe_dump(document, allow_unicode=True)
+    approved(lambda: config_import(text=text, source="test", actor=None, reason="test"))
 
 
 def point_of(document: dict[str, Any], key: str) -> dict[str, Any]:
@@ -132,7 +134,7 @@ def test_the_policy_hands_off_at_exactly_max_anomalies(agent):
 def test_a_machine_with_max_anomalies_one_hands_off_at_the_first(agent):
     machine = StateMachine.objects.get(key="change_address")
     machine.max_anomalies = 1
-    machine_save(machine=machine, actor=None, reason="strict")
+    approved(lambda: machine_save(machine=machine, actor=None, reason="strict"))
     start(agent, "s", "change_address", "awaiting_intent")
     with pytest.raises(IllegalTransition) as refused:
         session_transition(agent=agent, session_id="s", to="completed", expected_state="awaiting_intent")

@@ -1,7 +1,7 @@
 """Every endpoint's answers, as recorded: the steps of ``steps.json`` replayed against ``answers.json``.
 
 How the corpus works, what is normalised and how to re-record it (only when a behaviour change is
-intended): see ``tests/api/corpus/runner.py``. In short:
+intended): see ``tests/support/corpus.py``. In short:
 
     ARBITER_RECORD_CORPUS=1 .venv/bin/python -m pytest tests/api/corpus
 """
@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 
 from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
-from tests.api.conftest import DEMO
-from tests.api.corpus import runner
+from tests.support import DEMO
+from tests.support import corpus as runner
 
 pytestmark = pytest.mark.django_db
 

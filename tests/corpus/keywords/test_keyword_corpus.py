@@ -14,7 +14,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from rules.models import DecisionRecord
-from tests.api.conftest import _load_demo, _token
+from tests.support import agent_token, load_demo
 
 HERE = Path(__file__).parent
 CATCH_TARGET = 0.95  # of the evasions, at least
@@ -33,9 +33,9 @@ def rows(name: str) -> list[list[str]]:
 
 @pytest.fixture
 def client(db) -> APIClient:
-    _load_demo()
+    load_demo(reason="api test demo")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token()}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_token('api_bot', reason='api test')}")
     return client
 
 

@@ -13,7 +13,3 @@ def client(demo):
 @pytest.fixture
 def other_client(demo):
     return agent_api("other_bot", ["refund_approval"])
-
-
-def decide(client, body, **headers):
-    return client.post("/api/v1/decisions", body, format="json", **headers)

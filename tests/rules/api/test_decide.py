@@ -9,7 +9,7 @@ from django.conf import settings
 from agents.sessions.models import Anomaly
 from rules.config import records
 from rules.models import CandidateRequestCount, DecisionRecord, Threshold
-from tests.rules.api.conftest import decide
+from tests.support import approved, decide
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +123,7 @@ def test_replay_is_identical_under_the_recorded_revision_and_shows_the_current_o
     decision_id = r.json()["id"]
     limit = Threshold.objects.get(key="auto_refund_limit")
     limit.value = Decimal("1000")
-    records.threshold_save(threshold=limit, actor=actor, reason="raise the automatic refund limit")
+    approved(lambda: records.threshold_save(threshold=limit, actor=actor, reason="raise the automatic refund limit"))
 
     replay = client.get(f"/api/v1/decisions/{decision_id}/replay").json()
     assert replay["identical"] is True
@@ -230,6 +230,7 @@ def test_both_engine_backends_answer_the_api_alike(client, settings, engine):
     assert DecisionRecord.objects.get(pk=body["id"]).engine == engine
 
 
+@pytest.mark.applies_config_at_once(reason="adds a rule and its condition one call at a time, then replays")
 def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
     from agents.sessions.services import session_create, session_transition
     from rules.config import records as rec
@@ -263,6 +264,7 @@ def test_replay_is_identical_for_rules_on_the_session_state(client, actor):
     assert replay["identical"] is True and replay["replayed"]["rule"]["key"] == "in_review"
 
 
+@pytest.mark.applies_config_at_once(reason="edits a keyword list step by step, then replays")
 def test_replay_is_identical_when_a_keyword_would_match_a_masking_placeholder(client, actor):
     from rules.config import records as rec
     from rules.models import KeywordList

@@ -7,7 +7,7 @@ import pytest
 from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
-from tests.rules.api.test_http_seed_scenarios import call
+from tests.support.http import call
 
 CONFIG = r"""
 version: 1

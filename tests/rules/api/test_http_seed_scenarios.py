@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
-
 import pytest
 
 from agents.runtimes.services import agent_create
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
 from tests.support import DEMO
+from tests.support.http import call
 
 
 @pytest.fixture
@@ -19,22 +16,6 @@ def server(live_server, transactional_db):
     config_import(text=DEMO.read_text(encoding="utf-8"), source=str(DEMO), actor=None, reason="e2e")
     _, token = agent_create(name="e2e_bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="e2e")
     return live_server.url, token
-
-
-def call(server, method, path, body=None, headers=None):
-    url, token = server
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url + path,
-        data=data,
-        method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", **(headers or {})},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.headers.get("Content-Type"), json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers.get("Content-Type"), json.loads(error.read())
 
 
 def candidate(decision, confidence):

@@ -7,8 +7,7 @@ from rest_framework.test import APIClient
 
 from rules.config.yaml_import import config_import
 from rules.models import DecisionRecord
-from tests.rules.api.conftest import decide
-from tests.support import DEMO, agent_api
+from tests.support import DEMO, agent_api, decide
 
 pytestmark = pytest.mark.django_db
 

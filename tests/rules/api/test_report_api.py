@@ -15,7 +15,7 @@ from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 from rules.governance.tokens import staff_token_create
 from rules.models import DecisionRecord
-from tests.rules.reports.test_decision_map import CONFIG
+from tests.support.reports import CONFIG
 
 pytestmark = pytest.mark.django_db
 

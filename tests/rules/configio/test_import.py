@@ -25,10 +25,15 @@ from rules.models import (
     StateMachine,
     Threshold,
 )
+from tests.support.configio import AUDITED, DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
 
-from .conftest import AUDITED, DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
-
-pytestmark = pytest.mark.django_db
+# Imports one after another over a live configuration, high-risk records included, to check what each
+# writes (records, fields, history, revisions); an import held for approval is tests/rules/governance's
+# (test_paths.py, test_change_requests.py).
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.applies_config_at_once(reason="checks what each import writes, record by record"),
+]
 
 DEMO = DEMO_FILE.read_text(encoding="utf-8")
 

@@ -20,8 +20,7 @@ from rules.config.document.validate import config_check
 from rules.config.document.yamlload import MAX_DEPTH, MAX_NUMBER_DIGITS, MAX_VALUES
 from rules.config.yaml_import import config_import
 from rules.errors import ConfigError
-
-from .conftest import DEMO_FILE
+from tests.support.configio import DEMO_FILE
 
 DEMO = DEMO_FILE.read_text(encoding="utf-8")
 LINE = re.compile(r"\(line (\d+)\)$")

@@ -9,8 +9,7 @@ from rules.config.document.validate import config_from_yaml
 from rules.config.selectors import config_document
 from rules.config.yaml_export import config_export
 from rules.config.yaml_import import config_import
-
-from .conftest import DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
+from tests.support.configio import DEMO_FILE, EMPTY_YAML, FULL_YAML, db_state
 
 pytestmark = pytest.mark.django_db
 
@@ -19,6 +18,7 @@ def load(text: str, actor=None) -> None:
     config_import(text=text, source="test.yaml", actor=actor, reason="test")
 
 
+@pytest.mark.applies_config_at_once(reason="empties the configuration and imports it again: about the bytes")
 @pytest.mark.parametrize("source", ["full", "demo"])
 def test_export_import_export_is_byte_identical(source, actor):
     load(FULL_YAML if source == "full" else DEMO_FILE.read_text(encoding="utf-8"), actor)

@@ -6,8 +6,7 @@ import pytest
 
 from rules.config.document.validate import config_from_yaml, config_problems
 from rules.errors import ConfigError
-
-from .conftest import DEMO_FILE, EMPTY_YAML, FULL_YAML
+from tests.support.configio import DEMO_FILE, EMPTY_YAML, FULL_YAML
 
 # Line numbers matter below: each test changes one line of this document and expects that line.
 BASE = """\

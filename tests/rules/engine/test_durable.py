@@ -17,19 +17,15 @@ from rules.engine import Candidate, CompileError, compile_config, evaluate
 from rules.engine import durable as durable_backend
 from rules.engine.compiler import point_spec
 from rules.engine.interpreter import interpreted_matcher
-from tests.rules.engine import strategies as s
-from tests.rules.engine import test_seed_scenarios as seed
-from tests.rules.engine.conftest import NOON_UTC, SEED_SNAPSHOT
+from tests.support import strategies as s
+from tests.support.engine import NOON_UTC, REFUND_CASES, REFUND_FIELDS, ROUTING_CASES, ROUTING_FIELDS, SEED_SNAPSHOT
 
 CONFIG = compile_config(SEED_SNAPSHOT, revision=1, backend="durable")
 ROUTING = CONFIG.point("intent_routing")
 REFUND = CONFIG.point("refund_approval")
+# The same seed compiled to generated code (the default backend): both must answer alike.
+GENERATED_ROUTING = compile_config(SEED_SNAPSHOT, revision=1).point("intent_routing")
 LIMIT = durable_backend.MAX_PENDING_TESTS
-
-
-def _parametrized(test):
-    mark = next(m for m in test.pytestmark if m.name == "parametrize")
-    return mark.args
 
 
 def _request(candidate):
@@ -71,7 +67,7 @@ def _everything_hits(n):
 # --- the seed scenarios, decided by durable-rules --------------------------------------------------
 
 
-@pytest.mark.parametrize(*_parametrized(seed.test_intent_routing))
+@pytest.mark.parametrize(ROUTING_FIELDS, ROUTING_CASES)
 def test_intent_routing(text, candidate, decision, ruled_by, rule, overridden):
     d = evaluate(ROUTING, text=text, candidate=Candidate(*candidate), now=NOON_UTC)
     assert (d.decision, d.ruled_by, d.rule.key if d.rule else None, d.overridden) == (
@@ -80,7 +76,7 @@ def test_intent_routing(text, candidate, decision, ruled_by, rule, overridden):
         rule,
         overridden,
     )
-    assert d == evaluate(seed.ROUTING, text=text, candidate=Candidate(*candidate), now=NOON_UTC)
+    assert d == evaluate(GENERATED_ROUTING, text=text, candidate=Candidate(*candidate), now=NOON_UTC)
 
 
 def test_reason_and_matches_in_priority_order():
@@ -102,7 +98,7 @@ def test_requests_without_a_candidate():
     assert (ask.decision, ask.ruled_by, ask.needs_candidate, ask.matched_rules) == (None, None, True, ())
 
 
-@pytest.mark.parametrize(*_parametrized(seed.test_refund_approval_never_needs_a_candidate))
+@pytest.mark.parametrize(REFUND_FIELDS, REFUND_CASES)
 def test_refund_approval(amount, decision, ruled_by):
     d = evaluate(REFUND, facts={"refund_amount": amount}, now=NOON_UTC)
     assert (d.decision, d.ruled_by, d.needs_candidate) == (decision, ruled_by, False)

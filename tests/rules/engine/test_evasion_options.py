@@ -21,20 +21,9 @@ from rules.engine.evasion import EVASION_OPTIONS
 from rules.engine.keywords import KeywordListSpec, KeywordScanner
 from rules.engine.normalize import _IGNORABLE, normalize_text
 from rules.engine.words import word_edges
+from tests.support.engine import ALL_ON, EVASION_TERMS, hits, scanner
 
-TERMS = ("投诉", "起诉", "媒体曝光", "12315", "报警", "police")
-ALL_ON = dict.fromkeys(("fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS), True)
-
-
-def scanner(*, match: str = "segmented", terms=TERMS, unless=(), **options) -> KeywordScanner:
-    chosen = {**ALL_ON, **options}
-    return KeywordScanner(
-        [KeywordListSpec(key="k", match=match, terms=terms, ignore_format=True, unless=unless, **chosen)]
-    )
-
-
-def hits(s: KeywordScanner, text: str) -> tuple[str, ...]:
-    return tuple(s.named_hits(s.scan(normalize_text(text))[1]).get("k", ()))
+TERMS = EVASION_TERMS
 
 
 # --- Each option: what it catches, and that turning it off gives that up -------------------------------

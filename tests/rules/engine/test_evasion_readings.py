@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rules.engine import evasion, pinyin
 from rules.engine.normalize import CJK_CHARS, normalize_text
-from tests.rules.engine.test_evasion_options import ALL_ON, hits, scanner
+from tests.support.engine import ALL_ON, hits, scanner
 
 CAUGHT = [
     # (option carrying the reading, text, term)

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rules.engine import Candidate, compile_config, evaluate, keyword_prepass
-
-from .conftest import NOON_UTC, SEED_SNAPSHOT
+from tests.support.engine import NOON_UTC, SEED_SNAPSHOT
 
 POINT = compile_config(SEED_SNAPSHOT, revision=1).point("intent_routing")
 PIECES = ["我要退款", "投诉", "12315", "退 款", "退貨", "hello", "１２３１５", " ", "\ufffc"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from rules.engine import Candidate, compile_config, evaluate
-from tests.rules.engine import strategies as s
+from tests.support import strategies as s
 
 
 def _request(candidate):

@@ -5,30 +5,14 @@ from __future__ import annotations
 import pytest
 
 from rules.engine import Candidate, compile_config, evaluate
-from tests.rules.engine.conftest import NOON_UTC, SEED_SNAPSHOT
+from tests.support.engine import NOON_UTC, REFUND_CASES, REFUND_FIELDS, ROUTING_CASES, ROUTING_FIELDS, SEED_SNAPSHOT
 
 CONFIG = compile_config(SEED_SNAPSHOT, revision=1)
 ROUTING = CONFIG.point("intent_routing")
 REFUND = CONFIG.point("refund_approval")
 
 
-@pytest.mark.parametrize(
-    ("text", "candidate", "decision", "ruled_by", "rule", "overridden"),
-    [
-        # A calm complaint the model would soothe is still a complaint.
-        ("我要投诉你们的客服", ("general_query", 0.82), "human_handoff", "hard_rule", "high_risk_keyword", True),
-        ("再不处理我就打１２３１５", ("product_info", 0.9), "human_handoff", "hard_rule", "high_risk_keyword", True),
-        ("我想退款", ("general_query", 0.95), "refund_review", "hard_rule", "refund_trigger", True),
-        # Both lists hit: the compliance rule wins on priority.
-        ("退款不给我就起诉", ("general_query", 0.95), "human_handoff", "hard_rule", "high_risk_keyword", True),
-        ("这个商品有几种颜色", ("product_info", 0.64), "intent_clarify", "hard_rule", "low_confidence", True),
-        ("这个商品有几种颜色", ("product_info", 0.65), "product_info", "llm_candidate", None, False),
-        ("帮我取消订单", ("refund_request", 0.9), "human_handoff", "hard_rule", "candidate_not_whitelisted", True),
-        ("帮我取消订单", ("close_order", 0.9), "close_order", "llm_candidate", None, False),
-        # The model answered with something that is no outcome at all.
-        ("随便聊聊", ("tell_a_joke", 0.99), "human_handoff", "hard_rule", "candidate_not_whitelisted", True),
-    ],
-)
+@pytest.mark.parametrize(ROUTING_FIELDS, ROUTING_CASES)
 def test_intent_routing(text, candidate, decision, ruled_by, rule, overridden):
     d = evaluate(ROUTING, text=text, candidate=Candidate(*candidate), now=NOON_UTC)
     assert (d.decision, d.ruled_by, d.rule.key if d.rule else None, d.overridden) == (
@@ -68,10 +52,7 @@ def test_candidate_conditions_are_false_without_a_candidate():
     assert d.matched_rules == ()
 
 
-@pytest.mark.parametrize(
-    ("amount", "decision", "ruled_by"),
-    [(120, "auto_approve", "default"), (500, "auto_approve", "default"), (500.01, "human_handoff", "hard_rule")],
-)
+@pytest.mark.parametrize(REFUND_FIELDS, REFUND_CASES)
 def test_refund_approval_never_needs_a_candidate(amount, decision, ruled_by):
     d = evaluate(REFUND, facts={"refund_amount": amount}, now=NOON_UTC)
     assert (d.decision, d.ruled_by, d.needs_candidate) == (decision, ruled_by, False)

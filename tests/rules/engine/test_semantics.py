@@ -6,7 +6,7 @@ import datetime as dt
 
 from rules.engine import Candidate, compile_config, evaluate
 from rules.engine.conditions import KINDS
-from tests.rules.engine.conftest import NOON_UTC
+from tests.support.engine import NOON_UTC
 
 
 def point_with(rules, *, lists=(), facts=None, whitelist=("a",), when_no_candidate="default"):

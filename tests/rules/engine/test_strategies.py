@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rules.engine.conditions import KINDS
-from tests.rules.engine import strategies as s
+from tests.support import strategies as s
 
 
 def test_every_registered_kind_of_condition_has_a_strategy():

@@ -14,10 +14,8 @@ from rules.config import records
 from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve
 from rules.models import ChangeRequest, KeywordList, Threshold
-from tests.rules.test_admin import form_data
 from tests.support import reviewed_digest
-
-pytestmark = pytest.mark.governed
+from tests.support.admin import form_data
 
 
 @pytest.fixture
@@ -39,7 +37,7 @@ def _only_waiting(response) -> None:
     ]
 
 
-def test_an_inline_term_of_a_high_risk_list_says_only_that_it_waits(demo, editor_client):
+def test_an_inline_term_of_a_high_risk_list_says_only_that_it_waits(demo, editor, editor_client):
     keyword_list = KeywordList.objects.get(key="high_risk")
     url = reverse("admin:rules_keywordlist_change", args=[keyword_list.pk])
     data = form_data(editor_client.get(url))

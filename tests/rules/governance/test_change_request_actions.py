@@ -14,8 +14,6 @@ from rules.governance.change_requests import change_request_approve, change_requ
 from rules.models import Threshold
 from tests.support import reviewed_digest
 
-pytestmark = pytest.mark.governed
-
 
 def _held(actor):
     threshold = Threshold.objects.get(key="auto_refund_limit")

@@ -36,11 +36,7 @@ from rules.governance.selectors import (
     change_requests_waiting_for,
 )
 from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
-from tests.support import reviewed_digest
-
-from .conftest import make_user
-
-pytestmark = pytest.mark.governed
+from tests.support import make_user, reviewed_digest
 
 
 def _raise_limit(actor, value="1000"):
@@ -89,7 +85,7 @@ def test_one_save_that_raises_the_bound_and_the_value_together_still_waits(demo,
     assert held.value.change_request.risks[0]["why"] == "changes max, value of a high-risk threshold"
 
 
-def test_the_author_cannot_approve_whatever_their_groups(demo, db):
+def test_the_author_cannot_approve_whatever_their_groups(demo, editor, db):
     both = make_user("both", "config_editors", "risk_approvers")
     request = _raise_limit(both)
     with pytest.raises(SelfApprovalForbidden):
@@ -245,8 +241,7 @@ def test_the_admin_index_counts_what_waits_for_each_approver(demo, editor, appro
 
 def test_the_first_configuration_of_an_installation_applies_directly(db, editor):
     from rules.config.yaml_import import config_import
-
-    from .conftest import DEMO_TEXT
+    from tests.support import DEMO_TEXT
 
     result = config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="first load")
     assert result.change_request is None and result.revision == 1

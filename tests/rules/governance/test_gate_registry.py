@@ -9,8 +9,6 @@ from rules.config.revisions import _registered_gate
 from rules.governance.gate import GATE
 from rules.models import ConfigRevision, Threshold
 
-pytestmark = pytest.mark.governed
-
 
 def test_the_app_registers_governances_gate():
     assert _registered_gate() is GATE

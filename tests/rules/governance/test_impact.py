@@ -20,15 +20,11 @@ from rules.governance.change_requests import change_request_approve
 from rules.governance.impact import change_request_impact_run
 from rules.governance.regressions import regression_case_pin, regressions_check
 from rules.models import ChangeRequest, DecisionRecord, RegressionCase, Threshold
-from tests.support import reviewed_digest
-
-from .conftest import make_user
-
-pytestmark = pytest.mark.governed
+from tests.support import make_user, reviewed_digest
 
 
 @pytest.fixture
-def bot(demo):
+def bot(demo, editor):
     agent, _ = agent_create(name="bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="t")
     return agent
 

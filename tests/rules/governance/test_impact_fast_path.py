@@ -173,7 +173,7 @@ def _fast(live: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def documents(demo):
+def documents(demo, editor):
     live = config_document()
     return live, _proposals(live)
 
@@ -276,7 +276,7 @@ def test_a_text_read_once_serves_every_row_holding_it(documents):
     assert [e["rule"] for e in fast["examples"]] == ["high_risk_keyword", "refund_trigger"]
 
 
-def test_examples_take_their_ids_and_times_from_the_log_and_a_row_deleted_since_has_no_time(demo):
+def test_examples_take_their_ids_and_times_from_the_log_and_a_row_deleted_since_has_no_time(demo, editor):
     _log([_row(point="refund_approval"), _row(point="refund_approval", hours_ago=2)])
     kept, gone = DecisionRecord.objects.order_by("-created_at")
     raw = {

@@ -12,8 +12,6 @@ from rules.engine.evasion import EVASION_OPTIONS
 from rules.errors import ApprovalRequired
 from rules.models import Condition, KeywordList
 
-pytestmark = pytest.mark.governed
-
 
 @pytest.mark.parametrize("option", EVASION_OPTIONS)
 def test_turning_off_an_evasion_option_of_the_high_risk_list_waits_for_approval(demo, editor, option):

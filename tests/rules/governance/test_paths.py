@@ -15,12 +15,8 @@ from agents.runtimes.services import agent_create
 from rules.config import records
 from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequest, ConfigRevision, Rule, Threshold
-from tests.rules.test_admin import form_data
-from tests.support import reviewed_digest
-
-from .conftest import DEMO_TEXT, make_user
-
-pytestmark = pytest.mark.governed
+from tests.support import DEMO_TEXT, make_user, reviewed_digest
+from tests.support.admin import form_data
 
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 
@@ -48,7 +44,7 @@ def test_import_of_a_high_risk_change_becomes_a_request_and_exits_0(demo, editor
     assert (_limit(), ConfigRevision.objects.count(), request.author) == (500, 1, editor)
 
 
-def test_import_dry_run_says_which_parts_need_approval_and_writes_nothing(demo, tmp_path):
+def test_import_dry_run_says_which_parts_need_approval_and_writes_nothing(demo, editor, tmp_path):
     path = tmp_path / "raised.yaml"
     path.write_text(RAISED.replace("name: Refund words", "name: Words of refund"), encoding="utf-8")
     lines = _import(path, "--dry-run")
@@ -57,7 +53,7 @@ def test_import_dry_run_says_which_parts_need_approval_and_writes_nothing(demo, 
     assert not ChangeRequest.objects.exists() and _limit() == 500
 
 
-def test_import_of_a_low_risk_change_applies_at_once(demo, tmp_path):
+def test_import_of_a_low_risk_change_applies_at_once(demo, editor, tmp_path):
     path = tmp_path / "renamed.yaml"
     path.write_text(DEMO_TEXT.replace("name: Refund words", "name: Words of refund"), encoding="utf-8")
     assert _import(path)[-1] == "Applied 1 change(s) as revision 2."
@@ -72,7 +68,7 @@ def editor_client(client, editor):
     return client
 
 
-def test_saving_a_high_risk_threshold_in_the_admin_ends_on_the_request_page(demo, editor_client):
+def test_saving_a_high_risk_threshold_in_the_admin_ends_on_the_request_page(demo, editor, editor_client):
     threshold = Threshold.objects.get(key="auto_refund_limit")
     url = reverse("admin:rules_threshold_change", args=[threshold.pk])
     page = editor_client.get(url).content.decode()
@@ -108,7 +104,7 @@ def test_reverting_a_high_risk_threshold_from_its_history_waits_too(demo, editor
     assert (_limit(), revert.changes[0]["after"]["value"]) == (800, 500)
 
 
-def test_bulk_deleting_a_high_risk_rule_waits(demo, editor_client):
+def test_bulk_deleting_a_high_risk_rule_waits(demo, editor, editor_client):
     rule = Rule.objects.get(key="high_risk_keyword")
     url = reverse("admin:rules_rule_changelist")
     response = editor_client.post(url, {"action": "delete_selected", "_selected_action": [rule.pk], "post": "yes"})
@@ -120,7 +116,7 @@ def test_bulk_deleting_a_high_risk_rule_waits(demo, editor_client):
     ]
 
 
-def test_deleting_a_high_risk_rule_from_its_page_waits(demo, editor_client):
+def test_deleting_a_high_risk_rule_from_its_page_waits(demo, editor, editor_client):
     rule = Rule.objects.get(key="over_auto_refund_limit")
     response = editor_client.post(reverse("admin:rules_rule_delete", args=[rule.pk]), {"post": "yes"})
     request = ChangeRequest.objects.get()

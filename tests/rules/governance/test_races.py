@@ -34,12 +34,9 @@ from rules.governance.change_requests import (
     config_document_apply,
 )
 from rules.models import ChangeRequest, ConfigRevision, Threshold
-from tests.support import reviewed_digest
-
-from .conftest import make_user
+from tests.support import make_user, reviewed_digest
 
 pytestmark = [
-    pytest.mark.governed,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         connection.vendor != "postgresql",

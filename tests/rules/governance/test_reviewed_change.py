@@ -25,8 +25,6 @@ from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequest, ConfigRevision, Threshold
 from tests.support import reviewed_digest
 
-pytestmark = pytest.mark.governed
-
 
 def _limit() -> Decimal:
     return Threshold.objects.get(key="auto_refund_limit").value
@@ -168,7 +166,7 @@ def test_break_glass_applies_only_the_change_that_was_shown(demo, editor):
     from django.contrib.auth.models import Permission
 
     from rules.governance.change_requests import change_request_break_glass
-    from tests.rules.governance.conftest import make_user
+    from tests.support import make_user
 
     on_call = make_user("on_call", "config_editors")
     on_call.user_permissions.add(Permission.objects.get(codename="break_glass_changerequest"))

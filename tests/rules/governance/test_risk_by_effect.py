@@ -16,12 +16,7 @@ from rules.config.yaml_import import config_apply
 from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_withdraw
 from rules.models import ChangeRequest, ConfigRevision, KeywordList, Rule, Threshold
-from tests.rules.api.conftest import decide
-from tests.support import agent_api
-
-from .conftest import DEMO_TEXT
-
-pytestmark = pytest.mark.governed
+from tests.support import DEMO_TEXT, agent_api, decide
 
 
 @pytest.fixture(autouse=True)
@@ -228,7 +223,7 @@ def test_risk_reasons_show_in_the_admins_language_and_old_rows_stay_readable(dem
     assert "changes value of a high-risk threshold" in stored_before
 
 
-def test_the_admin_note_of_a_high_risk_rule_is_all_in_chinese(demo, approver, client):
+def test_the_admin_note_of_a_high_risk_rule_is_all_in_chinese(demo, editor, approver, client):
     client.force_login(approver)
     pk = Rule.objects.get(key="high_risk_keyword").pk
     page = client.get(f"/admin/rules/rule/{pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
@@ -266,7 +261,7 @@ def test_an_edit_that_arms_an_open_request_waits_for_approval(demo, editor, appr
     assert KeywordList.objects.get(key="late_words").terms.filter(term="我").exists()
 
 
-def test_changing_a_machines_initial_or_terminal_states_is_high_risk(demo):
+def test_changing_a_machines_initial_or_terminal_states_is_high_risk(demo, editor):
     """A new initial state can start every session past a rule that reads the state; a new terminal state
     ends conversations there. Judged on the documents alone (the demo's machine has no other valid
     initial state to move to without changing its transitions, which is high-risk anyway)."""

@@ -21,12 +21,8 @@ from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve, change_request_schedule
 from rules.models import ChangeRequest, Threshold
 from rules.tasks import change_requests_apply_due
-from tests.rules.test_worker import WAIT_SECONDS, _result_backend_url, worker  # noqa: F401 - the fixture
-from tests.support import reviewed_digest
-
-from .conftest import DEMO_TEXT, make_user
-
-pytestmark = pytest.mark.governed
+from tests.support import DEMO_TEXT, make_user, reviewed_digest
+from tests.support.worker import WAIT_SECONDS, result_backend_url
 
 
 def _approved_for_the_past():
@@ -57,7 +53,7 @@ def test_celery_applies_a_due_change_request_once(request, settings):
         running = request.getfixturevalue("worker")
         sent = change_requests_apply_due.apply_async(queue=running.queue)
         assert not isinstance(sent, EagerResult), "with a broker configured the task must go through it"
-        answer = AsyncResult(sent.id, app=celery_app, backend=RedisBackend(app=celery_app, url=_result_backend_url()))
+        answer = AsyncResult(sent.id, app=celery_app, backend=RedisBackend(app=celery_app, url=result_backend_url()))
         deadline = time.monotonic() + WAIT_SECONDS
         while True:
             try:

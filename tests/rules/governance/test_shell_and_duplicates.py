@@ -26,10 +26,7 @@ from rules.governance.change_requests import (
 )
 from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequest, ConfigRevision, Threshold
-
-from .conftest import DEMO_TEXT, make_user
-
-pytestmark = pytest.mark.governed
+from tests.support import DEMO_TEXT, make_user
 
 RAISED = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
 
@@ -69,7 +66,7 @@ def _nothing_written(before: int) -> None:
         ),
     ],
 )
-def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo, raised_file, args, says):
+def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo, editor, raised_file, args, says):
     make_user("gone", "config_editors", is_active=False)
     customer = make_user("customer", "config_editors")
     customer.is_staff = False
@@ -83,7 +80,7 @@ def test_import_config_needs_an_existing_active_staff_user_who_may_propose(demo,
     _nothing_written(before)
 
 
-def test_a_dry_run_writes_nothing_and_needs_no_user(demo, raised_file):
+def test_a_dry_run_writes_nothing_and_needs_no_user(demo, editor, raised_file):
     lines = _import(raised_file, "--dry-run")
     assert lines[-1].startswith("Dry run: 1 change(s) checked; applying them would need a second person's approval")
     _nothing_written(1)
@@ -134,7 +131,7 @@ def test_the_admin_gate_sends_a_duplicate_to_the_open_request(demo, editor, clie
         records.threshold_save(threshold=threshold, actor=editor, reason="first")
     open_request = held.value.change_request
     client.force_login(editor)
-    from tests.rules.test_admin import form_data
+    from tests.support.admin import form_data
 
     url = reverse("admin:rules_threshold_change", args=[threshold.pk])
     data = form_data(client.get(url))

@@ -12,11 +12,7 @@ from rules.config.document.validate import config_from_yaml
 from rules.governance.change_requests import change_request_approve, change_request_propose
 from rules.governance.tokens import staff_token_create
 from rules.models import ChangeRequestState
-from tests.support import reviewed_digest
-
-from .conftest import DEMO_TEXT
-
-pytestmark = pytest.mark.governed
+from tests.support import DEMO_TEXT, reviewed_digest
 
 LIMIT_1000 = DEMO_TEXT.replace("    value: 500\n", "    value: 1000\n")
 LIMIT_99999 = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
@@ -134,7 +130,7 @@ def test_refusals(staff, history, approver):
     assert (closed.status_code, closed.json()["code"]) == (409, "not_pending")
 
 
-def test_agent_tokens_are_refused(demo):
+def test_agent_tokens_are_refused(demo, editor):
     _, token = agent_create(name="bot", point_keys=["refund_approval"], actor=None, reason="t")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")

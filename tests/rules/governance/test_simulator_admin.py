@@ -11,10 +11,7 @@ from django.urls import reverse
 from rules.config.document.validate import config_from_yaml
 from rules.governance.change_requests import change_request_propose
 from rules.models import RegressionCase
-
-from .conftest import DEMO_TEXT
-
-pytestmark = pytest.mark.governed
+from tests.support import DEMO_TEXT
 
 URL = "admin:rules_decisionrecord_simulator"
 LIMIT_99999 = DEMO_TEXT.replace("    value: 500\n", "    value: 99999\n")
@@ -75,6 +72,6 @@ def test_save_as_a_regression_case(editor, demo):
     assert "13800138000" not in case.input  # masked as the log masks it
 
 
-def test_the_page_needs_the_permission(demo, django_user_model):
+def test_the_page_needs_the_permission(demo, editor, django_user_model):
     nobody = django_user_model.objects.create_user(username="nobody", password="pw-nobody-1", is_staff=True)
     assert browser(nobody).get(reverse(URL)).status_code == 403

@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 
 from rules.config.runtime import engines
-from rules.config.yaml_import import config_import
 from rules.governance.change_requests import change_request_propose
 from rules.reports.decision_map import decision_map
-from tests.rules.governance.conftest import DEMO_TEXT, make_user
+from tests.support import DEMO_TEXT, load_demo, make_user
 
-pytestmark = [pytest.mark.django_db, pytest.mark.governed]
+pytestmark = [pytest.mark.django_db]
 
 
 @pytest.fixture(autouse=True)
@@ -27,11 +26,12 @@ def editor(db):
 
 
 @pytest.fixture
-def demo(editor):
-    return config_import(text=DEMO_TEXT, source="demo", actor=editor, reason="demo")
+def demo_by_editor(editor):
+    """The demo imported by the editor, whom the map names as the points' last change."""
+    return load_demo(actor=editor, reason="demo")
 
 
-def test_the_demo_points_are_controlled_and_say_why(demo):
+def test_the_demo_points_are_controlled_and_say_why(demo_by_editor, editor):
     points = {p["key"]: p for p in decision_map()["points"]}
     routing, refund = points["intent_routing"], points["refund_approval"]
     assert (routing["governance"], refund["governance"]) == ("controlled", "controlled")
@@ -45,7 +45,7 @@ def test_the_demo_points_are_controlled_and_say_why(demo):
     assert routing["last_change"]["who"] == "editor" and routing["last_change"]["reason"] == "demo"
 
 
-def test_an_open_change_request_shows_on_the_points_it_touches(demo, editor):
+def test_an_open_change_request_shows_on_the_points_it_touches(demo_by_editor, editor):
     raised = DEMO_TEXT.replace("value: 500", "value: 900")
     from rules.config.document.validate import config_from_yaml
 

@@ -26,7 +26,7 @@ from rules.reports.rollups import (
     decision_rollups_rebuild,
     decision_rollups_refresh,
 )
-from tests.rules.reports.test_decision_map import CONFIG
+from tests.support.reports import CONFIG
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,8 @@ from rules.governance.tokens import staff_token_create
 from rules.models import DecisionMapSnapshot, DecisionRecord, SnapshotTrigger
 from rules.reports.snapshot_jobs import decision_map_snapshot_if_due, decision_map_snapshot_take
 from rules.reports.snapshots import OVERRIDE_RATE_MOVE, map_changes
-from tests.rules.reports.test_decision_map import CONFIG
+from tests.support import approved
+from tests.support.reports import CONFIG
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +124,7 @@ def test_the_second_snapshot_mail_says_what_changed(config, actor, staff_mail, m
     )
     log(T1 - dt.timedelta(days=2), decision="answer", ruled_by="llm_candidate", candidate_decision="answer")
     first = decision_map_snapshot_take(trigger=SnapshotTrigger.SCHEDULE, now=T1)
-    config_import(text=CHANGED, source="test", actor=actor, reason="drop the guard")
+    approved(lambda: config_import(text=CHANGED, source="test", actor=actor, reason="drop the guard"))
     for days in (1, 2, 3):
         log(
             T2 - dt.timedelta(days=days),
@@ -174,7 +175,7 @@ def test_beat_runs_the_rollups_and_the_snapshot(settings):
 def test_the_report_shows_what_changed_since_the_latest_snapshot(config, actor):
     log(T1 - dt.timedelta(days=1), decision="answer", ruled_by="llm_candidate", candidate_decision="answer")
     snapshot = decision_map_snapshot_take(trigger=SnapshotTrigger.COMMAND, now=T1)
-    config_import(text=CHANGED, source="test", actor=actor, reason="drop the guard")
+    approved(lambda: config_import(text=CHANGED, source="test", actor=actor, reason="drop the guard"))
 
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {staff_token_create(user=actor)}")

@@ -8,9 +8,14 @@ from django.core.exceptions import ValidationError
 from rules.config import records
 from rules.config.revisions import config_change
 from rules.models import ConfigRevision, KeywordTerm, Rule, Threshold
-from tests.rules import factories as f
+from tests.support import factories as f
 
-pytestmark = pytest.mark.django_db
+# Each test writes records one service call at a time to check that service's own validation and history;
+# the same writes held for approval are tests/rules/governance's.
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.applies_config_at_once(reason="checks each record service one write at a time"),
+]
 
 
 def test_threshold_update_records_user_and_reason_in_history(actor):

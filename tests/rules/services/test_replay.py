@@ -12,8 +12,7 @@ import pytest
 from rules.decisions.replay import decision_replay, same_outcome
 from rules.engine.model import Candidate, Decision, MatchedRule
 from rules.models import DecisionRecord
-from tests.rules.api.conftest import decide
-from tests.support import agent_api
+from tests.support import agent_api, decide
 
 HARD = MatchedRule(key="high_risk_keyword", priority=10, category="compliance", outcome="human_handoff", shadow=False)
 SHADOW = MatchedRule(key="watch", priority=20, category="quality", outcome="intent_clarify", shadow=True)

@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from tests.api.conftest import SPEC
+from tests.support import SPEC
 
 
 def _schema(mode: str) -> Any:

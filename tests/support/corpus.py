@@ -71,7 +71,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from tests.support import ROOT
+
+# The recorded steps and answers live beside the test that plays them.
+HERE = ROOT / "tests" / "api" / "corpus"
 STEPS = HERE / "steps.json"
 ANSWERS = HERE / "answers.json"
 RECORD_ENV = "ARBITER_RECORD_CORPUS"
