@@ -14,8 +14,6 @@ collects its machine's ``max_anomalies``, it is handed to the machine's handoff 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -48,6 +46,7 @@ from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from agents.sessions.reads import session_lock, session_seen
 from decision_service import metrics
+from decision_service.digests import canonical_digest
 from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
 from rules.models import DecisionRecord, StateMachine
 
@@ -111,8 +110,7 @@ def session_allowed_actions(session: Session) -> list[str]:
 
 
 def _digest(body: Mapping[str, Any]) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_digest(body, text="ascii")  # ASCII: a body may hold lone surrogates
 
 
 def session_create(

@@ -6,14 +6,13 @@ the simulator shows, computed by the same function so that they cannot drift apa
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from decision_service.digests import canonical_digest
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.model import DEFAULT, HARD_RULE
 from rules.errors import InvalidRequest
@@ -45,8 +44,7 @@ class DecideRequest:
             "facts": self.facts,
             "tokens": [self.tokens_prompt, self.tokens_completion],
         }
-        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return canonical_digest(body, text="ascii")  # ASCII: a body may hold lone surrogates
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from django.db import OperationalError
 from django.db.models.query import QuerySet
 from rest_framework.test import APIClient
 
-from agents.runtimes.services import sessions as sessions_module
+from agents.sessions import reads as sessions_module
 from agents.sessions.models import Anomaly, Session, Transition
 from tests.support import post
 

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 
 from agents.runtimes.services import agent_create
-from rules.config.document import apply
+from rules.config import yaml_import as apply
 from rules.config.document.validate import config_from_yaml
 from rules.config.revisions import config_change
 from rules.config.yaml_import import ImportResult, config_import
@@ -301,7 +301,7 @@ def test_a_refusal_during_apply_names_the_record_and_rolls_everything_back(actor
 
 
 def test_a_database_refusal_at_the_end_rolls_back_the_earlier_writes(actor, monkeypatch):
-    from rules.config.document import apply as apply_module
+    from rules.config import yaml_import as apply_module
 
     run(DEMO, actor)
     before = db_state()
