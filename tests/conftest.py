@@ -41,7 +41,7 @@ def demo(db):
 
 # The clock the engine cache reads to know when to look for a new revision, and with it the principal
 # cache (ARBITER_REVISION_CHECK_SECONDS): the project's seam for time passing on the request path.
-REVISION_CHECK_CLOCK = "rules.runtime.time.monotonic"
+REVISION_CHECK_CLOCK = "rules.config.runtime.time.monotonic"
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 A token's principal (the agent's id, name and allowed points) is kept by the token's hash once an active
 agent's token authenticated. The whole cache is dropped when the agents' change stamp moves; the stamp
-is read with the engine cache's periodic revision check (``rules.runtime.EngineCache.watch``), before
+is read with the engine cache's periodic revision check (``rules.config.runtime.EngineCache.watch``), before
 the lookup, so no request pays a query for it.
 
 **Staleness window.** A rotated or revoked token, a deactivated or deleted agent, or a change of an

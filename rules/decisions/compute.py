@@ -168,7 +168,7 @@ class SessionSeen:
 # What each kind of condition reads of the session: the kinds of ``rules.engine.conditions``, by name. A
 # kind not listed (a new one, reading session fields say) turns the guess off for every point that uses
 # it: the point is decided on the session as read, never on a guess that lacks what its rules read.
-# tests/rules/test_session_guess_reads.py fails when a registered kind is missing here.
+# tests/rules/decisions/test_session_guess_reads.py fails when a registered kind is missing here.
 SESSION_READS: Mapping[str, frozenset[str]] = {
     "candidate_confidence_below": frozenset(),
     "candidate_in": frozenset(),

@@ -1,4 +1,4 @@
-"""Documents and helpers the configuration-as-code tests share (tests/rules/configio/)."""
+"""Documents and helpers the configuration-as-code tests share (tests/rules/config/document/)."""
 
 from __future__ import annotations
 

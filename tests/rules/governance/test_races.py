@@ -8,7 +8,7 @@ break glass) on record and the stored change the one that is live — or not app
 nothing live changed. Each loser gets a refusal with a stable code, never a server error.
 
 SQLite cannot run this: its test database is one in-memory connection that every thread would share
-(tests/agents/test_concurrency.py explains), and SQLite serialises writers anyway.
+(tests/agents/sessions/test_concurrency.py explains), and SQLite serialises writers anyway.
 """
 
 from __future__ import annotations

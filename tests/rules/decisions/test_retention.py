@@ -1,7 +1,7 @@
 """Retention: decisions, anomalies and candidate-request counters older than the period are purged.
 
 These run on SQLite (rows deleted in batches) and on PostgreSQL (whole months of the partitioned log
-dropped; tests/rules/test_partitions.py tests what only that does). ``NOW`` is the first instant of a
+dropped; tests/rules/decisions/test_partitions.py tests what only that does). ``NOW`` is the first instant of a
 month and the periods are whole months back from it, so "older than the cutoff" and "in a month that
 ended by the cutoff" are the same rows and one set of expectations holds for both.
 """

@@ -1,7 +1,7 @@
 """The decision log's monthly partitions on PostgreSQL: created ahead, DEFAULT split out, months dropped.
 
 PostgreSQL only (SQLite has no partitioned tables: there the log is one table and retention deletes
-rows, tests/rules/test_retention.py); CI runs these on PostgreSQL.
+rows, tests/rules/decisions/test_retention.py); CI runs these on PostgreSQL.
 """
 
 from __future__ import annotations

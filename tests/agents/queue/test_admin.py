@@ -20,7 +20,7 @@ from agents.sessions.models import Session, Transition
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import
 
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "after_sales.yaml"
+DEMO = Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml"
 QUEUE = "admin:agents_session_human_queue"
 
 pytestmark = pytest.mark.django_db
