@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def client(db):
-    """An agent's API client on the demo with the fact-masking points (as tests/rules/decisions/api/test_fact_masking.py)."""
+    """An agent's API client on the demo with the fact-masking points (as decisions/api/test_fact_masking.py)."""
     return masking_agent_api()
 
 
