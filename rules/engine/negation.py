@@ -1,0 +1,85 @@
+"""A keyword hit that the sentence itself negates: 我不打算起诉, 不用报警, 不会投诉你的, 没有要起诉的意思.
+
+Seed 001 §4.2: a weak signal is the model's to weigh, and a strong trigger must not fire on a sentence that
+says the customer is *not* doing the thing. ``unless`` phrases list such sentences one by one; a condition with
+``unless_negated`` reads the negation itself, for every keyword of its list:
+
+* a negator (不, 没, 没有, 无需, 无须, 无意, 并非, 绝非) directly before the hit, with at most a short run of
+  auxiliary verbs between them (是, 要, 想, 会, 打算, 需要, 准备, 去, 打, 找, …) and nothing else: no punctuation,
+  no pronoun, no other word (不，我要投诉 and 我不是开玩笑，我要投诉 are hits; 不是要退款，是要投诉 too);
+* unless the negation is itself negated or a question: a second negator before it (不是不想投诉, 不得不投诉,
+  不能不报警), a question in the A-not-A form (是不是要投诉, 要不要报警), a negator later in the same clause
+  (不投诉不行了, 不报警他们不会管), a question or a dare about it (难道我不会投诉吗, 别以为我不敢投诉, 看我不投诉你;
+  敢, 能 and 让 are never auxiliaries here, so 不敢投诉, 不能投诉 and 不让我投诉 are hits anyway), or a clause
+  ending in 吗 or a question mark.
+
+Read on the text before gaps were dropped (the hit mapped back to it): 不，要投诉 is "no, I want to complain"
+even where a list joins 不要投诉 across the comma. Every doubt leaves the hit counted: a false alarm costs a
+person's look, a missed threat the product's first promise.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Longest first, so 没有 is read before 没 and 无需 before any shorter reading.
+NEGATORS = ("并没有", "从来没", "从来不", "从没有", "从没", "从不", "并没", "并不", "绝不", "决不", "并非", "绝非",
+            "没有", "无需", "无须", "无意", "没", "不")  # fmt: skip
+# Verbs and auxiliaries that may stand between the negator and the keyword. Never 敢 (dare), 能 or 可以
+# (can), 让 (let), 得 or 被: 不敢投诉 / 不能投诉 / 不让我投诉 are said of a complaint someone means to make.
+AUXILIARIES = ("打算", "需要", "准备", "想要", "愿意", "必要", "意思", "是", "要", "想", "会", "需", "用", "必",
+               "去", "打", "拨", "找", "有", "再", "向", "跟", "给")  # fmt: skip
+# A clause ends at punctuation (the input is NFKC-folded: ， is ,) or a line break.
+_CLAUSE_END = re.compile(r"[,.!?;:、。！？；：\n\"'“”‘’()\[\]【】「」《》~…]")
+# Earlier in the clause, these make the negation a question or a dare: 难道我不会投诉吗, 看我不投诉你.
+_QUESTION = ("以为", "难道", "凭什么", "为什么", "为啥", "怎么", "谁说", "何必", "看我")
+# What may stand right before a first negator and make it a double one (不得不, 不能不, 不是不想, 非…不可).
+_DOUBLING = ("不得", "不能", "不可", "不会", "不是", "没法", "不")
+_LOOKBACK = 12
+
+
+def _strip_auxiliaries(before: str) -> str:
+    """``before`` without the run of auxiliaries at its end, up to a negator (我不打算要 → 我不; 无需 stays:
+    需 is an auxiliary, but 无需 a negator)."""
+    while before and _negator_at_end(before) is None:
+        aux = next((a for a in AUXILIARIES if before.endswith(a)), None)
+        if aux is None:
+            break
+        before = before[: -len(aux)]
+    return before
+
+
+def _negator_at_end(before: str) -> str | None:
+    return next((n for n in NEGATORS if before.endswith(n)), None)
+
+
+def negated(text: str, start: int, end: int) -> bool:
+    """Whether the hit ``text[start:end]`` is negated by its own clause (see the module's docstring)."""
+    clause_start = start
+    floor = max(0, start - _LOOKBACK)
+    while clause_start > floor and not _CLAUSE_END.match(text, clause_start - 1):
+        clause_start -= 1
+    before = text[clause_start:start]
+    if not before:
+        return False
+    rest = _strip_auxiliaries(before)
+    negator = _negator_at_end(rest)
+    if negator is None:
+        return False
+    ahead = rest[: -len(negator)]
+    following = before[len(rest) : len(rest) + 1]
+    if following and ahead.endswith(following):
+        return False  # 是不是要投诉, 要不要报警, 有没有投诉: a question (A-not-A), not a negation
+    if any(ahead.endswith(d) for d in _DOUBLING) or _negator_at_end(_strip_auxiliaries(ahead)):
+        return False
+    clause = _CLAUSE_END.search(text, end)
+    after = text[end : clause.start() if clause else len(text)]
+    if any(n in after for n in ("不", "没", "才怪", "吗")):
+        return False
+    if clause and clause.group() in "?？":
+        return False
+    # A question about it earlier in the clause, even beyond the look-back window's start.
+    sentence_start = clause_start
+    while sentence_start > 0 and not _CLAUSE_END.match(text, sentence_start - 1):
+        sentence_start -= 1
+    return not any(q in text[sentence_start:start] for q in _QUESTION)
