@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 # Longest first, so 没有 is read before 没 and 无需 before any shorter reading.
-NEGATORS = ("并没有", "从来没", "从来不", "从没有", "从没", "从不", "并没", "并不", "绝不", "决不", "并非", "绝非",
+NEGATORS = ("从来没有", "并没有", "从来没", "从来不", "从没有", "从没", "从不", "并没", "并不", "绝不", "决不", "并非", "绝非",
             "没有", "无需", "无须", "无意", "没", "不")  # fmt: skip
 # Verbs and auxiliaries that may stand between the negator and the keyword. Never 敢 (dare), 能 or 可以
 # (can), 让 (let), 得 or 被: 不敢投诉 / 不能投诉 / 不让我投诉 are said of a complaint someone means to make.
@@ -70,7 +70,10 @@ def negated(text: str, start: int, end: int) -> bool:
     following = before[len(rest) : len(rest) + 1]
     if following and ahead.endswith(following):
         return False  # 是不是要投诉, 要不要报警, 有没有投诉: a question (A-not-A), not a negation
+    # A second negator just before (不得不, 不是不想; 不得从来没有 with an adverb between): a double negation.
     if any(ahead.endswith(d) for d in _DOUBLING) or _negator_at_end(_strip_auxiliaries(ahead)):
+        return False
+    if "不" in ahead[-3:] or "没" in ahead[-3:]:
         return False
     clause = _CLAUSE_END.search(text, end)
     after = text[end : clause.start() if clause else len(text)]
