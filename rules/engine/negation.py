@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 
 # Longest first, so 没有 is read before 没 and 无需 before any shorter reading.
-NEGATORS = ("从来没有", "并没有", "从来没", "从来不", "从没有", "从没", "从不", "并没", "并不", "绝不", "决不", "并非", "绝非",
-            "没有", "无需", "无须", "无意", "没", "不")  # fmt: skip
+NEGATORS = ("从来没有", "并没有", "从来没", "从来不", "从没有", "从没", "从不", "并没", "并不", "绝不", "决不",
+            "并非", "绝非", "没有", "无需", "无须", "无意", "没", "不")  # fmt: skip
 # Verbs and auxiliaries that may stand between the negator and the keyword. Never 敢 (dare), 能 or 可以
 # (can), 让 (let), 得 or 被: 不敢投诉 / 不能投诉 / 不让我投诉 are said of a complaint someone means to make.
 AUXILIARIES = ("打算", "需要", "准备", "想要", "愿意", "必要", "意思", "是", "要", "想", "会", "需", "用", "必",
