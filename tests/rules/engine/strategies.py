@@ -25,9 +25,7 @@ OPTIONS += ("fold_confusables", "fold_digits", "bridge_cjk", "match_pinyin")
 UNLESS = ["不是要投诉", "不想投诉", "refund", "报警器"]
 FACTS = {"n": "number", "i": "integer", "s": "string", "b": "boolean", "tags": "string_list"}
 # With what the evasion options read through: fillers, an override, escapes, numerals, homophones, look-alikes.
-ALPHABET = (
-    "ab退款投诉12315xhi refundcancel媒体曝光ＲＥＦＵＮＤ１２３\u3164\u202e&#;%\\u一二幺١头苏抱警报器不是要没会，吗оᴘ0l.-、"
-)
+ALPHABET = "ab退款投诉12315xhi refundcancel媒体曝光ＲＥＦＵＮＤ１２３\u3164\u202e&#;%\\u一二幺١头苏抱警报器不是要没会，吗оᴘ0l.-、"
 ZONES = ["UTC", "Asia/Shanghai", "America/New_York"]
 
 number = st.one_of(
