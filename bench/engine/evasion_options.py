@@ -53,7 +53,7 @@ def before(snapshot: Mapping[str, Any]) -> dict[str, Any]:
 
 def after(snapshot: Mapping[str, Any], *, pinyin: bool = False, demo: bool = False) -> dict[str, Any]:
     """Every option at its default for a new list (pinyin as asked); ``demo``: the high_risk list and its rule
-    as demo/after_sales.yaml has them (segmented, pinyin, the unless phrases of seed 001)."""
+    as demo/after_sales.yaml has them (segmented, pinyin, the unless phrases of seed 001, negated hits dropped)."""
     snap = copy.deepcopy(dict(snapshot))
     for kl in snap["keyword_lists"]:
         kl.update(dict.fromkeys(("fold_traditional", "ignore_cjk_gaps"), True), **EVASION_DEFAULTS)
@@ -66,6 +66,7 @@ def after(snapshot: Mapping[str, Any], *, pinyin: bool = False, demo: bool = Fal
                 for c in rule.get("conditions", []):
                     if c.get("input_contains") == "high_risk":
                         c["unless"] = list(DEMO_UNLESS)
+                        c["unless_negated"] = True  # code from before it ignores the key
     return snap
 
 

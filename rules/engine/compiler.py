@@ -97,13 +97,14 @@ def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> Point
         rules=tuple(rules),
         keyword_lists=ctx.keyword_lists(),
         keyword_unless=ctx.keyword_unless(),
+        keyword_negated=ctx.keyword_negated(),
         machine=raw.get("machine", ""),
         state_map=dict(raw.get("state_map", {})),
         fallback_state=raw.get("fallback_state", ""),
     )
 
 
-def keyword_list_spec(raw: Mapping[str, Any], unless: tuple[str, ...] = ()) -> KeywordListSpec:
+def keyword_list_spec(raw: Mapping[str, Any], unless: tuple[str, ...] = (), negated: bool = False) -> KeywordListSpec:
     """A keyword list of a snapshot. A revision written before keyword-evasion matching (rules 0011) has
     neither option: its lists match as they did then, format characters included, so it replays the same.
     One written before rules 0019 has none of ``EVASION_OPTIONS``, and matches without them."""
@@ -116,6 +117,7 @@ def keyword_list_spec(raw: Mapping[str, Any], unless: tuple[str, ...] = ()) -> K
         ignore_cjk_gaps=bool(raw.get("ignore_cjk_gaps", False)),
         ignore_format=evasion_aware,
         unless=unless,
+        unless_negated=negated,
         **{option: bool(raw.get(option, False)) for option in EVASION_OPTIONS},
     )
 
@@ -141,8 +143,10 @@ def compile_snapshot(
             raise CompileError(f"point {spec.key}: unknown keyword list {', '.join(missing)}")
         scanner = keyword_scanner(
             tuple(
-                keyword_list_spec(lists[k], unless)
-                for k, unless in zip(spec.keyword_lists, spec.keyword_unless, strict=True)
+                keyword_list_spec(lists[k], unless, negated)
+                for k, unless, negated in zip(
+                    spec.keyword_lists, spec.keyword_unless, spec.keyword_negated, strict=True
+                )
             )
         )
         views = tuple(

@@ -210,6 +210,11 @@ def confusable_table() -> dict[int, str]:
         targets = [e["c"] for e in entries if len(e["c"]) == 1 and e["c"].isascii() and e["c"].isalpha()]
         if targets:
             table[ord(char)] = targets[0].casefold()
+            # Input is case-folded before the skeleton: ΡΟLΙCΕ arrives as ρολιcε, so a capital's look-alike
+            # is its small letter's too where the data gives that one none (ε from Ε, ι from Ι).
+            lower = char.casefold()
+            if len(lower) == 1 and lower != char and not lower.isascii():
+                table.setdefault(ord(lower), targets[0].casefold())
     for cp in range(0x1D00, 0x1D2C):
         name = unicodedata.name(chr(cp), "")
         if name.startswith("LATIN LETTER SMALL CAPITAL ") and len(name.rsplit(" ", 1)[1]) == 1:
@@ -225,18 +230,20 @@ _CONFUSABLES = confusable_table()
 _CONFUSABLE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_CONFUSABLES) if c < 0x10000) + "]")
 # Digits and symbols written for letters, only where they touch a Latin letter (p0lice, 5ue); 12315 alone
 # is a number and stays one. i, l and 1 are one skeleton character, as UTS #39 makes I, l and 1 one.
-_LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "|": "l", "!": "l"}
+_LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "|": "l", "!": "l",
+         "¢": "c", "€": "e"}  # fmt: skip
 # Each pattern starts with a character class, not a look-behind, so that ``re`` skips ahead to a candidate
 # (measured: ~4x faster on 500-character CJK texts than the same tests written with a look-behind first).
 _LEET_TABLE = str.maketrans(_LEET)
-_LEET_NEXT_TO_LETTER = re.compile(r"[0134578@$|!](?:(?<=[a-z].)|(?=[a-z]))")
-_LEET_SYMBOL = re.compile(r"[@$|!](?<=[a-z].)(?=[a-z])")
+_LEET_NEXT_TO_LETTER = re.compile(r"[0134578@$|!¢€](?:(?<=[a-z].)|(?=[a-z]))")
+_LEET_SYMBOL = re.compile(r"[@$|!¢€](?<=[a-z].)(?=[a-z])")
 # A symbol only inside a word (p@lice, po|ice): after one (police!!!) it is punctuation, not a letter.
 # A digit touching a letter is read with the whole run of such digits around it (p00lice), in one pass; a
 # symbol only between two letters. Found with a pattern that starts with a character class (``re`` skips ahead
 # to candidates, which are few), each run widened in Python: a pattern matching every digit run measured ~4x
 # slower on text full of phone numbers.
-_LEET_DIGITS = frozenset("0134578")
+# (¢ and € are read as letters the way digits are, at a word's edge too: polic€. They are no punctuation.)
+_LEET_DIGITS = frozenset("0134578¢€")
 
 
 def _read_leet(text: str) -> str:
@@ -345,13 +352,26 @@ DIGIT_ZEROS: tuple[int, ...] = (
     0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
     0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
 )  # fmt: skip
-# Chinese numerals, everyday and financial; 幺 is how 1 is read out in phone numbers, 两 is two.
+# Chinese numerals, everyday and financial; 幺 is how 1 is read out in phone numbers, 两 is two. The bopomofo
+# letter ㄧ (i) is drawn as 一 and typed for it; the Hangzhou (Suzhou) numerals 〡-〩 are digits of a trade.
 CHINESE_DIGITS = {
+    "ㄧ": "1", "〡": "1", "〢": "2", "〣": "3", "〤": "4", "〥": "5", "〦": "6", "〧": "7", "〨": "8", "〩": "9",
     "〇": "0", "零": "0", "一": "1", "幺": "1", "壹": "1", "二": "2", "两": "2", "贰": "2", "貳": "2",
     "三": "3", "叁": "3", "參": "3", "四": "4", "肆": "4", "五": "5", "伍": "5", "六": "6", "陆": "6",
     "陸": "6", "七": "7", "柒": "7", "八": "8", "捌": "8", "九": "9", "玖": "9",
 }  # fmt: skip
+# Digits drawn inside a circle that NFKC leaves as they are (① and ⑴ it folds to 1 and (1)): the first code
+# point, the digit it stands for and how many follow in order. Numbers of ten and more (⓾, ❿) are not digits.
+ENCLOSED_DIGITS: tuple[tuple[int, int, int], ...] = (
+    (0x24F5, 1, 9),  # ⓵ double circled
+    (0x24FF, 0, 1),  # ⓿ negative circled zero
+    (0x2776, 1, 9),  # ❶ dingbat negative circled
+    (0x2780, 1, 9),  # ➀ dingbat circled sans-serif
+    (0x278A, 1, 9),  # ➊ dingbat negative circled sans-serif
+    (0x1F10B, 0, 2),  # 🄋 🄌 dingbat circled sans-serif zero, negative
+)
 _DIGITS: dict[int, str] = {zero + k: str(k) for zero in DIGIT_ZEROS[1:] for k in range(10)}
+_DIGITS.update({first + k: str(digit + k) for first, digit, count in ENCLOSED_DIGITS for k in range(count)})
 _DIGITS.update({ord(c): d for c, d in CHINESE_DIGITS.items()})
 _DIGITS[0x20E3] = ""  # the keycap enclosing mark of 1️⃣ (its variation selector is an invisible character)
 # A run of digits of any kind (ASCII, other scripts, Chinese numerals, keycaps) with at most three
@@ -360,9 +380,12 @@ _DIGITS[0x20E3] = ""  # the keycap enclosing mark of 1️⃣ (its variation sele
 _DIGIT_CLASS = "0-9" + "".join(re.escape(chr(c)) for c in sorted(_DIGITS) if c < 0x10000)
 _DIGIT_RUN = re.compile(f"[{_DIGIT_CLASS}](?:[\\s\\-.·_,/*~|]{{0,3}}[{_DIGIT_CLASS}])+")
 # Letters written for digits, where they touch a digit and are not part of a word (I2315, 1231S).
-_LETTER_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "s": "5", "b": "8"}
+# Cyrillic з and б and the Cyrillic and Greek o are drawn as 3, 6 and 0 (12з15).
+_LETTER_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "s": "5", "b": "8", "з": "3", "б": "6", "о": "0", "ο": "0"}
 # (Written to start with the letter, not a look-behind: ``re`` then skips to candidates, ~8x faster.)
-_LETTER_DIGIT = re.compile(r"[oilzsb](?:(?<=[0-9].)(?![a-z])|(?<![a-z].)(?=[0-9]))")
+_LETTER_DIGIT = re.compile(r"[oilzsbзбоο](?:(?<=[0-9].)(?![a-zа-яα-ω])|(?<![a-zа-яα-ω].)(?=[0-9]))")
+# A digit in brackets, each on its own: NFKC writes ⑴⑵⑶ as (1)(2)(3); two or more in a row are one number.
+_BRACKETED_DIGITS = re.compile(r"(?:\([0-9]\)){2,}")
 _DIGIT_SEPARATOR = re.compile(r"[\s\-.·_,/*~|]+")
 _ASTRAL_DIGITS = {c: d for c, d in _DIGITS.items() if c >= 0x10000}
 
@@ -392,6 +415,8 @@ def fold_digits(text: str) -> str:
         text = text.replace("\u20e3", "")
     if re.search("[0-9]", text):
         text = _LETTER_DIGIT.sub(lambda m: _LETTER_DIGITS[m.group()], text)
+        if "(" in text:
+            text = _BRACKETED_DIGITS.sub(lambda m: m.group().replace("(", "").replace(")", ""), text)
     return _DIGIT_RUN.sub(_fold_digit_run, text)
 
 
@@ -403,14 +428,39 @@ _ID_LABEL = re.compile(
 )
 
 
+# A number followed by a unit or a measure word, or after a currency sign, is a quantity (12315元, 人民路12315号,
+# ¥12315), never the hotline, unless it is what someone calls or dials (打12315, 拨12315号): the verb decides.
+_UNIT = re.compile(
+    r"\s?(?:元|块|角|毛|号(?!码)|米|公里|千米|公斤|千克|克|斤|吨|件|个|台|次|楼|层|室|栋|幢|弄|张|份|箱|包|条|瓶|盒|"
+    r"平方|%|kg|km|cm|mm|rmb|yuan|dollars?)"
+)
+_CURRENCY = re.compile(r"[¥$€£]\s?$")
+_CALL = re.compile(r"(?:打|拨|拨打|致电|电话|热线|call|dial|ring)\s?(?:了|过|给)?\s?$")
+
+
 def not_a_whole_number(text: str, start: int, end: int) -> bool:
     """Whether a numeric keyword's hit ``text[start:end]`` (no digit touching it) is still part of another
-    number or a label's identifier: 12315.5, 1,12315, 订单号是12315."""
+    number, a label's identifier or a quantity: 12315.5, 1,12315, 订单号是12315, 12315元, 12315号."""
     if end + 1 < len(text) and text[end] in ".," and text[end + 1].isdigit():
         return True
     if start >= 2 and text[start - 1] in ".," and text[start - 2].isdigit():
         return True
-    return _ID_LABEL.search(text, max(0, start - 16), start) is not None
+    if _ID_LABEL.search(text, max(0, start - 16), start) is not None:
+        return True
+    before = text[max(0, start - 6) : start]
+    if _CURRENCY.search(before):
+        return True
+    return _UNIT.match(text, end) is not None and _CALL.search(before) is None
+
+
+# A Latin word followed by the word for a brand or a band is that name (Police牌太阳镜, The Police乐队, Police
+# brand sunglasses): what the word names is a product, not the act. Only right after the word.
+_NAME_MARKER = re.compile(r"\s?(?:牌|品牌|乐队|樂隊|乐团|brand|band)(?![a-z])")
+
+
+def names_a_brand(text: str, end: int) -> bool:
+    """Whether a whole-word hit ending at ``end`` is followed by a brand's or a band's marker word."""
+    return _NAME_MARKER.match(text, end) is not None
 
 
 def is_numeric(term: str) -> bool:

@@ -25,11 +25,13 @@ from rules.engine.evasion import (
     fold_digits,
     fold_variants,
     is_numeric,
+    names_a_brand,
     not_a_whole_number,
     skeleton,
     spelling_variants,
     strip_invisible,
 )
+from rules.engine.negation import negated
 from rules.engine.normalize import fold_traditional, gap_spans, has_cjk, join_cjk, normalize_text, strip_ignorable
 from rules.engine.pinyin import BREAK, han_gate, may_be_heard, origins, read_pinyin, source_span, spellings
 from rules.engine.words import is_document, is_name, is_word, on_word_edges
@@ -39,7 +41,10 @@ from rules.engine.words import is_document, is_name, is_word, on_word_edges
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_GAP_MARK = re.compile(r"[\W_]")
+# Gaps that part words (spaces, punctuation), as opposed to a filler symbol put inside a word (报_警, 投*诉);
+# and the marks that end a sentence, which a keyword never spans (存储媒体？曝光补偿 is two questions).
+_WORD_GAP = re.compile(r"[\s,.:、。]")
+_SENTENCE_END = re.compile(r"[!?;。！？；…]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,8 @@ class KeywordListSpec:
     # Weak-signal patterns of one condition (``input_contains`` with ``unless``): a hit inside one of them
     # (投诉 inside 不是要投诉) does not count. Read like the terms, so they are evasion-proof the same way.
     unless: tuple[str, ...] = ()
+    # ``unless_negated`` of that condition: a hit its own clause negates does not count (rules.engine.negation).
+    unless_negated: bool = False
 
     def view(self, *, numeric: bool = False) -> View:
         """How the input is read for this list's terms (``numeric``: its numeric terms, if it folds digits)."""
@@ -189,13 +196,15 @@ class _Group:
 
     __slots__ = ("automaton", "hits", "judged", "view")
 
-    def __init__(self, view: View, entries: dict[str, list[tuple[int, int, str]]]) -> None:
+    def __init__(self, view: View, entries: dict[str, list[tuple[int, int, str]]], negating: int) -> None:
         self.view = view
         # Pattern ids index ``hits``: one entry per distinct pattern, with every list (and term) holding it.
         self.hits = tuple(tuple(hits) for hits in entries.values())
         self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick(list(entries))
-        # Whether any hit needs more than a look at its neighbours (an unless pattern, a segmenter).
-        self.judged = any(mode in (SEGMENTED, UNLESS) for hits in self.hits for _, mode, _ in hits)
+        # Whether any hit needs more than a look at its neighbours (an unless pattern, a segmenter, negation).
+        self.judged = any(
+            mode in (SEGMENTED, UNLESS) or negating & (1 << bit) for hits in self.hits for bit, mode, _ in hits
+        )
 
 
 class _PinyinGroup:
@@ -214,7 +223,7 @@ class _PinyinGroup:
 class KeywordScanner:
     """Built once per compiled point; ``scan`` returns a bitmask of hit lists and the terms that hit."""
 
-    __slots__ = ("_groups", "_keys", "_lists", "_pinyin", "_plain", "_regexes")
+    __slots__ = ("_groups", "_keys", "_lists", "_negating", "_pinyin", "_plain", "_regexes")
 
     def __init__(self, lists: Sequence[KeywordListSpec]) -> None:
         self._keys = tuple(kl.key for kl in lists)
@@ -257,7 +266,9 @@ class KeywordScanner:
         self._plain = {
             bit: frozenset(normalize_text(t) for t in kl.terms) for bit, kl in enumerate(lists) if kl.match != "regex"
         }
-        self._groups = tuple(_Group(view, entries) for view, entries in by_view.items() if entries)
+        # The bits whose hits are dropped where their clause negates them (regex lists: never).
+        self._negating = sum(1 << bit for bit, kl in enumerate(lists) if kl.unless_negated and kl.match != "regex")
+        self._groups = tuple(_Group(view, entries, self._negating) for view, entries in by_view.items() if entries)
         self._pinyin = tuple(_PinyinGroup(view, entries) for view, entries in by_pinyin.items() if entries)
 
     @property
@@ -294,6 +305,8 @@ class KeywordScanner:
                     ):
                         continue
                     if mode == NUMBER and not_a_whole_number(text, start, end):
+                        continue
+                    if mode == WORD and names_a_brand(text, end):
                         continue
                     if group.judged:
                         judged.append((bit, term, start, end, mode))
@@ -337,6 +350,8 @@ class KeywordScanner:
                 continue
             if mode == SEGMENTED and not self._a_word(normalized, view, text, start, end):
                 continue
+            if self._negating & (1 << bit) and negated(*before_gaps(normalized, view, start, end)):
+                continue
             mask |= 1 << bit
             terms = found.setdefault(bit, [])
             if term not in terms:
@@ -350,9 +365,12 @@ class KeywordScanner:
             if not (view.join or view.bridge):
                 return True
             # A word only once a gap was dropped must be words as written too: 我投，诉求 is 投 and 诉求 with a
-            # comma between, never 投诉. (我要投、诉 is 投 and 诉: it is.) A bridged letter is no gap: 报ㄅ警.
+            # comma between, never 投诉. (我要投、诉 is 投 and 诉: it is.) A bridged letter or a filler is no gap
+            # between words: 报ㄅ警, 报_警了 (which the segmenter cuts 报 / _ / 警了).
             before, b_start, b_end = before_gaps(normalized, view, start, end)
-            return not _GAP_MARK.search(before, b_start, b_end) or on_word_edges(before, b_start, b_end)
+            if _SENTENCE_END.search(before, b_start, b_end):
+                return False
+            return not _WORD_GAP.search(before, b_start, b_end) or on_word_edges(before, b_start, b_end)
         if is_document(text, start, end):
             return True
         if not (view.join or view.bridge):
@@ -360,6 +378,8 @@ class KeywordScanner:
         # Not a word as read; perhaps as written, before gaps were dropped: 我要投、诉 has 投 and 诉 as words of
         # their own. 日报、警报 is 日报 and 警报 either way, so never 报警.
         before, b_start, b_end = before_gaps(normalized, view, start, end)
+        if _SENTENCE_END.search(before, b_start, b_end):
+            return False
         return before != text and on_word_edges(before, b_start, b_end)
 
     def _scan_pinyin(
@@ -390,6 +410,8 @@ class KeywordScanner:
                 if han and (
                     is_word(text[first:stop]) or not on_word_edges(text, first, stop) or is_name(text, first, stop)
                 ):
+                    continue
+                if self._negating & (1 << bit) and negated(*before_gaps(normalized, group.view, first, stop)):
                     continue
                 mask |= 1 << bit
                 terms = found.setdefault(bit, [])

@@ -73,6 +73,8 @@ class PointSpec:
     fallback_state: str = ""
     # The ``unless`` patterns each bit's list is read with (parallel to ``keyword_lists``; () for none).
     keyword_unless: tuple[tuple[str, ...], ...] = ()
+    # Whether each bit's list drops hits their clause negates (``unless_negated``; parallel, () for none).
+    keyword_negated: tuple[bool, ...] = ()
 
     def reads_clock(self) -> bool:
         """Whether a decision here can depend on ``now``: a rule with an effective period or a condition on

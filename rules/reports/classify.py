@@ -283,8 +283,9 @@ def condition_implies(config: _Config, narrow: Mapping[str, Any], wide: Mapping[
     if dict(narrow) == dict(wide):
         return True
     if "input_contains" in narrow and "input_contains" in wide:
-        # Unless phrases make a condition hold less often: a wide one with them may fail where narrow holds.
-        if wide.get("unless"):
+        # Unless phrases (and dropping negated hits) make a condition hold less often: a wide one with them may
+        # fail where narrow holds.
+        if wide.get("unless") or wide.get("unless_negated"):
             return False
         return _list_within(config, narrow["input_contains"], wide["input_contains"])
     if CONFIDENCE in narrow and CONFIDENCE in wide:

@@ -26,7 +26,8 @@ UNLESS = ["不是要投诉", "不想投诉", "refund", "报警器"]
 FACTS = {"n": "number", "i": "integer", "s": "string", "b": "boolean", "tags": "string_list"}
 # With what the evasion options read through: fillers, an override, escapes, numerals, homophones, look-alikes.
 ALPHABET = (
-    "ab退款投诉12315xhi refundcancel媒体曝光ＲＥＦＵＮＤ１２３\u3164\u202e&#;%\\u一二幺١头苏抱警报器不是要оᴘ0l.-、"
+    "ab退款投诉12315xhi refundcancel媒体曝光"
+    "ＲＥＦＵＮＤ１２３\u3164\u202e&#;%\\u一二幺١头苏抱警报器不是要没会，吗оᴘ0l.-、"
 )
 ZONES = ["UTC", "Asia/Shanghai", "America/New_York"]
 
@@ -75,9 +76,14 @@ def _outcome_list(kind: str) -> st.SearchStrategy[dict[str, Any]]:
 # when a registered kind has no strategy here.
 CONDITIONS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "input_contains": st.builds(
-        lambda k, unless: {"input_contains": k, **({"unless": unless} if unless else {})},
+        lambda k, unless, negated: {
+            "input_contains": k,
+            **({"unless": unless} if unless else {}),
+            **({"unless_negated": True} if negated else {}),
+        },
         st.sampled_from(sorted(LISTS)),
         st.lists(st.sampled_from(UNLESS), max_size=2, unique=True),
+        st.booleans(),
     ),
     "fact": _fact_condition(),
     "candidate_in": _outcome_list("candidate_in"),

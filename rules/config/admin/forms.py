@@ -247,6 +247,7 @@ class ConditionForm(forms.ModelForm):
             "position",
             "keyword_list",
             "unless",
+            "unless_negated",
             "fact",
             "operator",
             "threshold",

@@ -121,6 +121,7 @@ class ConditionInline(AuditedInline, admin.StackedInline):
         "kind",
         "keyword_list",
         "unless",
+        "unless_negated",
         ("fact", "operator"),
         ("threshold", "value"),
         "outcomes",

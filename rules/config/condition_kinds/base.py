@@ -43,6 +43,7 @@ INPUTS: Mapping[str, Any] = {
     "window_end": None,
     "timezone": "",
     "unless": [],
+    "unless_negated": False,
 }
 
 # A condition's values as ``problems`` sees them: each input above by name; ``keyword_list`` and

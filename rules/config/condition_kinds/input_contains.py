@@ -21,9 +21,10 @@ class InputContains(SingleKeyAdapter):
     kind = "input_contains"
     label = _("input contains a keyword of list")
     position = 10
-    inputs = ("keyword_list", "unless")
-    # ``unless: [不是要投诉]`` beside the kind's key: a hit inside a weak-signal phrase does not count.
-    document_keys = ("unless",)
+    inputs = ("keyword_list", "unless", "unless_negated")
+    # ``unless: [不是要投诉]`` beside the kind's key: a hit inside a weak-signal phrase does not count;
+    # ``unless_negated: true``: nor does a hit its clause negates (rules.engine.negation).
+    document_keys = ("unless", "unless_negated")
     requires = ("condition_input_contains_has_list", Q(keyword_list__isnull=False))
 
     def problems(self, values: ConditionValues, point: PointView | None) -> dict[str, str]:
@@ -34,7 +35,7 @@ class InputContains(SingleKeyAdapter):
         return {}
 
     def read(self, r: Reader, item: dict[str, Any], path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
-        if r.mapping(item, path, (self.kind, "unless"), (self.kind,)) is None:
+        if r.mapping(item, path, (self.kind, *self.document_keys), (self.kind,)) is None:
             return None
         start = r.count()
         result = self.read_value(r, item[self.kind], (*path, self.kind), ctx)
@@ -46,6 +47,8 @@ class InputContains(SingleKeyAdapter):
                 r.problem((*path, "unless"), problem)
             if result is not None and unless:
                 result["unless"] = unless
+        if r.boolean(item, path, "unless_negated", False) and result is not None:
+            result["unless_negated"] = True
         return None if r.count() > start else result
 
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
@@ -59,11 +62,14 @@ class InputContains(SingleKeyAdapter):
         doc: dict[str, Any] = {self.kind: c.keyword_list.key}
         if c.unless:
             doc["unless"] = list(c.unless)
+        if c.unless_negated:
+            doc["unless_negated"] = True
         return doc
 
     def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
         c.keyword_list = records.keyword_lists[doc[self.kind]]
         c.unless = list(doc.get("unless", []))
+        c.unless_negated = bool(doc.get("unless_negated", False))
 
     def describe(self, c: Condition) -> str:
         described = gettext("input contains a term of %(list)s") % {
@@ -71,6 +77,8 @@ class InputContains(SingleKeyAdapter):
         }
         if c.unless:
             described += gettext(" unless %(phrases)s") % {"phrases": ", ".join(c.unless)}
+        if c.unless_negated:
+            described += gettext(" unless negated")
         return described
 
 

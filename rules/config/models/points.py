@@ -395,6 +395,14 @@ class Condition(models.Model):
         ),
         verbose_name=_("unless"),
     )
+    unless_negated = models.BooleanField(
+        default=False,
+        help_text=_(
+            "A keyword its own clause negates does not count either (我不打算起诉, 不用报警); a double "
+            "negation or a question still does (不得不投诉, 难道我不会投诉吗)."
+        ),
+        verbose_name=_("unless negated"),
+    )
     history = HistoricalRecords()
 
     class Meta:

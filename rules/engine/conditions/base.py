@@ -53,25 +53,30 @@ class CompileContext:
     def __init__(self, *, thresholds: Mapping[str, float], facts: Mapping[str, str]) -> None:
         self._thresholds = thresholds
         self.facts = facts
-        self._bits: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._bits: dict[tuple[str, tuple[str, ...], bool], int] = {}
 
     def threshold(self, key: str) -> float:
         if key not in self._thresholds:
             raise CompileError(f"unknown threshold {key!r}")
         return self._thresholds[key]
 
-    def keyword_bit(self, list_key: str, unless: tuple[str, ...] = ()) -> int:
-        """The bit of ``list_key`` (read with ``unless`` patterns) in the point's scan results; lists get bits
-        in order of first use. A list used with and without an ``unless`` has a bit for each reading."""
-        return self._bits.setdefault((list_key, unless), len(self._bits))
+    def keyword_bit(self, list_key: str, unless: tuple[str, ...] = (), negated: bool = False) -> int:
+        """The bit of ``list_key`` (read with ``unless`` patterns, and with negated hits dropped if ``negated``)
+        in the point's scan results; lists get bits in order of first use. A list used with and without an
+        ``unless`` has a bit for each reading."""
+        return self._bits.setdefault((list_key, unless, negated), len(self._bits))
 
     def keyword_lists(self) -> tuple[str, ...]:
         """The lists the point's conditions use, by bit: bit i of a scan result ↔ element i."""
-        return tuple(key for key, _unless in sorted(self._bits, key=self._bits.__getitem__))
+        return tuple(key for key, _unless, _negated in sorted(self._bits, key=self._bits.__getitem__))
 
     def keyword_unless(self) -> tuple[tuple[str, ...], ...]:
         """The ``unless`` patterns of each bit, in the order of ``keyword_lists``."""
-        return tuple(unless for _key, unless in sorted(self._bits, key=self._bits.__getitem__))
+        return tuple(unless for _key, unless, _negated in sorted(self._bits, key=self._bits.__getitem__))
+
+    def keyword_negated(self) -> tuple[bool, ...]:
+        """Whether each bit's list drops negated hits (``unless_negated``), in the order of ``keyword_lists``."""
+        return tuple(negated for _key, _unless, negated in sorted(self._bits, key=self._bits.__getitem__))
 
 
 class NativeBuilder(Protocol):

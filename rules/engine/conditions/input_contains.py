@@ -37,12 +37,17 @@ class InputContains(ConditionSpec):
     # Weak-signal patterns: a hit of the list inside one of them does not count (``KeywordListSpec.unless``).
     # The scanner gives the list read with them a bit of its own, so every backend tests just that bit.
     unless: tuple[str, ...] = ()
+    # ``unless_negated: true``: a hit its own clause negates (我不打算起诉) does not count either.
+    unless_negated: bool = False
 
     @classmethod
     def read(cls, raw: Mapping[str, Any], ctx: CompileContext) -> InputContains:
         key = raw["input_contains"]
         unless = tuple(raw.get("unless", ()))
-        return InputContains(list_key=key, list_bit=ctx.keyword_bit(key, unless), unless=unless)
+        negated = bool(raw.get("unless_negated", False))
+        return InputContains(
+            list_key=key, list_bit=ctx.keyword_bit(key, unless, negated), unless=unless, unless_negated=negated
+        )
 
     def holds(self, point: PointSpec, request: Request) -> bool:
         return bool(request.mask & (1 << self.list_bit))

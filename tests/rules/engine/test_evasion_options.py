@@ -186,16 +186,18 @@ PINNED = {
     # rules/engine/data/variants.tsv: update with the table (and a corpus line for the evasion it catches).
     # 2026-12-01: 訢 and 䜣 (OpenCC's fold of 訢) → 诉, a look-alike of 訴.
     "variants": "cc68eca2221e4d9341694208971d658448e921d6d89ded095bf31f7b2620819b",
-    # confusable-homoglyphs 3.3.1
-    "confusables": "52230cbcdd0b8f3ef343d8fc40e1fa9d824dfe1330e68fe2316dd16a485cd565",
+    # confusable-homoglyphs 3.3.1; 2026-12-02: a capital's look-alike given to its small letter (ΡΟLΙCΕ).
+    "confusables": "205c146b3d6db1182b481d6cb2690f6835d28bbf3f160bb0a21e301fd10705f5",
     # pypinyin 0.55.0
     "pinyin": "d98fc643caded6abc6300e72ea588a9bb14fab4d0fab467324017ca93a57bf10",
     # pypinyin 0.55.0's zhuyin spelling of every syllable (zhuyin read as pinyin, 2026-12-01)
     "zhuyin": "7cfd9b43b51da231368ddc488bf4003ca090f60982911e01cb8acb8dcf8bc2b7",
-    "digits": "959e24acbbee43ee2bfdab006bdc29ff8548394936f6cb0bdd988e3860f8fc4c",
+    # 2026-12-02: enclosed digits NFKC keeps (⓵ ❶ ➀ ➊), bopomofo ㄧ for 一, the Hangzhou numerals 〡-〩.
+    "digits": "86ae29c27abc28bc3b78e37ec88d71620b4d4e26b51cc25d67b678923201278e",
     "invisible": "f644e5b105e5eb58873378a1cf4324add16ae5a8d0011dbd276ab4ab630e5c0a",
     # 2026-12-01: 报警系统, 报警装置 (compounds) and 起速 (a word that sounds like 起诉).
-    "segmenter_words": "29e694ecffe07b2827b36fe56afa22170451548a41a18bf41c3bc146a73d90c4",
+    # 2026-12-02: 报警主机, 报警功能, 报警按钮, 报警键, 自媒体 (compounds) and 骑速 (sounds like 起诉).
+    "segmenter_words": "0a326f8a4c4775b0e9e874fb3db8bb76e174ff4f9a07b3e0005c17dce5144040",
 }
 
 
@@ -294,7 +296,7 @@ def test_the_new_reading_steps_are_idempotent(text):
         assert step(once) == once
 
 
-@pytest.mark.parametrize("char", sorted("0134578@$|!"))
+@pytest.mark.parametrize("char", sorted("0134578@$|!¢€"))
 def test_every_digit_or_symbol_read_as_a_letter_has_its_letter(char):
     """A Latin word with any of them inside reads as letters (found by the benchmark: 8 had no letter)."""
     assert evasion.skeleton(f"a{char}b") == evasion.skeleton(f"a{evasion._LEET[char]}b")

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rules.engine import evasion, pinyin
+from rules.engine.negation import AUXILIARIES, NEGATORS, negated
 from rules.engine.normalize import CJK_CHARS, normalize_text
 from tests.support.engine import ALL_ON, hits, scanner
 
@@ -30,6 +31,15 @@ CAUGHT = [
     ("fold_confusables", "call the polic*", "police"),
     ("fold_confusables", "call the po*lice", "police"),
     ("fold_variants", "我要起訢", "起诉"),
+    # The third pass (2026-12-02).
+    ("fold_digits", "打⓵⓶⓷⓵⓹", "12315"),
+    ("fold_digits", "打❶❷❸❶❺", "12315"),
+    ("fold_digits", "打⑴⑵⑶⑴⑸", "12315"),
+    ("fold_digits", "我准备打12з15", "12315"),
+    ("fold_digits", "我要打ㄧ二三ㄧ五", "12315"),
+    ("fold_confusables", "calling ΡΟLΙCΕ now", "police"),
+    ("fold_confusables", "再不退款我就叫poli¢e", "police"),
+    ("fold_confusables", "我要叫polic€来", "police"),
 ]
 
 
@@ -56,6 +66,16 @@ def test_each_reading_catches_its_evasion_and_needs_its_option(option, text, ter
         "收件人鲍静，电话稍后给",
         "这辆电动车起速怎么样",
         "汽车防盗报警系统",
+        "我付了12315元，发票怎么开",
+        "收件地址是人民路12315号",
+        "花了¥12315",
+        "我买的Police牌太阳镜",
+        "The Police乐队的唱片",
+        "这款相机支持哪些存储媒体？曝光补偿范围多少？",
+        "这个补光灯适合自媒体，曝光不足能调吗",
+        "这款老人机有一键报警功能吗",
+        "山地车的骑速能到多少",
+        "选项(1)和(2)都行",
     ],
 )
 def test_near_collisions_of_the_new_readings_do_not_hit(text):
@@ -75,6 +95,13 @@ def test_near_collisions_of_the_new_readings_do_not_hit(text):
         ("我要报ㄅ警了", "报警"),  # a bridged letter is no gap
         ("POLICE!!!", "police"),
         ("p*o*l*i*c*e", "police"),
+        ("打12315号码查一下", "12315"),  # 号码 is no unit
+        ("我要拨12315号", "12315"),  # what someone dials is the hotline
+        ("我要打报警电话", "报警"),
+        ("找媒体、曝光你们", "媒体曝光"),
+        ("报_警了，别再给我打电话", "报警"),
+        ("police, brand new phone stolen", "police"),  # a brand's marker only right after the word
+        ("the police brandished nothing", "police"),
     ],
 )
 def test_what_the_new_rules_must_still_hand_over(text, term):
@@ -158,3 +185,81 @@ def test_a_list_of_many_terms_has_no_pinyin_gate():
     many = tuple(f"投{chr(0x4E00 + k)}" for k in range(pinyin.GATED_TERMS_AT_MOST + 1))
     assert pinyin.han_gate(many) is None
     assert pinyin.may_be_heard("我想查一下订单", None)
+
+
+# --- Negated hits (``unless_negated``) -------------------------------------------------------------------
+
+NEGATED = [
+    "放心，不会投诉你的",
+    "没有要起诉的意思，就是想要个说法",
+    "我不打算起诉，只想把钱退回来",
+    "不用报警，包裹找到了",
+    "我不会找媒体曝光的",
+    "不需要打12315，你们处理好就行",
+    "我从来不投诉快递员，这次也不会",
+    "我并不想报警",
+    "无需报警，东西找到了",
+]
+STILL_HITS = [
+    "不，我要投诉",
+    "不，要报警",  # a list joining gaps reads 不要报警; the negation is read as written
+    "不投诉不行了",
+    "我不是开玩笑，我要投诉",
+    "不是要退款，是要投诉",
+    "不得不报警了",
+    "不是不想起诉",
+    "难道我不会起诉吗？",
+    "别以为我不敢找媒体曝光",
+    "不报警你们不会管的",
+    "要不要我打12315",
+    "看我不投诉死你们",
+    "我不能投诉吗",
+    "你们不让我投诉",
+]
+
+
+@pytest.mark.parametrize("text", NEGATED)
+def test_a_hit_its_clause_negates_does_not_count_with_unless_negated(text):
+    assert hits(scanner(), text) != ()
+    assert hits(scanner(unless_negated=True), text) == ()
+
+
+@pytest.mark.parametrize("text", STILL_HITS)
+def test_a_negator_that_does_not_negate_the_hit_leaves_it_counted(text):
+    assert hits(scanner(unless_negated=True), text) != ()
+
+
+def test_negated_hits_are_dropped_for_the_pinyin_reading_too():
+    assert hits(scanner(), "我不会头诉你的") == ("投诉",)
+    assert hits(scanner(unless_negated=True), "我不会头诉你的") == ()
+    assert hits(scanner(unless_negated=True), "我要头诉") == ("投诉",)
+
+
+CLAUSE = st.text(st.sampled_from("我你要不没是想会打算去找不得吗？，。投诉报警a1 "), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(before=CLAUSE, after=CLAUSE, options=st.fixed_dictionaries({o: st.booleans() for o in ALL_ON}))
+def test_negation_only_ever_drops_hits(before, after, options):
+    text = before + "投诉" + after
+    assert set(hits(scanner(unless_negated=True, **options), text)) <= set(hits(scanner(**options), text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(before=CLAUSE, mark=st.sampled_from("，。！？、,;"), after=CLAUSE)
+def test_no_negation_reaches_across_punctuation(before, mark, after):
+    """Whatever comes before a mark, a keyword right after it is not negated (不，投诉 is a complaint)."""
+    assert negated(before + mark + "投诉" + after, len(before) + 1, len(before) + 3) is False
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    negator=st.sampled_from(NEGATORS),
+    auxiliaries=st.lists(st.sampled_from(AUXILIARIES), max_size=3),
+    doubling=st.sampled_from(["不得", "不能", "不是", "不会"]),
+)
+def test_a_direct_negation_counts_and_a_double_one_does_not(negator, auxiliaries, doubling):
+    run = negator + "".join(auxiliaries)
+    assert negated(run + "投诉", len(run), len(run) + 2)
+    assert not negated(doubling + run + "投诉", len(doubling + run), len(doubling + run) + 2)
+    assert not negated(run + "投诉不行", len(run), len(run) + 2)

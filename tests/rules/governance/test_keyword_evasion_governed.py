@@ -64,3 +64,12 @@ def test_the_impact_preview_replays_a_point_whose_list_changes_an_option(option)
     listed = next(kl for kl in proposed["keyword_lists"] if kl["key"] == "high_risk")
     listed[option] = not listed[option]
     assert impact_points_affected(live, proposed) == ["intent_routing"]
+
+
+def test_turning_unless_negated_off_on_the_high_risk_rule_waits_for_approval(demo, editor):
+    condition = Condition.objects.get(rule__key="high_risk_keyword", kind="input_contains")
+    assert condition.unless_negated is True  # the demo reads negated hits as weak signals
+    condition.unless_negated = False
+    with pytest.raises(ApprovalRequired):
+        records.condition_save(condition=condition, actor=editor, reason="every negated hit to a person")
+    assert Condition.objects.get(pk=condition.pk).unless_negated is True

@@ -52,3 +52,9 @@ def test_an_unless_on_the_wider_condition_breaks_the_implication_one_on_the_narr
     same = {"terms": ["投诉"]}
     assert not implies(same, same, w={"unless": ["不是要投诉"]})
     assert implies(same, same, n={"unless": ["不是要投诉"]})
+
+
+def test_dropping_negated_hits_on_the_wider_condition_breaks_the_implication_too():
+    same = {"terms": ["投诉"]}
+    assert not implies(same, same, w={"unless_negated": True})
+    assert implies(same, same, n={"unless_negated": True})

@@ -97,3 +97,34 @@ def test_import_export_import_keeps_the_options_the_mode_and_unless():
     exported = config_export()
     assert "match_pinyin: false" in exported and "unless:" in exported
     assert config_from_yaml(exported) == config_from_yaml(DOC)
+
+
+NEGATED_DOC = DOC.replace(
+    "            unless: [不是要投诉, 不想投诉]\n",
+    "            unless: [不是要投诉, 不想投诉]\n            unless_negated: true\n",
+)
+
+
+def test_unless_negated_is_read_with_its_condition_and_left_out_when_false():
+    rules = {r["key"]: r for r in config_from_yaml(NEGATED_DOC)["points"][0]["rules"]}
+    assert rules["complaint"]["conditions"] == [
+        {"input_contains": "complaint", "unless": ["不是要投诉", "不想投诉"], "unless_negated": True}
+    ]
+    off = config_from_yaml(NEGATED_DOC.replace("unless_negated: true", "unless_negated: false"))
+    assert off == config_from_yaml(DOC)
+
+
+def test_a_bad_unless_negated_is_a_problem_at_its_path():
+    problems = config_problems(NEGATED_DOC.replace("unless_negated: true", "unless_negated: sometimes"))
+    assert any("conditions[0].unless_negated" in p and "true or false" in p for p in problems), problems
+
+
+@pytest.mark.django_db
+def test_import_export_import_keeps_unless_negated():
+    config_import(text=NEGATED_DOC, source="t", actor=None, reason="negated hits are weak signals")
+    condition = Condition.objects.get(rule__key="complaint")
+    assert condition.unless_negated is True
+    assert str(condition).endswith(" unless negated")
+    exported = config_export()
+    assert "unless_negated: true" in exported
+    assert config_from_yaml(exported) == config_from_yaml(NEGATED_DOC)
