@@ -1,10 +1,12 @@
 from django.urls import path
 
+from rules.config import apis as config_apis
 from rules.decisions import apis
 from rules.governance import apis as staff_apis
 from rules.reports import apis as report_apis
 
 urlpatterns = [
+    path("config", config_apis.ConfigDocumentApi.as_view(), name="config-document"),
     path("decisions/<str:decision_id>", apis.DecisionDetailApi.as_view(), name="decision-detail"),
     path("decisions/<str:decision_id>/replay", apis.DecisionReplayApi.as_view(), name="decision-replay"),
     path("points", apis.PointListApi.as_view(), name="point-list"),

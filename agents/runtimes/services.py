@@ -78,6 +78,21 @@ def agent_set_points(*, agent: AgentRuntime, point_keys: Iterable[str], actor: A
     return agent
 
 
+def agent_change_points(
+    *, agent: AgentRuntime, add: Iterable[str] = (), remove: Iterable[str] = (), actor: Actor, reason: str
+) -> AgentRuntime:
+    """Grant the points ``add`` and revoke the points ``remove``, keeping the agent's token and its other
+    points. Not held for approval: which points an agent may ask changes no rule's decision (docs/governance.md)."""
+    add, remove = [k.strip() for k in add if k.strip()], {k.strip() for k in remove if k.strip()}
+    both = sorted(remove.intersection(add))
+    if both:
+        raise ValidationError(gettext("Both granted and revoked: %(points)s.") % {"points": ", ".join(both)})
+    _points_by_key([*add, *remove])  # every key named must be a point
+    current = [p.key for p in agent.points.all()]
+    keys = [k for k in current if k not in remove] + [k for k in add if k not in current]
+    return agent_set_points(agent=agent, point_keys=keys, actor=actor, reason=reason)
+
+
 def agent_save(*, agent: AgentRuntime, actor: Actor, reason: str) -> AgentRuntime:
     audited_save(agent, actor=actor, reason=reason)
     return agent

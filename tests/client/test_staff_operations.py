@@ -102,3 +102,17 @@ def test_the_human_queue(live, bot) -> None:
     assert resolved["state"] == "closed"
     with pytest.raises(ac.NotFound):
         ops.queue_resolve(999_999_999, "closed", note="x")
+
+
+def test_the_live_configuration_as_yaml_and_json(live, bot) -> None:
+    import yaml
+
+    reader = live.staff("reader", "risk_approvers")
+    text = reader.config()
+    document = reader.config_document()
+    assert yaml.safe_load(text) == document
+    assert "auto_refund_limit" in {t["key"] for t in document["thresholds"]}
+    with pytest.raises(ac.PermissionDenied):
+        bot.config()
+    with pytest.raises(ac.PermissionDenied):
+        live.staff("queue", "queue_operators").config_document()

@@ -17,6 +17,7 @@ from arbiter_client.types import (
     AnomalyRecorded,
     ChangeRequest,
     ChangeRequestList,
+    ConfigDocument,
     Decision,
     DecisionMap,
     DecisionRecord,
@@ -62,6 +63,7 @@ OPERATIONS = {
     "queueRelease": "queue_release",
     "queueReturn": "queue_return",
     "queueResolve": "queue_resolve",
+    "configGet": "config_document",
     "openapiDocument": "openapi_document",
 }
 
@@ -258,3 +260,15 @@ def queue_resolve(session_pk: int, state: str, *, note: str) -> Call[QueueMove]:
 
 def openapi_document() -> Call[str]:
     return Call("GET", f"{API}/openapi.yaml", headers={"Accept": "application/yaml"}, expect="text")
+
+
+def config() -> Call[str]:
+    """The live configuration as YAML (``GET /api/v1/config``), the text ``change_request_create`` takes."""
+    return Call(
+        "GET", f"{API}/config", params={"format": "yaml"}, headers={"Accept": "application/yaml"}, expect="text"
+    )
+
+
+def config_document() -> Call[ConfigDocument]:
+    """The live configuration as a JSON document."""
+    return Call("GET", f"{API}/config", params={"format": "json"})

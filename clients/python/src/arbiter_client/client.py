@@ -116,6 +116,8 @@ class Arbiter:
     session_anomaly = _op(_calls.session_anomaly)
     session_timeline = _op(_calls.session_timeline)
     openapi_document = _op(_calls.openapi_document)
+    config = _op(_calls.config)
+    config_document = _op(_calls.config_document)
     # -- staff operations --
     simulate = _op(_calls.simulate)
     change_requests = _op(_calls.change_requests)
@@ -197,6 +199,8 @@ class AsyncArbiter:
     session_anomaly = _aop(_calls.session_anomaly)
     session_timeline = _aop(_calls.session_timeline)
     openapi_document = _aop(_calls.openapi_document)
+    config = _aop(_calls.config)
+    config_document = _aop(_calls.config_document)
     simulate = _aop(_calls.simulate)
     change_requests = _aop(_calls.change_requests)
     change_request_create = _aop(_calls.change_request_create)

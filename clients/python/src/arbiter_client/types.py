@@ -91,6 +91,16 @@ class ChangeRequestList(TypedDict):
     change_requests: list[ChangeRequest]
 
 
+class ConfigDocument(TypedDict):
+    """The configuration document (docs/config.md), as JSON."""
+
+    version: int
+    thresholds: list[dict[str, Any]]
+    keyword_lists: list[dict[str, Any]]
+    points: list[dict[str, Any]]
+    machines: list[dict[str, Any]]
+
+
 class MatchedRule(TypedDict):
     key: str
     priority: int
