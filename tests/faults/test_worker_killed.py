@@ -123,6 +123,8 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_the_next_worker_and_its_eff
                 at_kill = handed_off()
                 assert 0 < at_kill < SESSIONS  # killed mid-task
                 assert queue.hlen("unacked") == 1  # taken, never acknowledged: still the broker's
+                # A real wait, not a fake clock: the redelivery under test is Redis's own visibility timeout
+                # (kombu restores an unacknowledged task only once it has passed), which no test clock reaches.
                 time.sleep(VISIBILITY_SECONDS + 0.5)
                 with worker(env):
                     wait_until("every session is handed off", lambda: handed_off() == SESSIONS)

@@ -1,4 +1,4 @@
-"""A session in its machine's handoff state is the operators' (agents/services/handoff.py), over HTTP.
+"""A session in its machine's handoff state is the operators' (agents/sessions/handoff.py), over HTTP.
 
 Each path into the handoff state — a rule's outcome, the point's fallback, the timeout sweep, the
 model-failure policy, the agent's own move or interrupt — sets ``handoff_reason``, which the agent and the
