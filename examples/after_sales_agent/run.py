@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arbiter_client import Arbiter
+from arbiter_client import Arbiter, Session
 
 from examples.after_sales_agent.agent import AfterSalesAgent, Turn
 from examples.after_sales_agent.conversations import conversation_load, conversation_paths
@@ -32,6 +32,9 @@ class Outcome:
     mismatches: list[str]
 
 
+Wait = Callable[[Session, float], None]
+
+
 def conversation_run(
     arbiter: Arbiter,
     path: Path,
@@ -40,23 +43,38 @@ def conversation_run(
     out: Callable[[str], None] | None = print,
     session_prefix: str = "",
     points: dict[tuple[str, int], Any] | None = None,
+    wait: Wait | None = None,
 ) -> Outcome:
+    """Run one conversation. A step ``wait: N`` is the customer saying nothing for N seconds:
+    ``wait(session, N)`` lets that time pass for the server (its timeout sweep), and is required then.
+    ``open: STATE`` moves the new session there first (the greeting), outside the turns."""
     spec = conversation_load(path)
     scripted = ScriptedModel()
     agent = AfterSalesAgent(arbiter, model or scripted, out=out, points=points)
     session = agent.start(machine=spec["machine"], session_id=f"{session_prefix}{spec['name']}-{uuid.uuid4().hex[:8]}")
+    if spec.get("open"):
+        session.move(spec["open"], reason="conversation opened")
     turns, mismatches = [], []
-    for number, step in enumerate(spec["turns"], 1):
-        if model is None:
-            scripted.answers.clear()
-            if "model" in step:
-                scripted.push(step["model"])
-        turn = agent.turn(session, step["user"], point=step.get("point", "intent_routing"), facts=step.get("facts"))
-        turns.append(turn)
-        for key, wanted in (step.get("expect") or {}).items():
-            got: Any = getattr(turn, key)
-            if got != wanted:
-                mismatches.append(f"{spec['name']} turn {number}: {key} is {got!r}, expected {wanted!r}")
+    try:
+        for number, step in enumerate(spec["turns"], 1):
+            if "wait" in step:
+                if wait is None:
+                    raise ValueError(f"{spec['name']} waits for a timeout: pass wait=")
+                wait(session, float(step["wait"]))
+                continue
+            if model is None:
+                scripted.answers.clear()
+                if "model" in step:
+                    scripted.push(step["model"])
+            point = step.get("point", "intent_routing")
+            turn = agent.turn(session, step["user"], point=point, facts=step.get("facts"))
+            turns.append(turn)
+            for key, wanted in (step.get("expect") or {}).items():
+                got: Any = getattr(turn, key)
+                if got != wanted:
+                    mismatches.append(f"{spec['name']} turn {number}: {key} is {got!r}, expected {wanted!r}")
+    finally:
+        agent.close()
     return Outcome(spec["name"], turns, mismatches)
 
 

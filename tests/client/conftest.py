@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from agents.runtimes.services import agent_create
+from rules.config.yaml_import import config_import
 from rules.governance.tokens import staff_token_create
-from tests.support import DEMO_POINTS, groups_ensure, load_demo
+from tests.support import DEMO_POINTS, DEMO_TEXT, groups_ensure
 
 # Retries stay on (a test about them says so); waits are short so a 503 does not hold a test up.
 FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
@@ -47,9 +48,16 @@ class Live:
 
 
 @pytest.fixture
-def live(live_server: Any, transactional_db: Any) -> Iterator[Live]:
+def live_config() -> str:
+    """The configuration the live server starts with (the demo); a module may override it."""
+    return DEMO_TEXT
+
+
+@pytest.fixture
+def live(live_server: Any, transactional_db: Any, live_config: str) -> Iterator[Live]:
     groups_ensure()
-    load_demo()
+    # The first configuration of the installation: it applies at once, as load_demo's does.
+    config_import(text=live_config, source="tests/client", actor=None, reason="client test")
     server = Live(live_server.url, [])
     yield server
     for client in server.clients:

@@ -169,8 +169,16 @@ def session_anomaly(
 
 
 def session_timeline(session_id: str, *, after: str | None = None) -> Call[dict[str, Any]]:
-    """Not served yet (issue 23's timeline); the session helper exposes it for when it is."""
+    """One page of the session's timeline: ``{entries: [{type, at, …}], next}``, the entries after the
+    ``after`` cursor. Issue 23's server part; not in docs/openapi.yaml yet, so not in ``OPERATIONS``
+    (add ``sessionTimeline`` there, and a TypedDict, once the document has it)."""
     return Call("GET", f"{API}/sessions/{_segment(session_id)}/timeline", params={"after": after})
+
+
+def machine(machine_key: str) -> Call[dict[str, Any]]:
+    """A state machine as the agent sees it: states, transitions, actions per state, terminal states,
+    handoff state, timeouts. Issue 23's server part; not in docs/openapi.yaml yet (see above)."""
+    return Call("GET", f"{API}/machines/{_segment(machine_key)}")
 
 
 def simulate(

@@ -67,6 +67,10 @@ class Arbiter:
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.on_retry = on_retry
         self.counter = Counter()
+        # A transition aid for servers before issue 23, which refuse ``expected_state`` on a decide with
+        # ``apply`` (422 naming the field): the session helper sends it, and on that refusal sends the
+        # decide once more without it and sets this to False, so this client never sends it again.
+        self.apply_takes_expected_state = True
         self._own_http = http is None
         self.http = http or httpx.Client(base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout)
 
@@ -115,6 +119,7 @@ class Arbiter:
     session_resume = _op(_calls.session_resume)
     session_anomaly = _op(_calls.session_anomaly)
     session_timeline = _op(_calls.session_timeline)
+    machine = _op(_calls.machine)
     openapi_document = _op(_calls.openapi_document)
     config = _op(_calls.config)
     config_document = _op(_calls.config_document)
@@ -152,6 +157,7 @@ class AsyncArbiter:
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.on_retry = on_retry
         self.counter = Counter()
+        self.apply_takes_expected_state = True  # as on Arbiter: a transition aid for older servers
         self._own_http = http is None
         self.http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout)
 
@@ -198,6 +204,7 @@ class AsyncArbiter:
     session_resume = _aop(_calls.session_resume)
     session_anomaly = _aop(_calls.session_anomaly)
     session_timeline = _aop(_calls.session_timeline)
+    machine = _aop(_calls.machine)
     openapi_document = _aop(_calls.openapi_document)
     config = _aop(_calls.config)
     config_document = _aop(_calls.config_document)

@@ -1,28 +1,44 @@
 """A conversation under a state machine, tracking ``state`` and ``seq`` from every answer.
 
-The helper sends the state it believes the session is in (``expected_state``) with every move and
-reads the session's new position from whatever comes back, so a runtime never needs a read just to
-know where it is:
+The helper sends the state it believes the session is in (``expected_state``) with every move, and with
+every decide that applies its outcome, and reads the session's new position from whatever comes back,
+so a runtime never needs a read just to know where it is:
 - a session's own answers (create, read, anomaly) carry ``state``, ``seq``, ``allowed_transitions`` …;
 - a move answers ``{from, state, seq}``; a decide with ``apply`` carries the same in ``session``;
 - a refusal about the session (``StateMismatch``, ``IllegalTransition`` …) carries ``state`` and ``seq``.
-Where an answer carries a ``session`` object (issue 23's complete answers) its members are read first,
-so the richer answers need no new client. ``follow`` moves through the point's outcome → state map:
-the one the caller gives, or the point's ``state_map`` once the server serves it.
+Where an answer or a refusal's problem carries a ``session`` object (issue 23's complete answers:
+``{session_id, machine, state, seq, allowed_transitions, allowed_actions, handed_off, handoff_reason,
+claimed_by, feedback}``) its members win over the answer's own, so the richer answers need no new
+client. ``follow`` moves through the point's outcome → state map: the one the caller gives, or the
+``state_map`` the point's answer serves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from arbiter_client.errors import SessionRefused, StateMismatch
+from arbiter_client.errors import InvalidRequest, SessionRefused, StateMismatch
 from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
 
 if TYPE_CHECKING:
     from arbiter_client.client import Arbiter
 
-_TRACKED = ("state", "seq", "allowed_transitions", "allowed_actions", "handed_off", "handoff_reason", "claimed_by")
+_TRACKED = (
+    "machine",
+    "state",
+    "seq",
+    "allowed_transitions",
+    "allowed_actions",
+    "handed_off",
+    "handoff_reason",
+    "claimed_by",
+    "feedback",
+)
+
+
+class _Server(Protocol):
+    apply_takes_expected_state: bool
 
 
 class SessionState:
@@ -43,34 +59,62 @@ class SessionState:
         self.feedback: list[str] = []
         self._last_decide: dict[str, Any] | None = None
         self._state_maps: dict[tuple[str, int], dict[str, str] | None] = {}
+        # Where the next ``timeline()`` starts: the ``next`` cursor of the last page read.
+        self.timeline_cursor: str | None = None
         self.absorb(answer)
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} {self.state} seq={self.seq}>"
 
     def absorb(self, answer: Mapping[str, Any]) -> None:
-        """Take the session's position from an answer or a refusal's problem document."""
-        sources = [answer]
-        if isinstance(answer.get("session"), Mapping):
-            sources.append(answer["session"])
-        seen: dict[str, Any] = {}
-        for source in sources:
-            seen.update({k: source[k] for k in _TRACKED if k in source})
+        """Take the session's position from an answer or a refusal's problem document: its ``session``
+        object's members when it has one, else the answer's own (today's answers)."""
+        seen = {k: answer[k] for k in _TRACKED if k in answer}
+        session = answer.get("session")
+        if isinstance(session, Mapping):
+            seen.update({k: session[k] for k in _TRACKED if k in session})
         if isinstance(seen.get("seq"), int) and seen["seq"] < self.seq:
             return  # an answer older than what we know (a replayed idempotent move)
         if "state" in seen and seen["state"] != self.state:
             # Moved: what was allowed in the old state says nothing about the new one.
             self.allowed_transitions = self.allowed_actions = None
+        feedback = seen.pop("feedback", None)
+        if isinstance(feedback, list):
+            self.feedback = feedback
         for key, value in seen.items():
             setattr(self, key, value)
         if self.handoff_reason and not self.handed_off:
             self.handed_off = True
-        feedback = answer.get("feedback")
-        if isinstance(feedback, list):
-            self.feedback = feedback
+
+    def _expected_state(self, server: _Server, apply: bool, given: str | None) -> str | None:
+        """What a decide sends as ``expected_state``: the caller's, else with ``apply`` the state this
+        helper believes the session is in (unless the server is one that refuses it, see below)."""
+        if given is not None or not apply or not server.apply_takes_expected_state:
+            return given
+        return self.state
+
+    @staticmethod
+    def _refuses_expected_state(server: _Server, error: InvalidRequest, sent: str | None, given: str | None) -> bool:
+        """Whether ``error`` is a server before issue 23 refusing the ``expected_state`` this helper
+        added itself (a caller's own is never dropped). Remembered on the client: asked once per server."""
+        if sent is None or given is not None or "expected_state" not in error.errors:
+            return False
+        server.apply_takes_expected_state = False
+        return True
+
+    def _timeline_page(self, page: Mapping[str, Any], sent: str | None) -> tuple[list[dict[str, Any]], bool]:
+        """One page's entries, and whether another page follows (a ``next`` cursor that moved on)."""
+        entries = [dict(e) for e in page.get("entries") or []]
+        following = page.get("next")
+        if isinstance(following, str) and following:
+            self.timeline_cursor = following
+        return entries, bool(entries) and isinstance(following, str) and bool(following) and following != sent
 
     def _refused(self, error: SessionRefused) -> None:
         self.absorb(error.problem)
+        session = error.problem.get("session")
+        if isinstance(session, Mapping) and isinstance(session.get("allowed_actions"), list):
+            return  # taken by absorb
         if isinstance(error.problem.get("allowed_actions"), list):
             self.allowed_actions = list(error.problem["allowed_actions"])
 
@@ -121,19 +165,27 @@ class Session(SessionState):
         idempotency_key: str | None = None,
     ) -> Decision | NeedsCandidate:
         """Decide at ``point`` for this session; with ``apply`` (the default) the server moves the
-        session through the point's state map in the same call. ``expected_state`` is sent only when
-        given (the server takes it with ``apply`` once issue 23's complete answers land)."""
+        session through the point's state map in the same call, provided the session is still in
+        ``expected_state`` (the caller's, else ``self.state``; a stale one is ``StateMismatch``)."""
         request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
         self._last_decide = {"point": point, **request}
+        sent = self._expected_state(self.arbiter, apply, expected_state)
         try:
-            answer = self.arbiter.decide(
-                point,
-                session_id=self.session_id,
-                apply=apply or None,
-                expected_state=expected_state,
-                idempotency_key=idempotency_key,
-                **request,
-            )
+            try:
+                answer = self.arbiter.decide(
+                    point,
+                    session_id=self.session_id,
+                    apply=apply or None,
+                    expected_state=sent,
+                    idempotency_key=idempotency_key,
+                    **request,
+                )
+            except InvalidRequest as error:
+                if not self._refuses_expected_state(self.arbiter, error, sent, expected_state):
+                    raise
+                answer = self.arbiter.decide(
+                    point, session_id=self.session_id, apply=True, idempotency_key=idempotency_key, **request
+                )
         except SessionRefused as error:
             self._refused(error)
             raise
@@ -235,6 +287,16 @@ class Session(SessionState):
         self.absorb(answer)
         return answer
 
-    def timeline(self, *, after: str | None = None) -> dict[str, Any]:
-        """The session's history (moves, decisions, anomalies), once the server serves it (issue 23)."""
-        return self.arbiter.session_timeline(self.session_id, after=after)
+    def timeline(self, *, after: str | None = None) -> list[dict[str, Any]]:
+        """The session's timeline entries (moves, decisions, anomalies …) after the ``after`` cursor, or
+        after where the last call stopped (``timeline_cursor``), every page read: a runtime that calls
+        it again gets only what happened since."""
+        cursor = after if after is not None else self.timeline_cursor
+        entries: list[dict[str, Any]] = []
+        while True:
+            page = self.arbiter.session_timeline(self.session_id, after=cursor)
+            found, more = self._timeline_page(page, cursor)
+            entries.extend(found)
+            if not more:
+                return entries
+            cursor = self.timeline_cursor
