@@ -19,7 +19,9 @@ from decision_service.errors import (
 )
 
 if TYPE_CHECKING:
-    from rules.models import ChangeRequest
+    # The model's own module (it imports nothing of rules), not rules.models: modules that rules.models
+    # gathers import this one, so that would close an import circle, even one of annotations (issue 22).
+    from rules.governance.models.change_requests import ChangeRequest
 
 
 class RulesErrorCode(StrEnum):

@@ -8,17 +8,17 @@ calls every provider in the order they registered, directly and in its own trans
 provider writes joins the change that asked (and its revision), and a provider's exception rolls the
 change back. These are explicit calls with typed answers, not broadcast signals: Django signals stay
 for what is cross-cutting (cache invalidation, audit extras).
+
+A provider is called with keyword arguments, the ones its hook's comment names (with their types), and
+takes ``**_`` too, so that a hook may pass more later: ``def provider(*, point, actor, reason, **_)``.
+Those types are written in words, not imported: the models and the services that ask the hooks import
+this module, so naming them here would close an import circle, even one of annotations only (issue 22).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-if TYPE_CHECKING:
-    from rules.config.revisions import Actor
-    from rules.models import DecisionPoint, DecisionRecord, StateMachine
+from typing import Any, Generic, TypeVar
 
 A = TypeVar("A")
 
@@ -44,32 +44,33 @@ class Hook(Generic[A]):
         return f"<Hook {self.name}: {', '.join(self._providers) or 'no provider'}>"
 
 
-# A decision point is about to be deleted (point, actor, reason). Providers drop what refers to it.
+# A decision point is about to be deleted (point: DecisionPoint, actor: rules.config.revisions.Actor,
+# reason: str). Providers drop what refers to it.
 point_deleting: Hook[None] = Hook("point_deleting")
 
-# Which records outside the configuration would lose something if these points went (keys). Providers
-# answer {point key: a sentence for people}, shown by import_config's diff.
+# Which records outside the configuration would lose something if these points went (keys: list[str]).
+# Providers answer {point key: a sentence for people}, shown by import_config's diff.
 point_removal_notes: Hook[dict[str, str]] = Hook("point_removal_notes")
 
-# A saved state machine is being checked (machine, the unsaved instance). Providers answer
+# A saved state machine is being checked (machine: StateMachine, the unsaved instance). Providers answer
 # {field: message} for what the change would break (e.g. sessions left in a state it drops).
 machine_checking: Hook[dict[str, str]] = Hook("machine_checking")
 
-# A state machine is about to be deleted (machine). Providers answer a sentence saying why it cannot go,
-# or None.
+# A state machine is about to be deleted (machine: StateMachine). Providers answer a sentence saying why
+# it cannot go, or None.
 machine_deleting: Hook[str | None] = Hook("machine_deleting")
 
-# The decision log's retention sweep is running (cutoff, batch_size). Providers purge their own records
-# of what happened before ``cutoff`` and answer how many rows they deleted.
+# The decision log's retention sweep is running (cutoff: datetime, batch_size: int). Providers purge their
+# own records of what happened before ``cutoff`` and answer how many rows they deleted.
 decision_log_purging: Hook[int] = Hook("decision_log_purging")
 
-# A logged decision is shown in the admin's why panel (record). Providers answer extra context for the
-# panel, e.g. {"anomalies": [...]} for the anomalies the decision raised.
+# A logged decision is shown in the admin's why panel (record: DecisionRecord). Providers answer extra
+# context for the panel, e.g. {"anomalies": [...]} for the anomalies the decision raised.
 decision_shown: Hook[dict[str, Any]] = Hook("decision_shown")
 
-# The decision-point map is counting a window (start, end — both inclusive — and points: the keys it
-# reports on, or None for all). Providers answer {point key: {anomaly code: count}} for what they record
-# about points in that window (the agents app: model anomalies).
+# The decision-point map is counting a window (start, end: datetime, both inclusive; points: list[str] |
+# None, the keys it reports on, None for all). Providers answer {point key: {anomaly code: count}} for
+# what they record about points in that window (the agents app: model anomalies).
 report_counting: Hook[dict[str, dict[str, int]]] = Hook("report_counting")
 
 __all__ = [
@@ -82,9 +83,3 @@ __all__ = [
     "point_removal_notes",
     "report_counting",
 ]
-
-if TYPE_CHECKING:  # the arguments each hook passes, for readers and type checkers
-    PointDeleting = Callable[[DecisionPoint, Actor, str], None]
-    MachineChecking = Callable[[StateMachine], dict[str, str]]
-    DecisionShown = Callable[[DecisionRecord], dict[str, Any]]
-    ReportCounting = Callable[[dt.datetime, dt.datetime, list[str] | None], dict[str, dict[str, int]]]

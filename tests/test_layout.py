@@ -56,8 +56,9 @@ def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_circle_inside_rules() -> None:
-    # Imports under TYPE_CHECKING never run (import-linter is configured the same way).
-    graph = grimp.build_graph("rules", exclude_type_checking_imports=True, cache_dir=None)
+    # Imports under TYPE_CHECKING count too: they never run, but a circle of annotations still ties the
+    # modules together (import-linter is configured the same way).
+    graph = grimp.build_graph("rules", exclude_type_checking_imports=False, cache_dir=None)
     assert _circles(graph) == []
 
 

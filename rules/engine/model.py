@@ -12,6 +12,9 @@ from typing import Any, Literal, NamedTuple
 from rules.engine.conditions.base import CompileError as CompileError
 from rules.engine.conditions.base import ConditionSpec as ConditionSpec
 
+# In a module of its own so that the kinds of condition can read it without importing this one.
+from rules.engine.request import Request as Request
+
 RuledBy = Literal["hard_rule", "llm_candidate", "default"]
 
 HARD_RULE: RuledBy = "hard_rule"
@@ -28,17 +31,6 @@ class Candidate:
     decision: str
     confidence: float
     reason: str = ""
-
-
-class Request(NamedTuple):
-    """What a condition is judged on: one request's keyword hits (a bitmask), candidate, facts, state and clock."""
-
-    mask: int
-    candidate: str | None
-    confidence: float | None
-    facts: Mapping[str, Any]
-    state: str | None
-    now: dt.datetime
 
 
 @dataclass(frozen=True, slots=True)

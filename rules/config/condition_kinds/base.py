@@ -11,15 +11,18 @@ new kind is a new module here and one in the engine.
 
 The checks themselves are pure functions over plain values (``rules.config.validators`` and the adapter's own
 module); adapters receive plain values too — a ``ConditionValues`` mapping and a ``PointView`` — so the
-same checks serve a ``Condition`` record and a YAML document.
+same checks serve a ``Condition`` record and a YAML document. A saved condition reaches an adapter as a
+``ConditionRow``, what the adapters read and write of a ``Condition``: the models use the adapters, so the
+adapters do not name the models, not even in annotations (issue 22: no import circle inside rules).
 """
 
 from __future__ import annotations
 
 import abc
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.utils.functional import Promise
 
@@ -28,7 +31,6 @@ if TYPE_CHECKING:
 
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition, KeywordList, Threshold
 
 # The columns of ``Condition`` a kind may use, and their value when a kind does not use them.
 INPUTS: Mapping[str, Any] = {
@@ -49,6 +51,45 @@ INPUTS: Mapping[str, Any] = {
 # A condition's values as ``problems`` sees them: each input above by name; ``keyword_list`` and
 # ``threshold`` are the referenced record's key (or None).
 ConditionValues = Mapping[str, Any]
+
+
+class KeyedRecord(Protocol):
+    """A keyword list or a threshold as a condition refers to it: by its key."""
+
+    @property
+    def key(self) -> str: ...
+
+
+class ConditionRow(Protocol):
+    """What the adapters read and write of a saved ``Condition`` (``rules.config.models.points``): its inputs."""
+
+    fact: str
+    operator: str
+    value: Any  # a JSON literal, of the type its fact is declared with
+    outcomes: list[str]
+    states: list[str]
+    window_start: dt.time | None
+    window_end: dt.time | None
+    timezone: str
+    unless: list[str]
+    unless_negated: bool
+
+    @property
+    def threshold_id(self) -> int | None: ...
+
+    @property
+    def keyword_list(self) -> KeyedRecord | None: ...
+
+    # Any: the record from ``Records``, which only the model's own type (it would close the circle) names.
+    @keyword_list.setter
+    def keyword_list(self, value: Any) -> None: ...
+
+    @property
+    def threshold(self) -> KeyedRecord | None: ...
+
+    # Any: as for ``keyword_list``.
+    @threshold.setter
+    def threshold(self, value: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -76,8 +117,8 @@ class DocumentContext:
 class Records:
     """The records a document's references resolve to when it is applied."""
 
-    keyword_lists: Mapping[str, KeywordList]
-    thresholds: Mapping[str, Threshold]
+    keyword_lists: Mapping[str, KeyedRecord]
+    thresholds: Mapping[str, KeyedRecord]
 
 
 class ConditionAdapter(abc.ABC):
@@ -103,30 +144,30 @@ class ConditionAdapter(abc.ABC):
         """The canonical document of a condition written as ``item``, or None after recording its problems."""
 
     @abc.abstractmethod
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         """The condition in the configuration document (``rules.config.selectors.config_document``)."""
 
     @abc.abstractmethod
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         """Set the inputs of ``c`` (all empty) from its canonical document."""
 
     @abc.abstractmethod
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         """A short human sentence for lists and the why panel."""
 
-    def fact_of(self, c: Condition) -> str | None:
+    def fact_of(self, c: ConditionRow) -> str | None:
         """The declared fact a saved condition tests, if any (its point may not drop the fact)."""
         return None
 
-    def fact_type_problem(self, c: Condition, fact_type: str) -> str | None:
+    def fact_type_problem(self, c: ConditionRow, fact_type: str) -> str | None:
         """What is wrong with a saved condition if its fact were declared of ``fact_type`` instead."""
         return None
 
-    def outcomes_used(self, c: Condition) -> Iterable[str]:
+    def outcomes_used(self, c: ConditionRow) -> Iterable[str]:
         """The point's outcomes a saved condition names (a point may not drop them)."""
         return ()
 
-    def form_initial(self, c: Condition) -> dict[str, Any]:
+    def form_initial(self, c: ConditionRow) -> dict[str, Any]:
         """What the admin form shows in the inputs of a saved condition, where it is not the stored value."""
         return {}
 

@@ -9,12 +9,18 @@ from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 
 class CandidateConfidenceBelow(SingleKeyAdapter):
@@ -36,14 +42,14 @@ class CandidateConfidenceBelow(SingleKeyAdapter):
             r.problem(path, f"there is no threshold '{threshold}' in thresholds")
         return {self.kind: threshold}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         assert c.threshold is not None  # guaranteed by a database constraint
         return {self.kind: c.threshold.key}
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         c.threshold = records.thresholds[doc[self.kind]]
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         return gettext("candidate confidence below %(threshold)s") % {
             "threshold": c.threshold.key if c.threshold else "?"
         }

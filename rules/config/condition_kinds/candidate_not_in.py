@@ -8,13 +8,19 @@ from typing import TYPE_CHECKING, Any
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 from rules.config.condition_kinds.candidate_in import outcome_list_problems, read_outcome_list
 
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 
 class CandidateNotIn(SingleKeyAdapter):
@@ -29,14 +35,14 @@ class CandidateNotIn(SingleKeyAdapter):
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
         return {self.kind: read_outcome_list(r, value, path, ctx)}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         return {self.kind: list(c.outcomes)}
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         c.outcomes = list(doc[self.kind])
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         return gettext("candidate not in %(outcomes)s") % {"outcomes": ", ".join(c.outcomes or [])}
 
-    def outcomes_used(self, c: Condition) -> Iterable[str]:
+    def outcomes_used(self, c: ConditionRow) -> Iterable[str]:
         return c.outcomes or []

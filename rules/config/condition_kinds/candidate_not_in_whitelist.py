@@ -8,13 +8,19 @@ from typing import TYPE_CHECKING, Any
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 from rules.config.document.readers import describe
 
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 
 class CandidateNotInWhitelist(SingleKeyAdapter):
@@ -30,11 +36,11 @@ class CandidateNotInWhitelist(SingleKeyAdapter):
             r.problem(path, f"write {self.kind}: true (got {describe(value)})")
         return {self.kind: True}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         return {self.kind: True}
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         pass  # nothing but its kind
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         return gettext("candidate not in the whitelist")

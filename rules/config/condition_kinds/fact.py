@@ -14,7 +14,14 @@ from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionAdapter, ConditionValues, DocumentContext, PointView, Records
+from rules.config.condition_kinds.base import (
+    ConditionAdapter,
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+)
 from rules.config.document.readers import clause, describe, one_of
 from rules.config.literals import parse_literal, parse_literal_list, show_literal, text_items
 from rules.config.validators import (
@@ -29,7 +36,6 @@ from rules.config.validators import (
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 KEYS = ("fact", "op", "threshold", "value")
 
@@ -156,7 +162,7 @@ class FactComparison(ConditionAdapter):
                 return None
         return doc
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         doc: dict[str, Any] = {"fact": c.fact, "op": c.operator}
         if c.threshold is not None:
             doc["threshold"] = c.threshold.key
@@ -164,7 +170,7 @@ class FactComparison(ConditionAdapter):
             doc["value"] = c.value
         return doc
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         c.fact = doc["fact"]
         c.operator = doc["op"]
         if "threshold" in doc:
@@ -172,17 +178,17 @@ class FactComparison(ConditionAdapter):
         else:
             c.value = doc["value"]
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         rhs = c.threshold.key if c.threshold else repr(c.value)
         return f"{c.fact} {c.operator} {rhs}"
 
-    def fact_of(self, c: Condition) -> str | None:
+    def fact_of(self, c: ConditionRow) -> str | None:
         return c.fact
 
-    def fact_type_problem(self, c: Condition, fact_type: str) -> str | None:
+    def fact_type_problem(self, c: ConditionRow, fact_type: str) -> str | None:
         return fact_compare_problem(fact_type, c.operator, c.threshold_id is not None, c.value)
 
-    def form_initial(self, c: Condition) -> dict[str, Any]:
+    def form_initial(self, c: ConditionRow) -> dict[str, Any]:
         return {"value": show_literal(c.value)}
 
     def form_clean(self, cleaned: dict[str, Any], point: PointView | None) -> None:

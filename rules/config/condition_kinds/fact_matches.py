@@ -14,7 +14,14 @@ from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 from rules.config.document.readers import clause
 from rules.config.validators import declared_fact_problem, pattern_problem
 from rules.engine.normalize import normalize_term
@@ -22,7 +29,6 @@ from rules.engine.normalize import normalize_term
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 KEYS = ("fact", "pattern")
 
@@ -82,23 +88,23 @@ class FactMatches(SingleKeyAdapter):
                 r.problem((*path, "pattern"), clause(problem))
         return {self.kind: {"fact": fact, "pattern": pattern}}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         return {self.kind: {"fact": c.fact, "pattern": c.value}}
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         c.fact = doc[self.kind]["fact"]
         c.value = doc[self.kind]["pattern"]
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         return gettext("%(fact)s matches /%(pattern)s/") % {"fact": c.fact, "pattern": c.value}
 
-    def fact_of(self, c: Condition) -> str | None:
+    def fact_of(self, c: ConditionRow) -> str | None:
         return c.fact
 
-    def fact_type_problem(self, c: Condition, fact_type: str) -> str | None:
+    def fact_type_problem(self, c: ConditionRow, fact_type: str) -> str | None:
         return text_fact_problem(fact_type)
 
-    def form_initial(self, c: Condition) -> dict[str, Any]:
+    def form_initial(self, c: ConditionRow) -> dict[str, Any]:
         return {"value": c.value if isinstance(c.value, str) else ""}
 
     def form_clean(self, cleaned: dict[str, Any], point: PointView | None) -> None:

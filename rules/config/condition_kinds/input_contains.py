@@ -9,12 +9,18 @@ from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 
 class InputContains(SingleKeyAdapter):
@@ -57,7 +63,7 @@ class InputContains(SingleKeyAdapter):
             r.problem(path, f"there is no keyword list '{list_key}' in keyword_lists")
         return {self.kind: list_key}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         assert c.keyword_list is not None  # guaranteed by a database constraint
         doc: dict[str, Any] = {self.kind: c.keyword_list.key}
         if c.unless:
@@ -66,12 +72,12 @@ class InputContains(SingleKeyAdapter):
             doc["unless_negated"] = True
         return doc
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         c.keyword_list = records.keyword_lists[doc[self.kind]]
         c.unless = list(doc.get("unless", []))
         c.unless_negated = bool(doc.get("unless_negated", False))
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         described = gettext("input contains a term of %(list)s") % {
             "list": c.keyword_list.key if c.keyword_list else "?"
         }

@@ -8,14 +8,20 @@ from typing import TYPE_CHECKING, Any
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 from rules.config.document.readers import clause
 from rules.config.validators import key_list_problem
 
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 NO_STATES = gettext_noop("List at least one state.")
 
@@ -37,11 +43,11 @@ class SessionStateIn(SingleKeyAdapter):
     def read_value(self, r: Reader, value: Any, path: Path, ctx: DocumentContext) -> dict[str, Any] | None:
         return {self.kind: r.key_list(value, path, non_empty=clause(NO_STATES))}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         return {self.kind: list(c.states)}
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         c.states = list(doc[self.kind])
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         return gettext("session state in %(states)s") % {"states": ", ".join(c.states or [])}

@@ -13,7 +13,14 @@ from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from rules.config.condition_kinds.base import ConditionValues, DocumentContext, PointView, Records, SingleKeyAdapter
+from rules.config.condition_kinds.base import (
+    ConditionRow,
+    ConditionValues,
+    DocumentContext,
+    PointView,
+    Records,
+    SingleKeyAdapter,
+)
 from rules.config.document.readers import clause
 from rules.config.document.spelling import time_out
 from rules.config.validators import time_zone_problem
@@ -21,7 +28,6 @@ from rules.config.validators import time_zone_problem
 if TYPE_CHECKING:
     from rules.config.document.readers import Reader
     from rules.config.document.yamlload import Path
-    from rules.models import Condition
 
 WINDOW_KEYS = ("from", "to", "tz")
 
@@ -64,16 +70,16 @@ class TimeWindow(SingleKeyAdapter):
             r.problem((*path, "to"), "the window is empty: from and to are the same time")
         return {self.kind: {"from": time_out(start), "to": time_out(end), "tz": tz}}
 
-    def document(self, c: Condition) -> dict[str, Any]:
+    def document(self, c: ConditionRow) -> dict[str, Any]:
         return {self.kind: {"from": time_out(c.window_start), "to": time_out(c.window_end), "tz": c.timezone}}
 
-    def fill(self, c: Condition, doc: Mapping[str, Any], records: Records) -> None:
+    def fill(self, c: ConditionRow, doc: Mapping[str, Any], records: Records) -> None:
         window = doc[self.kind]
         c.window_start = dt.time.fromisoformat(window["from"])
         c.window_end = dt.time.fromisoformat(window["to"])
         c.timezone = window["tz"]
 
-    def describe(self, c: Condition) -> str:
+    def describe(self, c: ConditionRow) -> str:
         return gettext("time within %(start)s–%(end)s %(tz)s") % {
             "start": c.window_start,
             "end": c.window_end,

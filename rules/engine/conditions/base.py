@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 Hits = Mapping[str, tuple[str, ...]]
 Facts = Mapping[str, Any]
@@ -79,6 +79,20 @@ class CompileContext:
         return tuple(negated for _key, _unless, negated in sorted(self._bits, key=self._bits.__getitem__))
 
 
+class PointView(Protocol):
+    """What a kind of condition reads of the point it is judged for (``rules.engine.model.PointSpec`` is one).
+
+    Only this, rather than ``PointSpec``: the model holds the kinds' specs, so the kinds naming the model
+    would close an import circle, even one of annotations only (issue 22). A kind that needs more of the
+    point adds it here.
+    """
+
+    @property
+    def whitelist(self) -> frozenset[str]:
+        """The outcomes the LLM's candidate may decide alone."""
+        ...
+
+
 class NativeBuilder(Protocol):
     """What a kind's ``native`` may use to write its expression (see ``rules.engine.native``).
 
@@ -89,7 +103,7 @@ class NativeBuilder(Protocol):
     """
 
     @property
-    def point(self) -> PointSpec: ...
+    def point(self) -> PointView: ...
 
     def const(self, value: Any) -> str:
         """A name bound to ``value`` in the generated function's globals."""
@@ -112,7 +126,7 @@ class DurableTranslator(Protocol):
     """
 
     @property
-    def point(self) -> PointSpec: ...
+    def point(self) -> PointView: ...
 
     def fail(self, why: str) -> CompileError:
         """The error for a point this backend cannot run."""
@@ -175,7 +189,7 @@ class ConditionSpec(abc.ABC):
         """The spec of one condition in the snapshot form (``rules.config.selectors.config_document``)."""
 
     @abc.abstractmethod
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         """The reference reading: plain, obviously correct, what every backend is tested against."""
 
     @abc.abstractmethod

@@ -14,11 +14,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 @final
@@ -34,7 +35,7 @@ class CandidateConfidenceBelow(ConditionSpec):
         key = raw["candidate_confidence_below"]
         return CandidateConfidenceBelow(threshold_key=key, value=ctx.threshold(key))
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         return request.candidate is not None and request.confidence is not None and request.confidence < self.value
 
     def native(self, b: NativeBuilder) -> str:

@@ -14,11 +14,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 @final
@@ -32,7 +33,7 @@ class CandidateIn(ConditionSpec):
     def read(cls, raw: Mapping[str, Any], ctx: CompileContext) -> CandidateIn:
         return CandidateIn(outcomes=frozenset(raw["candidate_in"]))
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         return request.candidate is not None and request.candidate in self.outcomes
 
     def native(self, b: NativeBuilder) -> str:

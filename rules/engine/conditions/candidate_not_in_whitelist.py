@@ -17,11 +17,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 @final
@@ -33,7 +34,7 @@ class CandidateNotInWhitelist(ConditionSpec):
     def read(cls, raw: Mapping[str, Any], ctx: CompileContext) -> CandidateNotInWhitelist:
         return CandidateNotInWhitelist()
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         return request.candidate is not None and request.candidate not in point.whitelist
 
     def native(self, b: NativeBuilder) -> str:

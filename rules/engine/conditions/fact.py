@@ -18,11 +18,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
@@ -53,7 +54,7 @@ class FactComparison(ConditionSpec):
     def fact_read(self) -> str | None:
         return self.fact
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         value = request.facts.get(self.fact)
         if value is None:
             return False

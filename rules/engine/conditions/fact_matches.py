@@ -23,11 +23,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 @final
@@ -52,7 +53,7 @@ class FactMatches(ConditionSpec):
     def fact_read(self) -> str | None:
         return self.fact
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         value = request.facts.get(self.fact)
         return isinstance(value, str) and self.regex.search(value) is not None
 

@@ -20,11 +20,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 @final
@@ -49,7 +50,7 @@ class InputContains(ConditionSpec):
             list_key=key, list_bit=ctx.keyword_bit(key, unless, negated), unless=unless, unless_negated=negated
         )
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         return bool(request.mask & (1 << self.list_bit))
 
     def native(self, b: NativeBuilder) -> str:

@@ -14,11 +14,12 @@ from rules.engine.conditions.base import (
     Facts,
     Hits,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 @final
@@ -32,7 +33,7 @@ class SessionStateIn(ConditionSpec):
     def read(cls, raw: Mapping[str, Any], ctx: CompileContext) -> SessionStateIn:
         return SessionStateIn(states=frozenset(raw["session_state_in"]))
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         return request.state is not None and request.state in self.states
 
     def native(self, b: NativeBuilder) -> str:

@@ -17,11 +17,12 @@ from rules.engine.conditions.base import (
     Explainer,
     Fixed,
     NativeBuilder,
+    PointView,
     Test,
 )
 
 if TYPE_CHECKING:
-    from rules.engine.model import PointSpec, Request
+    from rules.engine.request import Request
 
 
 def _seconds(text: str) -> int:
@@ -50,7 +51,7 @@ class TimeWindow(ConditionSpec):
         window = raw["time_window"]
         return TimeWindow(start=_seconds(window["from"]), end=_seconds(window["to"]), tz=window["tz"])
 
-    def holds(self, point: PointSpec, request: Request) -> bool:
+    def holds(self, point: PointView, request: Request) -> bool:
         seconds = time_of_day(request.now, self.tz)
         if self.start < self.end:
             return self.start <= seconds < self.end
