@@ -40,7 +40,10 @@ def history(client, ops) -> None:
     """s1: a refund word from init falls back (a decision, an anomaly, a move), a move with a phone number
     in its reason, a reported anomaly with an e-mail address, a complaint that hands it off, a claim."""
     assert post(client, "/api/v1/sessions", {"machine": "after_sales", "session_id": "s1"}).status_code == 201
-    assert decide(client, {"point": "intent_routing", "session_id": "s1", "input": "我要退款", "apply": True}).status_code == 201
+    assert (
+        decide(client, {"point": "intent_routing", "session_id": "s1", "input": "我要退款", "apply": True}).status_code
+        == 201
+    )
     moved = post(
         client,
         "/api/v1/sessions/s1/transitions",
