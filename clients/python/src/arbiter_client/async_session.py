@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from arbiter_client.errors import SessionRefused, StateMismatch
 from arbiter_client.session import SessionState
-from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
+from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail, Timeline
 
 if TYPE_CHECKING:
     from arbiter_client.client import AsyncArbiter
@@ -140,5 +140,5 @@ class AsyncSession(SessionState):
         self.absorb(answer)
         return answer
 
-    async def timeline(self, *, after: str | None = None) -> dict[str, Any]:
+    async def timeline(self, *, after: str | None = None) -> Timeline:
         return await self.arbiter.session_timeline(self.session_id, after=after)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from arbiter_client.errors import SessionRefused, StateMismatch
-from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
+from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail, Timeline
 
 if TYPE_CHECKING:
     from arbiter_client.client import Arbiter
@@ -235,6 +235,6 @@ class Session(SessionState):
         self.absorb(answer)
         return answer
 
-    def timeline(self, *, after: str | None = None) -> dict[str, Any]:
-        """The session's history (moves, decisions, anomalies), once the server serves it (issue 23)."""
+    def timeline(self, *, after: str | None = None) -> Timeline:
+        """One page of the session's history; ``after``: the ``next`` of the page before."""
         return self.arbiter.session_timeline(self.session_id, after=after)

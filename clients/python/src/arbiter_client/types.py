@@ -8,6 +8,7 @@ keys from optional ones, so the classes come in the order they use each other.
 
 from typing import Any, NotRequired, TypedDict
 
+
 class ActionAllowed(TypedDict):
     allowed: bool
     allowed_actions: list[str]
@@ -342,7 +343,36 @@ class Simulation(TypedDict):
     change_request: int | None
 
 
-TimelineEvent = TypedDict("TimelineEvent", {"type": str, "at": str, "seq": NotRequired[int], "from": NotRequired[str], "to": NotRequired[str], "kind": NotRequired[str], "actor": NotRequired[str], "reason": NotRequired[str], "decision_id": NotRequired[str | None], "id": NotRequired[str], "point": NotRequired[str | None], "input": NotRequired[str], "session_state": NotRequired[str | None], "candidate": NotRequired[Any | None], "candidate_invalid": NotRequired[bool], "decision": NotRequired[str], "ruled_by": NotRequired[str], "rule": NotRequired[str | None], "overridden": NotRequired[bool], "revision": NotRequired[int], "code": NotRequired[str], "detail": NotRequired[str], "raw": NotRequired[str], "state": NotRequired[str], "note": NotRequired[str]})
+TimelineEvent = TypedDict(
+    "TimelineEvent",
+    {
+        "type": str,
+        "at": str,
+        "seq": NotRequired[int],
+        "from": NotRequired[str],
+        "to": NotRequired[str],
+        "kind": NotRequired[str],
+        "actor": NotRequired[str],
+        "reason": NotRequired[str],
+        "decision_id": NotRequired[str | None],
+        "id": NotRequired[str],
+        "point": NotRequired[str | None],
+        "input": NotRequired[str],
+        "session_state": NotRequired[str | None],
+        "candidate": NotRequired[Any | None],
+        "candidate_invalid": NotRequired[bool],
+        "decision": NotRequired[str],
+        "ruled_by": NotRequired[str],
+        "rule": NotRequired[str | None],
+        "overridden": NotRequired[bool],
+        "revision": NotRequired[int],
+        "code": NotRequired[str],
+        "detail": NotRequired[str],
+        "raw": NotRequired[str],
+        "state": NotRequired[str],
+        "note": NotRequired[str],
+    },
+)
 
 
 class Timeline(TypedDict):
