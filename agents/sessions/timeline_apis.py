@@ -152,6 +152,12 @@ class SessionTimelineApi(SessionApi):
     def get(self, request: Request, session_id: str) -> Response:
         # Another agent's session is unknown before anything about the query is judged.
         session = session_get_for_agent(agent=request_agent(request), session_id=session_id)
+        unknown = sorted(set(request.query_params) - {"after", "limit"})
+        if unknown:  # refused, not ignored: a misspelt ``after`` would silently start from the beginning
+            raise InvalidRequest(
+                f"Unknown query parameters: {', '.join(map(repr, unknown))} (this operation takes: after, limit).",
+                errors={name: ["Not a query parameter of this operation."] for name in unknown},
+            )
         after_text = request.query_params.get("after")
         after = TimelineCursor() if after_text is None else cursor_decode(after_text)
         limit = _limit(request)

@@ -114,6 +114,7 @@ def test_pages_follow_each_other_without_gaps_or_repeats(client, ops):
         ({"limit": "0"}, 422, "invalid_request"),
         ({"limit": "201"}, 422, "invalid_request"),
         ({"limit": "ten"}, 422, "invalid_request"),
+        ({"afterr": "x"}, 422, "invalid_request"),
     ],
 )
 def test_a_bad_cursor_or_limit_is_a_problem(client, query, status, code):
