@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from decision_service.errors import DomainError
 
+# Machines are configuration (rules); the session API raises the same refusal for an unknown one.
+from rules.errors import UnknownMachine as UnknownMachine
+
 
 class UnknownSession(DomainError):
     code = "unknown_session"
     status = 404
     title = "Unknown session"
-
-
-class UnknownMachine(DomainError):
-    code = "unknown_machine"
-    status = 404
-    title = "Unknown state machine"
 
 
 class SessionExists(DomainError):
@@ -97,3 +94,11 @@ class SessionHandedOff(DomainError):
     code = "session_handed_off"
     status = 409
     title = "The session is waiting for a person"
+
+
+class InvalidCursor(DomainError):
+    """A timeline's ``after`` that no page of it gave out (altered, truncated, or from another version)."""
+
+    code = "invalid_cursor"
+    status = 422
+    title = "Invalid cursor"

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from agents.queue import apis as queue_apis
-from agents.sessions import apis
+from agents.sessions import apis, timeline_apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/actions", apis.SessionActionApi.as_view(), name="session-action"),
     path("sessions/<str:session_id>/interrupt", apis.SessionInterruptApi.as_view(), name="session-interrupt"),
     path("sessions/<str:session_id>/resume", apis.SessionResumeApi.as_view(), name="session-resume"),
+    path("sessions/<str:session_id>/timeline", timeline_apis.SessionTimelineApi.as_view(), name="session-timeline"),
     path("sessions/<str:session_id>/anomalies", apis.SessionAnomalyCreateApi.as_view(), name="session-anomaly"),
     path("queue", queue_apis.QueueListApi.as_view(), name="queue-list"),
     path("queue/<int:session_pk>/claim", queue_apis.QueueClaimApi.as_view(), name="queue-claim"),

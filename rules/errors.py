@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 class RulesErrorCode(StrEnum):
     INVALID_CONFIG = "invalid_config"
     UNKNOWN_POINT = "unknown_point"
+    UNKNOWN_MACHINE = "unknown_machine"
     POINT_NOT_ALLOWED = "point_not_allowed"
     ENGINE_UNAVAILABLE = "engine_unavailable"
     APPROVAL_REQUIRED = "approval_required"
@@ -56,6 +57,12 @@ class UnknownPoint(DomainError):
     code: str = RulesErrorCode.UNKNOWN_POINT.value
     status = 404
     title = "Unknown decision point"
+
+
+class UnknownMachine(DomainError):
+    code: str = RulesErrorCode.UNKNOWN_MACHINE.value
+    status = 404
+    title = "Unknown state machine"
 
 
 class PointNotAllowed(DomainError):

@@ -9,6 +9,7 @@ urlpatterns = [
     path("config", config_apis.ConfigDocumentApi.as_view(), name="config-document"),
     path("decisions/<str:decision_id>", apis.DecisionDetailApi.as_view(), name="decision-detail"),
     path("decisions/<str:decision_id>/replay", apis.DecisionReplayApi.as_view(), name="decision-replay"),
+    path("machines/<str:machine_key>", config_apis.MachineDetailApi.as_view(), name="machine-detail"),
     path("points", apis.PointListApi.as_view(), name="point-list"),
     path("points/<str:point_key>", apis.PointDetailApi.as_view(), name="point-detail"),
     path("reports/decision-map", report_apis.DecisionMapApi.as_view(), name="report-decision-map"),

@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from agents.queue.selectors import CLAIMED, MINE, QUEUE_REASONS, UNCLAIMED, human_queue_list
 from agents.queue.services import queue_claim, queue_release, queue_resolve, queue_return, queue_work_allowed
 from agents.sessions.admin.sessions import HUMAN_QUEUE_PAGE, KIND_LABELS, SessionAdmin, human_since
+from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session
 from agents.sessions.selectors import STUCK_HELP, session_is_stuck
 from agents.sessions.services import session_allowed_targets
@@ -69,7 +70,7 @@ class SessionQueueAdmin(SessionAdmin):
                     "url": reverse("admin:agents_session_change", args=[s.pk]),
                     "waiting": human_since(s.state_entered_at, now),
                     "kind_label": KIND_LABELS.get(s.last_kind, s.last_kind) if s.last_kind else "",
-                    "reason_label": QUEUE_REASONS.get(s.queue_reason, s.queue_reason),
+                    "reason_label": QUEUE_REASONS.get(reason := session_handoff_reason(s) or "", reason),
                     "stuck": session_is_stuck(s, now=now),
                     "mine": s.claimed_by_id == request.user.pk,
                     "return_states": [t for t in targets if t not in terminal],

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from agents.errors import UnknownSession
 from agents.queue.selectors import QUEUE_REASONS, human_queue_get, human_queue_list
 from agents.queue.services import queue_claim, queue_release, queue_resolve, queue_return
+from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session
 from agents.sessions.services import Move
 from decision_service.api.base import StaffApi, require_permission
@@ -33,7 +34,7 @@ def queue_item(session: Session, *, now: Any = None) -> dict[str, Any]:
         "agent": session.agent.name,
         "machine": session.machine.key,
         "state": session.state,
-        "reason": getattr(session, "queue_reason", None),
+        "reason": session_handoff_reason(session),
         "waiting_seconds": round((now - session.state_entered_at).total_seconds(), 3),
         "claimed_by": session.claimed_by.get_username() if session.claimed_by else None,
     }

@@ -40,7 +40,8 @@ def session_human_queue(*, machines: list[StateMachine] | None = None) -> QueryS
             last_at=Subquery(last.values("created_at")[:1]),
         )
         .annotate(
-            # What the agent API shows too (agents.sessions.handoff.session_handoff_reason).
+            # For the ``reason`` filter only: the same rule as ``session_handoff_reason`` (which every
+            # answer and page shows), in SQL, for sessions already known to be in their handoff state.
             queue_reason=Case(
                 When(handoff_reason="", then=Value(REASON_UNKNOWN)),
                 default=F("handoff_reason"),

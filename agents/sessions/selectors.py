@@ -172,31 +172,86 @@ def _sort_key(entry: TimelineEntry) -> tuple[dt.datetime, int]:
     return entry.at, _RANK[entry.kind]
 
 
-def session_timeline(session: Session, *, limit: int | None = None) -> list[TimelineEntry]:
-    """The session's transitions, decisions and anomalies in one list, oldest first.
+@dataclass(frozen=True)
+class TimelineCursor:
+    """Where a page of a session's timeline ended: the last event it took from each of the four streams
+    (moves by ``seq``; decisions, anomalies and queue events by time and primary key). The next page
+    starts after each of them, so a page never repeats or skips an event, whatever its neighbours' clocks
+    said. ``TimelineCursor()`` is the beginning."""
+
+    seq: int = 0
+    decision: tuple[dt.datetime, str] | None = None
+    anomaly: tuple[dt.datetime, int] | None = None
+    queue: tuple[dt.datetime, int] | None = None
+
+    def following(self, entries: list[TimelineEntry]) -> TimelineCursor:
+        """The cursor after ``entries``, a page read from this cursor."""
+        seq, decision, anomaly, queue = self.seq, self.decision, self.anomaly, self.queue
+        for e in entries:
+            if e.transition is not None:
+                seq = e.transition.seq
+            elif e.decision is not None:
+                decision = (e.at, str(e.decision.pk))
+            elif e.anomaly is not None:
+                anomaly = (e.at, e.anomaly.pk)
+            else:
+                queue = (e.at, e.queue_event.pk)
+        return TimelineCursor(seq=seq, decision=decision, anomaly=anomaly, queue=queue)
+
+
+def _after(position: tuple[dt.datetime, Any] | None) -> Q:
+    if position is None:
+        return Q()
+    at, pk = position
+    return Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk)
+
+
+def session_timeline(
+    session: Session, *, limit: int | None = None, after: TimelineCursor | None = None
+) -> list[TimelineEntry]:
+    """The session's transitions, decisions, anomalies and queue events in one list, oldest first.
 
     Ordered by time; transitions always keep their ``seq`` order among themselves (``heapq.merge``
     never reorders one input), even if clocks disagree. Decisions and anomalies belong to the session
-    when they name its agent and session id. With ``limit``, only the latest ``limit`` events.
+    when they name its agent and session id. Without ``after`` (the admin's page): everything, or with
+    ``limit`` only the latest ``limit`` events. With ``after`` (the agent API's pages): the first
+    ``limit`` events that follow it. The order is the same either way: a merge of the four streams.
     """
-    transitions = session.transitions.select_related("decision").order_by("-seq")
-    decisions = DecisionRecord.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by(
-        "-created_at", "-pk"
+    transitions = session.transitions.select_related("decision")
+    decisions = DecisionRecord.objects.filter(agent_id=session.agent_id, session_id=session.key)
+    anomalies = Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
+    queue_events = session.queue_events.all()
+    if after is None:
+        streams: list[Any] = [
+            transitions.order_by("-seq"),
+            decisions.order_by("-created_at", "-pk"),
+            anomalies.order_by("-created_at", "-pk"),
+            queue_events.order_by("-created_at", "-pk"),
+        ]
+    else:
+        streams = [
+            transitions.filter(seq__gt=after.seq).order_by("seq"),
+            decisions.filter(_after(after.decision)).order_by("created_at", "pk"),
+            anomalies.filter(_after(after.anomaly)).order_by("created_at", "pk"),
+            queue_events.filter(_after(after.queue)).order_by("created_at", "pk"),
+        ]
+    # An event among the first (or last) ``limit`` of the merge is among the first (last) ``limit`` of its own stream.
+    rows = [list(stream[:limit] if limit is not None else stream) for stream in streams]
+    if after is None:
+        rows = [list(reversed(r)) for r in rows]
+    moves, records, found, queued = rows
+    merged = list(
+        heapq.merge(
+            [TimelineEntry("transition", t.created_at, transition=t) for t in moves],
+            [TimelineEntry("decision", d.created_at, decision=d) for d in records],
+            [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in found],
+            [TimelineEntry("queue", q.created_at, queue_event=q) for q in queued],
+            key=_sort_key,
+        )
     )
-    anomalies = Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by("-created_at", "-pk")
-    queue_events = session.queue_events.order_by("-created_at", "-pk")
-    if limit is not None:
-        transitions, decisions, anomalies = transitions[:limit], decisions[:limit], anomalies[:limit]
-        queue_events = queue_events[:limit]
-    moves = [TimelineEntry("transition", t.created_at, transition=t) for t in reversed(list(transitions))]
-    others = sorted(
-        [TimelineEntry("decision", d.created_at, decision=d) for d in decisions]
-        + [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in anomalies]
-        + [TimelineEntry("queue", q.created_at, queue_event=q) for q in queue_events],
-        key=_sort_key,
-    )
-    merged = list(heapq.merge(moves, others, key=_sort_key))
-    return merged[-limit:] if limit is not None else merged
+    if limit is None:
+        return merged
+    return merged[:limit] if after is not None else merged[-limit:]
 
 
 def session_pk(*, agent_id: int | None, session_id: str) -> int | None:

@@ -13,6 +13,7 @@ from rules.config.condition_kinds import adapter
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
 from rules.engine import CompiledPoint
 from rules.engine.evasion import EVASION_OPTIONS
+from rules.errors import UnknownMachine
 from rules.models import (
     Condition,
     ConfigRevision,
@@ -174,6 +175,18 @@ def revision_latest() -> ConfigRevision | None:
 
 def revision_get(*, number: int) -> ConfigRevision | None:
     return ConfigRevision.objects.filter(number=number).first()
+
+
+def machine_get_for_agent(*, allowed: frozenset[str], machine_key: str) -> StateMachine:
+    """The state machine ``machine_key`` if a point of the current revision in ``allowed`` (an agent's
+    scope) moves sessions of it. Any other key — a machine that exists but none of the agent's points use
+    included — is the same ``unknown_machine``, so an agent learns nothing of machines it has no use for."""
+    points, _ = points_for_agent(allowed=allowed)
+    if machine_key in {p.spec.machine for p in points if p.spec.machine}:
+        machine = StateMachine.objects.filter(key=machine_key).first()
+        if machine is not None:
+            return machine
+    raise UnknownMachine(f"There is no state machine '{machine_key}'.")
 
 
 def points_for_agent(*, allowed: frozenset[str]) -> tuple[list[CompiledPoint], int]:

@@ -217,6 +217,10 @@ def point_body(point: CompiledPoint, revision: int) -> dict[str, Any]:
         "facts": dict(spec.facts),
         "min_confidence": floor[1] if floor else None,
         "min_confidence_threshold": floor[0] if floor else None,
+        # How a decision with ``apply`` moves a session: the runtime follows these instead of a copy of its own.
+        "machine": spec.machine or None,
+        "state_map": dict(spec.state_map),
+        "fallback_state": spec.fallback_state or None,
         "revision": revision,
     }
 

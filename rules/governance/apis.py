@@ -16,8 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from decision_service.api.base import StaffApi, require_permission, route
-from decision_service.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
+from decision_service.api.fields import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
+from rules.config.document.merge import config_merge_from_yaml
 from rules.config.document.validate import config_from_yaml
+from rules.config.selectors import config_document
 from rules.decisions.compute import DecideRequest
 from rules.decisions.presenters import change_request_body, simulation_body
 from rules.governance.change_requests import (
@@ -68,12 +70,17 @@ class ChangeRequestCreateApi(StaffApi):
         reason = StrictCharField(max_length=500)
         config = StrictCharField(max_length=CONFIG_MAX_CHARS, trim_whitespace=False)
         apply_at = serializers.DateTimeField(required=False, allow_null=True)
+        # ``config`` holds only the records it touches, merged onto the live configuration (merge.py).
+        partial = StrictBooleanField(required=False, default=False)
 
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        document = config_from_yaml(data["config"])
+        if data["partial"]:
+            document = config_merge_from_yaml(data["config"], config_document())
+        else:
+            document = config_from_yaml(data["config"])
         created = change_request_propose(document=document, actor=request.user, reason=data["reason"])
         if data.get("apply_at") and created.state == ChangeRequestState.PENDING:
             created = change_request_schedule(request=created, actor=request.user, apply_at=data["apply_at"])

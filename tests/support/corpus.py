@@ -45,7 +45,7 @@ Volatile values are replaced, never dropped; everything else is compared exactly
 - saved values (decision ids, server-made session ids) and the tokens, wherever they occur in a string,
   by ``<var>``; any other UUID by ``<uuid>`` (so a retry that returned a new id instead of the saved one
   would show);
-- the values of the keys ``created_at`` (an ISO time ending in Z), ``evaluated_us`` (a whole number
+- the values of the keys ``created_at`` and ``at`` (an ISO time ending in Z), ``evaluated_us`` (a whole number
   ≥ 0) and ``seconds_in_state`` (a number ≥ 0) by ``<created_at>`` and so on — only when the value has
   that form: ``null`` stays ``null``, and a value of another form is kept, so that it fails;
 - the ``Content-Length`` header is not recorded: it follows the body, whose volatile numbers vary in
@@ -190,6 +190,7 @@ class Normaliser:
 
     VOLATILE_KEYS: dict[str, Callable[[Any], bool]] = {
         "created_at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,
+        "at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,  # a timeline event's time
         "evaluated_us": lambda v: type(v) is int and v >= 0,
         "seconds_in_state": lambda v: type(v) in (int, float) and v >= 0,
     }

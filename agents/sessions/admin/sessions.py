@@ -19,6 +19,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session, TransitionKind
 from agents.sessions.selectors import (
     STUCK_HELP,
@@ -268,7 +269,7 @@ class SessionAdmin(ReadOnlyAdmin):
                     "seq",
                     "stack",
                     "anomaly_count",
-                    "handoff_reason",
+                    "handoff_reason_label",
                     "state_entered_at",
                     "created_at",
                     "updated_at",
@@ -286,7 +287,7 @@ class SessionAdmin(ReadOnlyAdmin):
         "seq",
         "stack",
         "anomaly_count",
-        "handoff_reason",
+        "handoff_reason_label",
         "state_entered_at",
         "created_at",
         "updated_at",
@@ -356,7 +357,9 @@ class SessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("handoff reason"), ordering="handoff_reason")
     def handoff_reason_label(self, obj: Session) -> str:
-        return obj.handoff_reason or "—"
+        # The reason the agent API and the queue show (one function decides it), not the stored column:
+        # outside the handoff state there is none, whatever a row kept.
+        return session_handoff_reason(obj) or "—"
 
     @admin.display(description=_("context"))
     def context_json(self, obj: Session) -> str:

@@ -83,6 +83,7 @@ keys from optional ones, so the classes come in the order they use each other.
 
 from typing import Any, NotRequired, TypedDict
 
+
 '''
     # Keys that are not identifiers ("from") need the functional form.
     order: list[str] = []
@@ -108,6 +109,9 @@ from typing import Any, NotRequired, TypedDict
                 kind = annotation(sub, set(), schemas)
                 fields.append(f'"{field}": {kind if field in required else f"NotRequired[{kind}]"}')
             text = f'{name} = TypedDict("{name}", {{{", ".join(fields)}}})'
+            if len(text) > 120:  # one field a line, as ruff format writes it
+                lines = "".join(f"        {f},\n" for f in fields)
+                text = f'{name} = TypedDict(\n    "{name}",\n    {{\n{lines}    }},\n)'
         body.append(text)
     OUT.write_text(header + "\n\n\n".join(body) + "\n", encoding="utf-8")
     sys.stdout.write(f"wrote {len(done)} TypedDicts to {OUT}\n")

@@ -21,6 +21,7 @@ from arbiter_client.types import (
     Decision,
     DecisionMap,
     DecisionRecord,
+    Machine,
     Move,
     NeedsCandidate,
     Point,
@@ -32,6 +33,7 @@ from arbiter_client.types import (
     SessionCreated,
     SessionDetail,
     Simulation,
+    Timeline,
 )
 
 API = "/api/v1"
@@ -42,6 +44,8 @@ OPERATIONS = {
     "decisionReplay": "replay",
     "pointList": "points",
     "pointDetail": "point",
+    "machineDetail": "machine",
+    "sessionTimeline": "session_timeline",
     "sessionCreate": "session_create",
     "sessionDetail": "session_get",
     "sessionTransition": "session_move",
@@ -124,6 +128,16 @@ def point(point_key: str) -> Call[Point]:
     return Call("GET", f"{API}/points/{_segment(point_key)}")
 
 
+def machine(machine_key: str) -> Call[Machine]:
+    return Call("GET", f"{API}/machines/{_segment(machine_key)}")
+
+
+def session_timeline(session_id: str, *, after: str | None = None, limit: int | None = None) -> Call[Timeline]:
+    """One page of the session's history; pass the page's ``next`` as ``after`` for the events that follow."""
+    query = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
+    return Call("GET", f"{API}/sessions/{_segment(session_id)}/timeline", params=query or None)
+
+
 def session_create(
     machine: str, *, session_id: str | None = None, context: dict[str, Any] | None = None
 ) -> Call[SessionCreated]:
@@ -166,19 +180,6 @@ def session_anomaly(
 ) -> Call[AnomalyRecorded]:
     body = _body(code=code, detail=detail, raw=raw)
     return Call("POST", f"{API}/sessions/{_segment(session_id)}/anomalies", json=body)
-
-
-def session_timeline(session_id: str, *, after: str | None = None) -> Call[dict[str, Any]]:
-    """One page of the session's timeline: ``{entries: [{type, at, …}], next}``, the entries after the
-    ``after`` cursor. Issue 23's server part; not in docs/openapi.yaml yet, so not in ``OPERATIONS``
-    (add ``sessionTimeline`` there, and a TypedDict, once the document has it)."""
-    return Call("GET", f"{API}/sessions/{_segment(session_id)}/timeline", params={"after": after})
-
-
-def machine(machine_key: str) -> Call[dict[str, Any]]:
-    """A state machine as the agent sees it: states, transitions, actions per state, terminal states,
-    handoff state, timeouts. Issue 23's server part; not in docs/openapi.yaml yet (see above)."""
-    return Call("GET", f"{API}/machines/{_segment(machine_key)}")
 
 
 def simulate(

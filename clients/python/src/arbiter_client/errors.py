@@ -184,6 +184,12 @@ class MachineMismatch(_Coded):
     code_name = "machine_mismatch"
 
 
+class InvalidCursor(_Coded):
+    """A timeline's ``after`` that no page gave out: read the timeline again without it."""
+
+    code_name = "invalid_cursor"
+
+
 class RateLimited(_Coded):
     """429: ``retry_after`` holds the seconds the server asked for."""
 

@@ -103,12 +103,14 @@ class SessionState:
         return True
 
     def _timeline_page(self, page: Mapping[str, Any], sent: str | None) -> tuple[list[dict[str, Any]], bool]:
-        """One page's entries, and whether another page follows (a ``next`` cursor that moved on)."""
-        entries = [dict(e) for e in page.get("entries") or []]
+        """One page's events, and whether another page follows (``has_more``, with a ``next`` that moved on).
+        The last ``next`` is kept even on the last page: the next call asks only for what happened since."""
+        entries = [dict(e) for e in page.get("events") or []]
         following = page.get("next")
         if isinstance(following, str) and following:
             self.timeline_cursor = following
-        return entries, bool(entries) and isinstance(following, str) and bool(following) and following != sent
+        moved_on = isinstance(following, str) and bool(following) and following != sent
+        return entries, bool(page.get("has_more")) and moved_on
 
     def _refused(self, error: SessionRefused) -> None:
         self.absorb(error.problem)

@@ -220,6 +220,20 @@ class DecisionRecord(TypedDict):
     tokens: dict[str, Any]
 
 
+class Machine(TypedDict):
+    key: str
+    name: str
+    description: str
+    states: list[str]
+    initial_state: str
+    handoff_state: str
+    terminal_states: list[str]
+    transitions: dict[str, Any]
+    actions: dict[str, Any]
+    timeouts: dict[str, Any]
+    max_anomalies: int
+
+
 Move = TypedDict("Move", {"from": str, "state": str, "seq": int})
 
 
@@ -254,6 +268,9 @@ class Point(TypedDict):
     facts: dict[str, Any]
     min_confidence: float | None
     min_confidence_threshold: str | None
+    machine: str | None
+    state_map: dict[str, Any]
+    fallback_state: str | None
     revision: int
 
 
@@ -324,3 +341,42 @@ class Simulation(TypedDict):
     evaluated_us: int
     created_at: None
     change_request: int | None
+
+
+TimelineEvent = TypedDict(
+    "TimelineEvent",
+    {
+        "type": str,
+        "at": str,
+        "seq": NotRequired[int],
+        "from": NotRequired[str],
+        "to": NotRequired[str],
+        "kind": NotRequired[str],
+        "actor": NotRequired[str],
+        "reason": NotRequired[str],
+        "decision_id": NotRequired[str | None],
+        "id": NotRequired[str],
+        "point": NotRequired[str | None],
+        "input": NotRequired[str],
+        "session_state": NotRequired[str | None],
+        "candidate": NotRequired[Any | None],
+        "candidate_invalid": NotRequired[bool],
+        "decision": NotRequired[str],
+        "ruled_by": NotRequired[str],
+        "rule": NotRequired[str | None],
+        "overridden": NotRequired[bool],
+        "revision": NotRequired[int],
+        "code": NotRequired[str],
+        "detail": NotRequired[str],
+        "raw": NotRequired[str],
+        "state": NotRequired[str],
+        "note": NotRequired[str],
+    },
+)
+
+
+class Timeline(TypedDict):
+    session_id: str
+    events: list[TimelineEvent]
+    next: str
+    has_more: bool

@@ -206,3 +206,32 @@ def test_a_resume_cannot_undo_the_state_a_person_returned_the_session_to(client,
     assert resumed.status_code == 409, resumed.content
     assert resumed.json()["code"] == "nothing_to_resume"
     assert detail(client, "st1")["state"] == "escalated"
+
+
+@pytest.mark.parametrize(
+    ("stored", "state", "expected"),
+    [
+        # A row whose stored reason outlived its wait (kept from before every move cleared it): none.
+        ("agent", "received", None),
+        # A row in the handoff state from before every path recorded why: unknown, for everyone.
+        ("", "human_handoff", "unknown"),
+        ("agent", "human_handoff", "agent"),
+    ],
+)
+def test_the_agent_the_queue_and_the_admin_show_one_reason(client, ops, stored, state, expected):
+    from django.test import Client
+
+    start(client, "s1")
+    # The row as older code left it: only the stored column and the state are set back here.
+    Session.objects.filter(key="s1").update(state=state, handoff_reason=stored)
+    assert detail(client, "s1")["handoff_reason"] == expected
+    queue = {item["session_id"]: item for item in ops.get("/api/v1/queue").json()["queue"]}
+    assert (queue["s1"]["reason"] if "s1" in queue else None) == expected
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser(username="auditor", password="auditor-pw-1"))
+    session = Session.objects.get(key="s1")
+    page = admin.get(f"/admin/agents/session/{session.pk}/change/").content.decode()
+    listing = admin.get("/admin/agents/session/").content.decode()
+    shown = '<td class="field-handoff_reason_label">{}</td>'.format(expected or "—")
+    assert shown in listing
+    assert (expected or "—") in page.split("field-handoff_reason_label", 1)[1][:400]
