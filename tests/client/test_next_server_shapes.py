@@ -5,7 +5,6 @@ tests of test_session_helper.py cover the same paths."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -109,25 +108,3 @@ def test_the_session_object_of_answers_and_refusals_is_taken_and_expected_state_
         )
         assert arbiter.apply_takes_expected_state is True
         assert arbiter.machine("after_sales")["states"] == ["init", "received"]
-
-
-def test_the_timeline_reads_every_page_and_then_only_what_is_new(next_server) -> None:
-    with ac.Arbiter(next_server, "arb_x", max_retries=0) as arbiter:
-        s = arbiter.session(session_id="n-1")
-        sent = arbiter.counter.requests
-        assert [e["seq"] for e in s.timeline()] == [0, 1, 2, 3, 4]
-        assert arbiter.counter.requests - sent == 4  # three pages, and the empty one that ends it
-        ENTRIES.append({"type": "decision", "at": "2026-01-01T00:00:05Z", "seq": 5})
-        try:
-            assert [e["seq"] for e in s.timeline()] == [5]
-            assert [e["seq"] for e in s.timeline(after="2")] == [3, 4, 5]
-        finally:
-            ENTRIES.pop()
-
-    async def pages() -> list[int]:
-        async with ac.AsyncArbiter(next_server, "arb_x", max_retries=0) as arbiter:
-            s = await arbiter.session(session_id="n-1")
-            assert (await arbiter.machine("after_sales"))["key"] == "after_sales"
-            return [e["seq"] for e in await s.timeline()]
-
-    assert asyncio.run(pages()) == [0, 1, 2, 3, 4]

@@ -148,11 +148,11 @@ class AsyncSession(SessionState):
         self.absorb(answer)
         return answer
 
-    async def timeline(self, *, after: str | None = None) -> list[dict[str, Any]]:
+    async def timeline(self, *, after: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         cursor = after if after is not None else self.timeline_cursor
         entries: list[dict[str, Any]] = []
         while True:
-            page = await self.arbiter.session_timeline(self.session_id, after=cursor)
+            page = await self.arbiter.session_timeline(self.session_id, after=cursor, limit=limit)
             found, more = self._timeline_page(page, cursor)
             entries.extend(found)
             if not more:

@@ -289,14 +289,14 @@ class Session(SessionState):
         self.absorb(answer)
         return answer
 
-    def timeline(self, *, after: str | None = None) -> list[dict[str, Any]]:
+    def timeline(self, *, after: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """The session's timeline entries (moves, decisions, anomalies …) after the ``after`` cursor, or
         after where the last call stopped (``timeline_cursor``), every page read: a runtime that calls
         it again gets only what happened since."""
         cursor = after if after is not None else self.timeline_cursor
         entries: list[dict[str, Any]] = []
         while True:
-            page = self.arbiter.session_timeline(self.session_id, after=cursor)
+            page = self.arbiter.session_timeline(self.session_id, after=cursor, limit=limit)
             found, more = self._timeline_page(page, cursor)
             entries.extend(found)
             if not more:
