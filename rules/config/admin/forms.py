@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.fields import ListField, MappingField, PairsField, plain_number
 from decision_service.admin.forms import AuditedModelForm
-from rules.config.admin.fields import FactsField, LiteralField
+from rules.config.admin.fields import FactsField, FieldDeclarationsField, LiteralField
 from rules.config.condition_kinds import ADAPTERS, INPUTS_USED, adapter, unused_inputs
 from rules.config.models.points import point_view
 from rules.engine.evasion import EVASION_OPTIONS
@@ -319,6 +319,14 @@ class StateMachineForm(AuditedModelForm):
             "A session left longer in the state is handed to a human."
         ),
     )
+    fields = FieldDeclarationsField(
+        label=_("Fields"),
+        help_text=_(
+            "What sessions hold, as a YAML list, e.g. “- name: phone” with “type: string”, "
+            "“pattern: '^1[3-9]\\d{9}$'”, “normalize: [digits]”, “required_in: [executing]”, “pii: true”. "
+            "The keys are described in docs/config.md."
+        ),
+    )
 
     class Meta:
         model = StateMachine
@@ -334,6 +342,7 @@ class StateMachineForm(AuditedModelForm):
             "actions",
             "timeouts",
             "max_anomalies",
+            "fields",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {
