@@ -142,7 +142,8 @@ def _constraint_problems(declaration: Mapping[str, Any], kind: str) -> dict[str,
                 problems[key] = gettext("Give a whole number.") if integral else gettext("Give a number.")
             elif low.endswith("_length") and bound < 0:
                 problems[key] = gettext("A length cannot be negative.")
-        if not ({low, high} & problems.keys()) and None not in bounds and bounds[0] > bounds[1]:
+        lowest, highest = bounds
+        if not ({low, high} & problems.keys()) and lowest is not None and highest is not None and lowest > highest:
             problems[high] = gettext("%(high)s must not be less than %(low)s.") % {"high": high, "low": low}
     if kind == "enum":
         values = declaration.get("enum")

@@ -89,8 +89,11 @@ class FieldDeclarationsField(forms.CharField):
     stored as a JSON list. What the declarations mean is checked by the model's ``clean()``."""
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("required", False)
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 12, "cols": 60, "class": "arbiter-code"}))
+        # The model's JSONField hands its JSON encoder and decoder to its form field; YAML text needs neither.
+        kwargs.pop("encoder", None)
+        kwargs.pop("decoder", None)
+        kwargs["required"] = False
+        kwargs["widget"] = forms.Textarea(attrs={"rows": 12, "cols": 60, "class": "arbiter-code"})
         super().__init__(**kwargs)
 
     def prepare_value(self, value: Any) -> Any:

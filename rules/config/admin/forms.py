@@ -319,14 +319,6 @@ class StateMachineForm(AuditedModelForm):
             "A session left longer in the state is handed to a human."
         ),
     )
-    fields = FieldDeclarationsField(
-        label=_("Fields"),
-        help_text=_(
-            "What sessions hold, as a YAML list, e.g. “- name: phone” with “type: string”, "
-            "“pattern: '^1[3-9]\\d{9}$'”, “normalize: [digits]”, “required_in: [executing]”, “pii: true”. "
-            "The keys are described in docs/config.md."
-        ),
-    )
 
     class Meta:
         model = StateMachine
@@ -345,7 +337,16 @@ class StateMachineForm(AuditedModelForm):
             "fields",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        # Not a declared attribute like the fields above: on a form, ``fields`` is the form's own mapping of
+        # fields, so the model field of that name gets its form field (and words) through Meta.
+        field_classes = {"fields": FieldDeclarationsField}
+        labels = {"fields": _("Fields")}
         help_texts = {
+            "fields": _(
+                "What sessions hold, as a YAML list, e.g. “- name: phone” with “type: string”, "
+                "“pattern: '^1[3-9]\\d{9}$'”, “normalize: [digits]”, “required_in: [executing]”, “pii: true”. "
+                "The keys are described in docs/config.md."
+            ),
             "key": _("Sessions refer to the machine by this key; it cannot change later."),
             "initial_state": _("Where every session starts; one of the states."),
             "handoff_state": _("Where sessions go for a human to take over; one of the states."),

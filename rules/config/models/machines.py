@@ -103,10 +103,11 @@ class StateMachine(models.Model):
                     for name, message in (answer or {}).items():
                         problems[name] = message
         problems = {**text_problems(self), **problems}
+        errors: dict[str, str | list[str]] = dict(problems)
         if field_problems := self._field_problems():
-            problems["fields"] = field_problems
-        if problems:
-            raise ValidationError(problems)
+            errors["fields"] = field_problems
+        if errors:
+            raise ValidationError(errors)
 
     def _field_problems(self) -> list[str]:
         """The field declarations' problems, each named by the field (or its place in the list) and key."""
