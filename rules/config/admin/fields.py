@@ -98,7 +98,9 @@ class FieldDeclarationsField(forms.CharField):
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, list):
-            return yaml.safe_dump(value, allow_unicode=True, sort_keys=False) if value else ""
+            # In the document's key order: PostgreSQL's jsonb keeps no key order of its own.
+            shown = [canonical_field(item) if isinstance(item, dict) else item for item in value]
+            return yaml.safe_dump(shown, allow_unicode=True, sort_keys=False) if shown else ""
         return value
 
     def to_python(self, value: Any) -> Any:
