@@ -11,6 +11,7 @@ from typing import Any
 
 from rules.config.condition_kinds import adapter
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
+from rules.config.field_definitions import canonical_field
 from rules.engine import CompiledPoint
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.errors import UnknownMachine
@@ -161,11 +162,13 @@ def _machine_document(m: StateMachine) -> dict[str, Any]:
             "actions": {s: list(m.actions[s]) for s in m.states if s in m.actions},
             "timeouts": {s: m.timeouts[s] for s in m.states if s in m.timeouts},
             "max_anomalies": m.max_anomalies,
+            "fields": [canonical_field(f) for f in m.fields or []],
         },
         "name",
         "description",
         "actions",
         "timeouts",
+        "fields",
     )
 
 

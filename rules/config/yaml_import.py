@@ -390,4 +390,5 @@ class _Applier:
             machine.actions = {state: list(actions) for state, actions in doc.get("actions", {}).items()}
             machine.timeouts = dict(doc.get("timeouts", {}))
             machine.max_anomalies = doc["max_anomalies"]
+            machine.fields = [dict(f) for f in doc.get("fields", [])]
             machine_save(machine=machine, actor=self.actor, reason=self.reason)

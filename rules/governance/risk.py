@@ -19,7 +19,9 @@ past, so it is governed as the high-risk rule is. Concretely a change is high-ri
   personal data in its log (a built-in mask skipped, an own pattern removed or changed, a fact path
   removed, or its facts no longer masked); or deletes the point;
 - changes a state machine's transitions, per-state actions, timeouts, initial, terminal or handoff
-  state or model-failure policy (``max_anomalies``), or deletes the machine.
+  state or model-failure policy (``max_anomalies``), or deletes the machine; or changes its field
+  declarations so that less personal data is masked (``pii`` turned off, a ``pii`` field removed) or a
+  field required in a state a high-risk rule sends sessions to changes (``field_risk.py`` says why).
 Every record is judged on both sides — as it was and as it would be — so switching a rule on ahead of a
 high-risk rule, turning one off, or moving a rule out of a high-risk category is high-risk too.
 Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
@@ -41,6 +43,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from rules.config.document.diff import KIND_LABELS, RecordChange
 from rules.engine.evasion import EVASION_OPTIONS
+from rules.governance.field_risk import field_risks
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
@@ -212,6 +215,20 @@ class _View:
         point = self.points.get(point_key)
         return rule_risk_message(rule, self.handoff_outcomes(point) if point is not None else set())
 
+    def routed_states(self, machine_key: str) -> set[str]:
+        """The states of ``machine_key`` a high-risk rule (not off) sends sessions to, through its point's state map."""
+        states: set[str] = set()
+        for point_key, point in self.points.items():
+            if point.get("machine") != machine_key:
+                continue
+            indexed = self.point(point_key)
+            assert indexed is not None
+            for rule_key in indexed.risk:
+                rule = indexed.rules[rule_key]
+                if rule.get("mode", "enforce") != "off" and rule.get("outcome") in point.get("state_map", {}):
+                    states.add(point["state_map"][rule["outcome"]])
+        return states
+
     def guarded(self, point_key: str, rule_key: str) -> str:
         """The high-risk rule that ``rule_key`` decides before (the nearest), or ``""``."""
         point = self.point(point_key)
@@ -357,10 +374,15 @@ def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[Risk
     elif change.kind == "machine":
         if change.action == "remove":
             yield reason(gettext_noop("deletes a state machine"))
-        elif change.action == "change" and fields & MACHINE_FIELDS:
-            yield reason(
-                gettext_noop("changes the machine's %(fields)s"), fields=", ".join(sorted(fields & MACHINE_FIELDS))
-            )
+        elif change.action == "change":
+            if fields & MACHINE_FIELDS:
+                yield reason(
+                    gettext_noop("changes the machine's %(fields)s"), fields=", ".join(sorted(fields & MACHINE_FIELDS))
+                )
+            if "fields" in fields and change.old is not None and change.new is not None:
+                routed = old.routed_states(change.key) | new.routed_states(change.key)
+                for message, params in field_risks(change.old.get("fields", []), change.new.get("fields", []), routed):
+                    yield reason(message, **params)
 
 
 def change_risks(
@@ -423,6 +445,7 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
     if kind == "machine":
         return gettext(
             "Changing the transitions, actions, timeouts, initial, terminal or handoff state or max anomalies, "
+            "turning a field's pii off, changing a field required in a state a high-risk rule sends sessions to, "
             "or deleting it, needs approval."
         )
     return None

@@ -32,7 +32,8 @@ machines: []
 """
 
 # Every condition kind, every match mode, effective dates (one given with an offset), a time window
-# across midnight, shadow and off rules, literal facts of every type, a machine with actions and timeouts.
+# across midnight, shadow and off rules, literal facts of every type, a machine with actions, timeouts and
+# fields of every type.
 FULL_YAML = """\
 version: 1
 thresholds:
@@ -160,6 +161,39 @@ machines:
       work: 30
       person: 2.5
     max_anomalies: 5
+    fields:
+      - name: phone
+        type: string
+        description: 收货人手机号
+        pattern: '^1[3-9]\\d{9}$'
+        required_in: [work]
+        pii: true
+        normalize: [digits]
+      - name: retry_count
+        type: integer
+        min: 0
+        max: 3
+        default: 0
+      - name: confirmed
+        type: boolean
+        normalize: [boolean_words]
+      - name: due
+        type: datetime
+        normalize: [trim, date]
+      - name: channel
+        type: enum
+        enum: [web, app]
+        default: web
+      - name: items
+        type: array
+        min_length: 1
+        max_length: 20
+        schema: {type: array, items: {type: object, properties: {sku: {type: string}, quantity: {type: integer}}}}
+      - name: amount
+        type: number
+        min: 0.5
+      - name: address
+        type: object
 """
 
 

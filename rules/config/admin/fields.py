@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext
 
+from rules.config.field_definitions import canonical_field
 from rules.config.literals import literal_tokens as literal_tokens
 from rules.config.literals import parse_literal as parse_literal
 from rules.config.literals import parse_literal_list as parse_literal_list
@@ -80,3 +82,47 @@ class LiteralField(forms.CharField):
     def has_changed(self, initial: Any, data: Any) -> bool:
         shown = initial if isinstance(initial, str) else show_literal(initial)
         return shown.strip() != (data or "").strip()
+
+
+class FieldDeclarationsField(forms.CharField):
+    """A machine's field declarations as YAML text (the ``fields:`` block of the configuration document);
+    stored as a JSON list. What the declarations mean is checked by the model's ``clean()``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        # The model's JSONField hands its JSON encoder and decoder to its form field; YAML text needs neither.
+        kwargs.pop("encoder", None)
+        kwargs.pop("decoder", None)
+        kwargs["required"] = False
+        kwargs["widget"] = forms.Textarea(attrs={"rows": 12, "cols": 60, "class": "arbiter-code"})
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            # In the document's key order: PostgreSQL's jsonb keeps no key order of its own.
+            shown = [canonical_field(item) if isinstance(item, dict) else item for item in value]
+            return yaml.safe_dump(shown, allow_unicode=True, sort_keys=False) if shown else ""
+        return value
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return value
+        text = super().to_python(value) or ""
+        if not text.strip():
+            return []
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else "?"
+            raise ValidationError(
+                gettext("Line %(line)s: this is not YAML the form can read.") % {"line": line}
+            ) from error
+        if not isinstance(loaded, list):
+            raise ValidationError(gettext("Write the fields as a YAML list: each one starting with “- name: …”."))
+        return [canonical_field(item) if isinstance(item, dict) else item for item in loaded]
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            return self.to_python(self.prepare_value(initial) or "") != self.to_python(data)
+        except ValidationError:
+            return True

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.fields import ListField, MappingField, PairsField, plain_number
 from decision_service.admin.forms import AuditedModelForm
-from rules.config.admin.fields import FactsField, LiteralField
+from rules.config.admin.fields import FactsField, FieldDeclarationsField, LiteralField
 from rules.config.condition_kinds import ADAPTERS, INPUTS_USED, adapter, unused_inputs
 from rules.config.models.points import point_view
 from rules.engine.evasion import EVASION_OPTIONS
@@ -334,9 +334,19 @@ class StateMachineForm(AuditedModelForm):
             "actions",
             "timeouts",
             "max_anomalies",
+            "fields",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        # Not a declared attribute like the fields above: on a form, ``fields`` is the form's own mapping of
+        # fields, so the model field of that name gets its form field (and words) through Meta.
+        field_classes = {"fields": FieldDeclarationsField}
+        labels = {"fields": _("Fields")}
         help_texts = {
+            "fields": _(
+                "What sessions hold, as a YAML list, e.g. “- name: phone” with “type: string”, "
+                "“pattern: '^1[3-9]\\d{9}$'”, “normalize: [digits]”, “required_in: [executing]”, “pii: true”. "
+                "The keys are described in docs/config.md."
+            ),
             "key": _("Sessions refer to the machine by this key; it cannot change later."),
             "initial_state": _("Where every session starts; one of the states."),
             "handoff_state": _("Where sessions go for a human to take over; one of the states."),

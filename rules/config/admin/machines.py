@@ -35,6 +35,7 @@ class StateMachineAdmin(ConfigAdmin):
         (None, {"fields": ["key", "name", "description"]}),
         (_("States"), {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
         (_("Moves, actions and timeouts"), {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
+        (_("Fields"), {"fields": ["fields"]}),
         (PICTURE, {"fields": ["diagram", "session_links"]}),
     ]
 

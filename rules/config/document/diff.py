@@ -86,6 +86,7 @@ MACHINE_FIELDS: dict[str, Any] = {
     "actions": {},
     "timeouts": {},
     "max_anomalies": 3,
+    "fields": [],
 }
 FIELDS: dict[str, dict[str, Any]] = {
     "threshold": THRESHOLD_FIELDS,

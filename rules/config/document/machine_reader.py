@@ -1,5 +1,6 @@
 """Checking the ``machines`` entries of a configuration document (``rules.config.document.validate``
-reads the rest): each state machine's fields, then its graph through ``machine_problems``."""
+reads the rest): each state machine's keys, then its graph through ``machine_problems``, then its
+field declarations through ``machine_field_problems``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from rules.config.document.readers import Reader, clause, describe, or_default
 from rules.config.document.spelling import drop_empty
 from rules.config.document.yamlload import Path
+from rules.config.field_definitions import canonical_field, machine_field_problems
 from rules.config.machine_definitions import machine_problems
 
 MACHINE_KEYS = (
@@ -23,6 +25,7 @@ MACHINE_KEYS = (
     "actions",
     "timeouts",
     "max_anomalies",
+    "fields",
 )
 MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
 
@@ -79,7 +82,13 @@ class MachineReader(Reader):
         ).items():
             if readable.get(field, True):
                 self.problem((*path, _MACHINE_FIELD_KEYS.get(field, field)), clause(message))
-        if self.count() > start or actions is None or timeouts is None:
+        fields = self.field_declarations(
+            or_default(record, "fields", []),
+            (*path, "fields"),
+            states=states,
+            closed_states=[s for s in (initial, handoff) if s],
+        )
+        if self.count() > start or actions is None or timeouts is None or fields is None:
             return None
         return drop_empty(
             {
@@ -94,12 +103,26 @@ class MachineReader(Reader):
                 "actions": {s: actions[s] for s in states if s in actions},
                 "timeouts": {s: timeouts[s] for s in states if s in timeouts},
                 "max_anomalies": max_anomalies,
+                "fields": fields,
             },
             "name",
             "description",
             "actions",
             "timeouts",
+            "fields",
         )
+
+    def field_declarations(
+        self, value: Any, path: Path, *, states: list[str], closed_states: list[str]
+    ) -> list[dict[str, Any]] | None:
+        """The ``fields:`` block: each problem of ``machine_field_problems`` at its own line."""
+        items = self.sequence(value, path)
+        if items is None:
+            return None
+        problems = machine_field_problems(fields=items, states=states, closed_states=closed_states)
+        for at, message in problems.items():
+            self.problem((*path, *at), clause(message))
+        return None if problems else [canonical_field(item) for item in items]
 
     def state_mapping(self, value: Any, path: Path, check: Any) -> dict[str, Any] | None:
         if not isinstance(value, dict):

@@ -14,6 +14,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from rules.config.field_definitions import machine_field_problems
 from rules.config.machine_definitions import machine_problems
 from rules.config.models.fields import key_validator, text_problems
 from rules.config.models.points import DecisionPoint
@@ -48,6 +49,12 @@ class StateMachine(models.Model):
         validators=[MinValueValidator(1)],
         help_text=_("Model anomalies in one session before it is handed to a human."),
         verbose_name=_("max anomalies"),
+    )
+    fields = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_("What sessions of this machine hold: each field's name, type and constraints."),
+        verbose_name=_("fields"),
     )
     history = HistoricalRecords(table_name="agents_historicalstatemachine")
 
@@ -96,5 +103,27 @@ class StateMachine(models.Model):
                     for name, message in (answer or {}).items():
                         problems[name] = message
         problems = {**text_problems(self), **problems}
-        if problems:
-            raise ValidationError(problems)
+        errors: dict[str, str | list[str]] = dict(problems)
+        if field_problems := self._field_problems():
+            errors["fields"] = field_problems
+        if errors:
+            raise ValidationError(errors)
+
+    def _field_problems(self) -> list[str]:
+        """The field declarations' problems, each named by the field (or its place in the list) and key."""
+        located = machine_field_problems(
+            fields=self.fields,
+            states=self.states if isinstance(self.states, list) else [],
+            closed_states=[self.initial_state, self.handoff_state],
+        )
+        messages = []
+        for at, message in located.items():
+            if not at:
+                messages.append(message)
+                continue
+            index, *key = at
+            declaration = self.fields[int(index)]
+            name = declaration.get("name") if isinstance(declaration, dict) else None
+            where = name if isinstance(name, str) and name else gettext("field %(number)s") % {"number": int(index) + 1}
+            messages.append(f"{where}{' ' + str(key[0]) if key else ''}: {message}")
+        return messages
