@@ -12,9 +12,23 @@ from rules.engine import Candidate
 
 
 class CandidateSerializer(StrictSerializer):
-    decision = StrictCharField(max_length=128)
+    """The model's proposal. Its outcome is ``decision``; ``intent`` is taken for it too, as the raw-output
+    parser takes it (``rules.engine.candidate.parse_candidate``): models often say ``intent``."""
+
+    decision = StrictCharField(max_length=128, required=False)
+    intent = StrictCharField(max_length=128, required=False)
     confidence = StrictFloatField(min_value=0.0, max_value=1.0)
     reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        decision, intent = attrs.pop("decision", None), attrs.pop("intent", None)
+        if decision is None and intent is None:
+            raise serializers.ValidationError({"decision": ["This field is required (or its other name, intent)."]})
+        if decision is not None and intent is not None and decision != intent:
+            raise serializers.ValidationError(
+                {"intent": ["intent is another name for decision: send one, or the same value in both."]}
+            )
+        return {**attrs, "decision": decision if decision is not None else intent}
 
 
 class DecideInputSerializer(StrictSerializer):

@@ -27,7 +27,7 @@ from agents.errors import ClaimedByOther, IllegalTransition, NotInQueue, Unknown
 from agents.queue.models import QueueEvent, QueueEventKind
 from agents.sessions.models import Session, TransitionKind
 from agents.sessions.reads import sessions_lock
-from agents.sessions.services import Move, session_allowed_targets, session_move
+from agents.sessions.services import Move, _extra, session_allowed_targets, session_move
 from decision_service.errors import InvalidRequest, PermissionDenied
 
 QUEUE_PERMISSION = "agents.work_human_queue"
@@ -120,7 +120,7 @@ def _leave(session: Session, *, to: str, terminal: bool) -> None:
         )
         raise IllegalTransition(
             refused % {"from": session.state, "to": to, "allowed": ", ".join(fits) or gettext("none")},
-            extra={"state": session.state, "seq": session.seq, "allowed_transitions": fits},
+            extra=_extra(session, allowed_transitions=fits),
         )
 
 

@@ -15,23 +15,17 @@ from rest_framework.response import Response
 
 from agents.errors import UnknownSession
 from agents.sessions.decide import decision_make
-from agents.sessions.feedback import session_feedback
-from agents.sessions.handoff import session_handoff_reason
+from agents.sessions.interrupts import session_interrupt, session_report_anomaly, session_resume
 from agents.sessions.models import Session
+from agents.sessions.presenters import SessionState, session_state
 from agents.sessions.selectors import session_get_for_agent, session_latest_anomaly_codes
 from agents.sessions.services import (
     SESSION_ID,
     SESSION_ID_MESSAGE,
-    AgentRef,
     Move,
     session_action,
-    session_allowed_actions,
-    session_allowed_targets,
     session_context_problem,
     session_create,
-    session_interrupt,
-    session_report_anomaly,
-    session_resume,
     session_transition,
 )
 from decision_service import request_log
@@ -52,13 +46,12 @@ KEY = rf"^{KEY_PATTERN.pattern}$"
 
 
 def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
+    """A session's own answer (create, detail): its first fields as before, and the session object under
+    ``session``, as every answer about a session carries it."""
+    shown = session_state(session)
     body: dict[str, Any] = {
-        "session_id": session.key,
-        "machine": session.machine.key,
-        "state": session.state,
-        "seq": session.seq,
-        "allowed_transitions": session_allowed_targets(session),
-        "allowed_actions": session_allowed_actions(session),
+        key: shown[key]  # type: ignore[literal-required]
+        for key in ("session_id", "machine", "state", "seq", "allowed_transitions", "allowed_actions")
     }
     if full:
         body.update(
@@ -66,19 +59,20 @@ def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
                 "interrupt_stack": list(session.stack),
                 "terminal": session.state in session.machine.terminal_states,
                 "anomalies": {"count": session.anomaly_count, "latest": session_latest_anomaly_codes(session)},
-                "handoff_reason": session_handoff_reason(session),
+                "handoff_reason": shown["handoff_reason"],
                 # A person has taken the session from the human queue (their username), else null.
-                "claimed_by": session.claimed_by.get_username() if session.claimed_by else None,
-                "feedback": session_feedback(session),
+                "claimed_by": shown["claimed_by"],
+                "feedback": shown["feedback"],
                 "seconds_in_state": round((timezone.now() - session.state_entered_at).total_seconds(), 3),
                 "context": session.context,
             }
         )
+    body["session"] = shown
     return body
 
 
 def move_output(move: Move) -> dict[str, Any]:
-    return {"from": move.from_state, "state": move.state, "seq": move.seq}
+    return {"from": move.from_state, "state": move.state, "seq": move.seq, "session": move.session}
 
 
 class StrictUUIDField(serializers.UUIDField):
@@ -90,12 +84,6 @@ class StrictUUIDField(serializers.UUIDField):
         return super().to_internal_value(data)
 
 
-def decision_session_feedback(*, agent: AgentRef, session_id: str) -> dict[str, Any]:
-    """Feedback hints for the agent's next prompt, when the decision belongs to a known session."""
-    session = Session.objects.filter(agent_id=agent.pk, key=session_id).first()
-    return {"feedback": session_feedback(session) if session else []}
-
-
 class DecisionCreateApi(AgentApi):
     class TokensSerializer(StrictSerializer):
         prompt = StrictIntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
@@ -105,6 +93,20 @@ class DecisionCreateApi(AgentApi):
         session_id = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
         tokens = serializers.JSONField(required=False, allow_null=True)
         apply = StrictBooleanField(required=False, default=False)
+        expected_state = StrictCharField(max_length=64, required=False)
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            attrs = super().validate(attrs)
+            if "expected_state" in attrs and not attrs["apply"]:
+                raise serializers.ValidationError(
+                    {
+                        "expected_state": [
+                            "Only with apply: true (the state the move starts from); "
+                            "a decide that moves nothing needs none."
+                        ]
+                    }
+                )
+            return attrs
 
         def validate_tokens(self, value: Any) -> Any:
             if value is None:
@@ -132,6 +134,7 @@ class DecisionCreateApi(AgentApi):
                 facts=data["facts"],
                 tokens_prompt=tokens.get("prompt"),
                 tokens_completion=tokens.get("completion"),
+                expected_state=data.get("expected_state", ""),
             ),
             idempotency_key=key,
             apply=data["apply"],
@@ -140,13 +143,11 @@ class DecisionCreateApi(AgentApi):
         if result.record is not None:
             request_log.note(decision_id=str(result.record.pk))
         body: dict[str, Any] = dict(decision_body(result))
-        if data["session_id"]:
-            if result.feedback is not None:
-                body["feedback"] = result.feedback
-            else:  # a replayed answer: what the session shows now
-                body.update(decision_session_feedback(agent=agent, session_id=data["session_id"]))
-        if data["apply"]:
-            body["session"] = result.session_move
+        if result.session is not None:
+            body["feedback"] = result.session["feedback"]
+            body["session"] = result.session
+        if result.prompt is not None:
+            body["prompt"] = result.prompt
         return Response(body, status=code)
 
 
@@ -227,10 +228,10 @@ class SessionActionApi(SessionApi):
     def post(self, request: Request, session_id: str) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        whitelist = session_action(
+        shown: SessionState = session_action(
             agent=request_agent(request), session_id=session_id, action=serializer.validated_data["type"]
         )
-        return Response({"allowed": True, "allowed_actions": whitelist})
+        return Response({"allowed": True, "allowed_actions": shown["allowed_actions"], "session": shown})
 
 
 class SessionInterruptApi(SessionApi):
@@ -249,6 +250,7 @@ class SessionInterruptApi(SessionApi):
             to=data["to"],
             expected_state=data["expected_state"],
             reason=data["reason"],
+            idempotency_key=idempotency_key(request),
         )
         return Response(move_output(move))
 
@@ -267,6 +269,7 @@ class SessionResumeApi(SessionApi):
             session_id=session_id,
             expected_state=data["expected_state"],
             reason=data["reason"],
+            idempotency_key=idempotency_key(request),
         )
         return Response(move_output(move))
 
@@ -282,10 +285,15 @@ class SessionAnomalyCreateApi(SessionApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         agent = request_agent(request)
-        handoff = session_report_anomaly(
-            agent=agent, session_id=session_id, code=data["code"], detail=data["detail"], raw=data["raw"]
+        reported = session_report_anomaly(
+            agent=agent,
+            session_id=session_id,
+            code=data["code"],
+            detail=data["detail"],
+            raw=data["raw"],
+            idempotency_key=idempotency_key(request),
         )
         session = session_get_for_agent(agent=agent, session_id=session_id)
         body = session_output(session, full=True)
-        body["handed_off"] = handoff is not None
+        body["handed_off"] = reported.handed_off  # whether this report handed it off
         return Response(body, status=status.HTTP_201_CREATED)

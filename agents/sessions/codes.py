@@ -9,3 +9,6 @@ ILLEGAL_TRANSITION = "illegal_transition"
 ACTION_NOT_ALLOWED = "action_not_allowed"
 DECISION_MOVE_NOT_ALLOWED = "decision_move_not_allowed"
 FEEDBACK_LIMIT = 50  # the latest anomalies and overruled decisions of a session that its hints count
+# A decision of a rule or of the default that the machine could not follow: the configuration's doing,
+# recorded but never counted toward the model-failure policy (nor shown in the model's hints).
+RULE_MOVE_NOT_ALLOWED = "rule_move_not_allowed"

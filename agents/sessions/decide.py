@@ -28,14 +28,22 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents.errors import MachineMismatch, SessionClosed, UnknownSession
+from agents.errors import MachineMismatch, SessionClosed, StateMismatch, UnknownSession
 from agents.runtimes.models import AgentRuntime
 from agents.runtimes.selectors import agent_principal
-from agents.sessions.codes import DECISION_MOVE_NOT_ALLOWED
+from agents.sessions.codes import DECISION_MOVE_NOT_ALLOWED, RULE_MOVE_NOT_ALLOWED
 from agents.sessions.feedback import FeedbackBasis, session_feedback
 from agents.sessions.models import Session
+from agents.sessions.presenters import session_state
 from agents.sessions.reads import session_lock, session_log_if_state, session_read, session_state_seen
-from agents.sessions.services import anomaly_record, session_allowed_targets, session_handed_off, session_move
+from agents.sessions.selectors import session_get_for_agent
+from agents.sessions.services import (
+    _extra,
+    anomaly_record,
+    session_allowed_targets,
+    session_handed_off,
+    session_move,
+)
 from decision_service import metrics
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
@@ -43,7 +51,7 @@ from rules.config.scope import point_allowed_check
 from rules.decisions.compute import DecideRequest, Prepared, SessionSeen, decision_prepare, session_guess_allowed
 from rules.decisions.selectors import decision_get_by_idempotency_key
 from rules.engine import CompiledPoint
-from rules.models import DecisionRecord
+from rules.models import DecisionRecord, RuledBy
 from rules.services.decide import (
     DecideResult,
     Evaluated,
@@ -76,7 +84,7 @@ def decision_make(
     if idempotency_key:
         existing = decision_get_by_idempotency_key(agent_id=principal.pk, key=idempotency_key, digest=digest)
         if existing is not None:
-            return decision_result_from_record(existing)
+            return _replayed(principal, request, existing)
     point, revision = point_current(point_key=request.point)
     point_allowed_check(agent=principal, point_key=request.point)
     prepared = decision_prepare(point=point, request=request)
@@ -94,9 +102,34 @@ def decision_make(
         if idempotency_key:
             existing = decision_get_by_idempotency_key(agent_id=principal.pk, key=idempotency_key, digest=digest)
             if existing is not None:
-                return decision_result_from_record(existing)
+                return _replayed(principal, request, existing)
         raise
     return _counted(decided)
+
+
+def _replayed(principal: AgentPrincipal, request: DecideRequest, record: DecisionRecord) -> DecideResult:
+    """A retry with the same Idempotency-Key: the decision as logged (and the move it made), the session
+    as it is now."""
+    result = decision_result_from_record(record)
+    if not request.session_id:
+        return result
+    session = session_get_for_agent(agent=principal, session_id=request.session_id)
+    shown: dict[str, Any] = dict(session_state(session))
+    if record.session_move:  # a replayed apply: where the session was when it moved
+        shown["from"] = record.session_move["from"]
+    return replace(result, feedback=shown["feedback"], session=shown)
+
+
+def _prompt(point: CompiledPoint, feedback: list[str]) -> dict[str, Any]:
+    """What the model's prompt needs when the answer asks for a candidate: all from the compiled point."""
+    spec = point.spec
+    floor = spec.confidence_floor()
+    return {
+        "outcomes": sorted(spec.outcomes),
+        "candidate_whitelist": sorted(spec.whitelist),
+        "min_confidence": floor[1] if floor else None,
+        "feedback": list(feedback),
+    }
 
 
 class _UnderLock(enum.Enum):
@@ -114,15 +147,33 @@ def _path_under_lock(turn: _Turn, apply: bool) -> DecideResult:
     principal, request, point = turn.principal, turn.request, turn.point
     with transaction.atomic():
         session = _session_for(principal, request.session_id, point, apply)
-        # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
-        refused = (
-            session_handed_off(session, principal, f"a decision of {point.spec.key} with apply", point=point.spec.key)
-            if apply and session is not None
-            else None
-        )
+        refused: Exception | None = None
+        if apply and session is not None and request.expected_state and session.state != request.expected_state:
+            refused = _stale(turn, session)
+        elif apply and session is not None:
+            # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
+            refused = session_handed_off(
+                session, principal, f"a decision of {point.spec.key} with apply", point=point.spec.key
+            )
         if refused is None:
             return _decide_locked(turn, session, apply)
     raise refused
+
+
+def _stale(turn: _Turn, session: Session) -> StateMismatch:
+    """``apply`` with an ``expected_state`` the session has left: decided in the state it is in and logged
+    (an answered decision is always in the log; its id is in the refusal), its anomalies recorded, but the
+    session is not moved. Not kept under the Idempotency-Key: a retry with the key is decided again."""
+    evaluated = replace(turn, idempotency_key="").evaluate(session.state, save=True)
+    extra: dict[str, Any] = {}
+    if evaluated.record is not None:
+        _record_anomalies(evaluated, session, turn.principal, turn.request, turn.point, evaluated.record)
+        extra["decision_id"] = str(evaluated.record.pk)
+    return StateMismatch(
+        f"The session is in '{session.state}' (seq {session.seq}), not '{turn.request.expected_state}': the "
+        "decision was logged but did not move it; decide again from its session object.",
+        extra=_extra(session, **extra),
+    )
 
 
 def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideResult:
@@ -135,7 +186,8 @@ def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideR
             turn,
             evaluated,
             feedback=session_feedback(session) if session else [],
-            session_move=_stay(session) if apply and session else None,
+            session=session,
+            start=session.state if apply and session else None,
         )
     start = _stay(session) if session is not None else None
     _record_anomalies(evaluated, session, principal, request, point, record)
@@ -146,7 +198,18 @@ def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideR
     # Read under the session's lock, after this decision's own anomalies: what the answer shows.
     feedback = session_feedback(session) if session else []
     # Answer from the record, as a retry with the same Idempotency-Key will be: masked where it was masked.
-    return replace(decision_result_from_record(record, replayed=False), feedback=feedback)
+    result = replace(decision_result_from_record(record, replayed=False), feedback=feedback)
+    if session is None:
+        return result
+    return replace(result, session=_shown(session, feedback, start["from"] if apply and start else None))
+
+
+def _shown(session: Session, feedback: list[str], start: str | None) -> dict[str, Any]:
+    """The session object of a decide's answer; with ``apply``, with the state it was moved ``from``."""
+    shown: dict[str, Any] = dict(session_state(session, feedback=feedback))
+    if start is not None:
+        shown["from"] = start
+    return shown
 
 
 def _counted(result: DecideResult) -> DecideResult:
@@ -207,9 +270,7 @@ def _path_without_session(turn: _Turn) -> DecideResult:
     evaluated = turn.evaluate(None, save=False)
     record = evaluated.record
     if record is None:
-        return DecideResult(
-            decision=evaluated.decision, revision=turn.revision, evaluated_us=evaluated.evaluated_us, record=None
-        )
+        return _unlogged(turn, evaluated, feedback=[], session=None)
     if evaluated.anomalies:
         with transaction.atomic():
             decision_record_insert(record=record)
@@ -241,7 +302,7 @@ def _path_reading_session(turn: _Turn) -> DecideResult | _UnderLock:
             return guessed
     metrics.decide_session_read(read="read")
     session, basis = session_read(agent_id=agent_id, key=key)
-    return _decide_in(turn, session.state if session else None, basis)
+    return _decide_in(turn, session, basis)
 
 
 def _path_guessed(turn: _Turn, seen: SessionSeen) -> DecideResult | _UnderLock | None:
@@ -258,40 +319,48 @@ def _path_guessed(turn: _Turn, seen: SessionSeen) -> DecideResult | _UnderLock |
     found = session_log_if_state(agent_id=agent_id, key=key, state=state, record=record)
     # How often guesses hold in real traffic decides how much this path saves: counted.
     metrics.decide_session_read(read="guessed" if found.logged else "guessed_wrong")
-    if found.logged:
-        return _answered(record, found.basis)
-    return _decide_in(turn, found.state, found.basis)
+    if found.logged and found.session is not None:
+        return _answered(record, found.basis, found.session)
+    return _decide_in(turn, found.session, found.basis)
 
 
 def _unlogged(
-    turn: _Turn, evaluated: Evaluated, *, feedback: list[str], session_move: dict[str, Any] | None = None
+    turn: _Turn, evaluated: Evaluated, *, feedback: list[str], session: Session | None, start: str | None = None
 ) -> DecideResult:
-    """The answer to a decide that logged no row: the point asks for a candidate first (only counted)."""
+    """The answer to a decide that logged no row: the point asks for a candidate first (only counted),
+    with what the model's prompt needs. ``start``: with ``apply``, where the session stayed."""
     return DecideResult(
         decision=evaluated.decision,
         revision=turn.revision,
         evaluated_us=evaluated.evaluated_us,
         record=None,
-        session_move=session_move,
-        feedback=feedback,
+        session_move=_stay(session) if session is not None and start is not None else None,
+        feedback=feedback if session is not None else None,
+        session=_shown(session, feedback, start) if session is not None else None,
+        prompt=_prompt(turn.point, feedback),
     )
 
 
-def _decide_in(turn: _Turn, state: str | None, basis: FeedbackBasis) -> DecideResult | _UnderLock:
-    """Decide in ``state``, read as last committed with ``basis``, and log the row (see above)."""
-    evaluated = turn.evaluate(state, save=False)
+def _decide_in(turn: _Turn, session: Session | None, basis: FeedbackBasis) -> DecideResult | _UnderLock:
+    """Decide in ``session``'s state, read as last committed with ``basis``, and log the row (see above).
+    A session this agent does not have is refused before anything is written."""
+    if session is None:
+        raise UnknownSession(f"This agent has no session '{turn.request.session_id}'.")
+    evaluated = turn.evaluate(session.state, save=False)
     record = evaluated.record
     if record is None:
-        return _unlogged(turn, evaluated, feedback=basis.hints())
+        return _unlogged(turn, evaluated, feedback=basis.hints(), session=session)
     if evaluated.anomalies:
         return UNDER_LOCK
     decision_record_insert(record=record)
-    return _answered(record, basis)
+    return _answered(record, basis, session)
 
 
-def _answered(record: DecisionRecord, basis: FeedbackBasis) -> DecideResult:
+def _answered(record: DecisionRecord, basis: FeedbackBasis, session: Session) -> DecideResult:
     # As after this decision's row: an overruled candidate counts in the hints it gets back.
-    return replace(decision_result_from_record(record, replayed=False), feedback=basis.hints(then=record))
+    feedback = basis.hints(then=record)
+    result = decision_result_from_record(record, replayed=False)
+    return replace(result, feedback=feedback, session=_shown(session, feedback, None))
 
 
 def _record_anomalies(
@@ -322,14 +391,12 @@ def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, a
             raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
         return None
     session = session_lock(agent_id=agent.pk, key=session_id)
-    if not apply:
-        return session
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'; create it first.")
+    if not apply:
+        return session
     if session.state in session.machine.terminal_states:
-        raise SessionClosed(
-            f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq}
-        )
+        raise SessionClosed(f"The session ended in '{session.state}'.", extra=_extra(session))
     if point.spec.machine != session.machine.key:
         raise MachineMismatch(
             f"Decision point {point.spec.key} moves sessions of "
@@ -364,14 +431,18 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord, agent
     detail = f"{record.decision} maps to '{target}', which {machine.key} does not allow from '{session.state}'" + (
         f"; fell back to '{fallback}'" if can_fall_back else f"; stayed in '{session.state}'"
     )
+    # Only a candidate's outcome is the model's doing; a rule's or the default's is the configuration's,
+    # recorded under its own code and never counted toward the model-failure policy.
+    by_candidate = record.ruled_by == RuledBy.LLM_CANDIDATE
     handoff = anomaly_record(
         session,
         agent=agent,
         session_id=session.key,
         point=point.spec.key,
-        code=DECISION_MOVE_NOT_ALLOWED,
+        code=DECISION_MOVE_NOT_ALLOWED if by_candidate else RULE_MOVE_NOT_ALLOWED,
         detail=detail,
         decision_id=record.pk,
+        counted=by_candidate,
     )
     if handoff is not None:
         return {"from": before["from"], "state": handoff.state, "seq": handoff.seq}

@@ -20,6 +20,7 @@ from agents.sessions.codes import (
     DECISION_MOVE_NOT_ALLOWED,
     FEEDBACK_LIMIT,
     ILLEGAL_TRANSITION,
+    RULE_MOVE_NOT_ALLOWED,
 )
 from agents.sessions.handoff import SESSION_HANDED_OFF
 from agents.sessions.models import Anomaly, Session
@@ -57,7 +58,8 @@ class FeedbackBasis:
         overruled = list(self.overruled)
         if then is not None and then.overridden and then.ruled_by == RuledBy.HARD_RULE:
             overruled.insert(0, (then.rule_key, then.decision))
-        anomalies = Counter(self.anomalies[: self.limit])
+        # A rule's move the machine refused is not the model's doing: nothing to tell it.
+        anomalies = Counter(code for code in self.anomalies[: self.limit] if code != RULE_MOVE_NOT_ALLOWED)
         counts = Counter(overruled[: self.limit])
         rows = [("anomaly", code, "", n) for code, n in anomalies.items() if n >= 2]
         rows += [("overruled", rule, decision, n) for (rule, decision), n in counts.items() if n >= 2]

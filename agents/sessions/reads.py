@@ -17,6 +17,7 @@ longest ago is forgotten; a session not in it costs a read first.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -178,6 +179,30 @@ class LoggedIfState:
     logged: bool
     state: str | None  # None: the agent has no such session
     basis: FeedbackBasis
+    # What the answer's session object shows (not saved, not for writing): None with no session.
+    session: Session | None = None
+
+
+def _json_value(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _session_shown(agent_id: Any, key: str, state: str, columns: tuple[Any, ...]) -> Session:
+    """The session and its machine from the columns ``statements.session_log_if_state`` selects for the
+    answer: enough for ``agents.sessions.presenters``, nothing more."""
+    seq, handoff_reason, claimed_by_id, machine_key, transitions, actions, terminal, handoff_state = columns
+    machine = StateMachine(
+        key=machine_key,
+        transitions=_json_value(transitions),
+        actions=_json_value(actions),
+        terminal_states=_json_value(terminal),
+        handoff_state=handoff_state,
+    )
+    session = Session(
+        agent_id=agent_id, key=key, state=state, seq=seq, handoff_reason=handoff_reason, claimed_by_id=claimed_by_id
+    )
+    Session.machine.field.set_cached_value(session, machine)
+    return session
 
 
 def session_log_if_state(
@@ -199,10 +224,13 @@ def session_log_if_state(
     if row is None:
         _seen_states.pop((connection.alias, agent_id, key), None)
         return LoggedIfState(logged=False, state=None, basis=FeedbackBasis())
-    current, anomalies, overruled, logged = row
+    current, anomalies, overruled, *shown, logged = row
     session_seen(agent_id, key, current)
     if logged:
         log.saved(record)
     return LoggedIfState(
-        logged=bool(logged), state=current, basis=FeedbackBasis.from_columns(anomalies, overruled, limit)
+        logged=bool(logged),
+        state=current,
+        basis=FeedbackBasis.from_columns(anomalies, overruled, limit),
+        session=_session_shown(agent_id, key, current, tuple(shown)),
     )

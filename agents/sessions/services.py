@@ -17,7 +17,7 @@ import datetime as dt
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -28,7 +28,6 @@ from django.utils import timezone
 from agents.errors import (
     ActionNotAllowed,
     IllegalTransition,
-    NothingToResume,
     SessionClosed,
     SessionExists,
     SessionHandedOff,
@@ -43,11 +42,13 @@ from agents.sessions.codes import (
     SYSTEM_MODEL_FAILURE,
 )
 from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
+from agents.sessions.keys import WriteKey, keyed
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
+from agents.sessions.presenters import SessionState, session_state
 from agents.sessions.reads import session_lock, session_seen
 from decision_service import metrics
 from decision_service.digests import canonical_digest
-from decision_service.errors import DomainError, IdempotencyConflict, InvalidRequest
+from decision_service.errors import DomainError, InvalidRequest
 from rules.models import DecisionRecord, StateMachine
 
 
@@ -67,6 +68,8 @@ class Move:
     state: str
     seq: int
     kind: str
+    # The session once the move is made (agents.sessions.presenters), set by the public services.
+    session: SessionState | None = None
 
 
 # Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
@@ -158,15 +161,22 @@ def _locked(agent: AgentRef, session_id: str) -> Session:
     return session
 
 
+def _extra(session: Session, **more: Any) -> dict[str, Any]:
+    """A refusal's extension members: the session as it is now, under the caller's lock (after any
+    anomaly the refusal recorded), so the runtime needs no read before its next step."""
+    return {"state": session.state, "seq": session.seq, **more, "session": session_state(session)}
+
+
 def _mismatch(session: Session, expected: str) -> StateMismatch:
     return StateMismatch(
-        f"The session is in '{session.state}' (seq {session.seq}), not '{expected}'; read it again and retry.",
-        extra={"state": session.state, "seq": session.seq},
+        f"The session is in '{session.state}' (seq {session.seq}), not '{expected}'; use its session object or read "
+        "it again, and retry.",
+        extra=_extra(session),
     )
 
 
 def _closed(session: Session) -> SessionClosed:
-    return SessionClosed(f"The session ended in '{session.state}'.", extra={"state": session.state, "seq": session.seq})
+    return SessionClosed(f"The session ended in '{session.state}'.", extra=_extra(session))
 
 
 def session_move(
@@ -227,8 +237,12 @@ def anomaly_record(
     raw: str = "",
     point: str = "",
     decision_id: Any = None,
+    counted: bool = True,
 ) -> Move | None:
-    """Record a model anomaly; apply the machine's model-failure policy. Returns the handoff move, if any."""
+    """Record a model anomaly; apply the machine's model-failure policy. Returns the handoff move, if any.
+
+    ``counted=False``: recorded, but not the model's or the agent's doing (a rule's or the default's
+    decision the machine could not follow): it never counts toward ``max_anomalies``."""
     Anomaly.objects.create(
         agent_id=agent.pk,
         session_id=session_id,
@@ -239,7 +253,7 @@ def anomaly_record(
         decision_id=decision_id,
     )
     transaction.on_commit(partial(metrics.anomaly_recorded, code=code))
-    if session is None:
+    if session is None or not counted:
         return None
     Session.objects.filter(pk=session.pk).update(anomaly_count=F("anomaly_count") + 1)
     session.anomaly_count += 1
@@ -273,19 +287,40 @@ def session_transition(
     idempotency_key: str = "",
 ) -> Move:
     """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move."""
+    # The digest's form is the one transitions stored before keys were per agent (migration 0014).
     digest = _digest({"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)})
-    with transaction.atomic():
-        session = _locked(agent, session_id)
-        if idempotency_key:
-            done = session.transitions.filter(idempotency_key=idempotency_key).first()
-            if done is not None:
-                if done.request_digest != digest:
-                    raise IdempotencyConflict(f"Idempotency-Key '{idempotency_key}' was used with another body.")
-                return Move(from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind)
-        if decision_id is not None:
-            _check_decision(agent, session, decision_id)
-        outcome = _transition_locked(session, agent, to, expected_state, reason, decision_id, idempotency_key, digest)
-    return _refuse_after_commit(outcome)
+    key = WriteKey(agent.pk, idempotency_key, "transition", digest, session_id)
+
+    def attempt() -> Move:
+        with transaction.atomic():
+            session = _locked(agent, session_id)
+            if (earlier := key.earlier()) is not None:
+                return _move_replayed(session, earlier)
+            if decision_id is not None:
+                _check_decision(agent, session, decision_id)
+            outcome = _transition_locked(
+                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest
+            )
+            outcome = _made(session, key, outcome)
+        return _refuse_after_commit(outcome)
+
+    return keyed(attempt)
+
+
+def _made(session: Session, key: WriteKey, outcome: Move | DomainError) -> Move | DomainError:
+    """A move just made, with its key stored and the session object it answers with."""
+    if isinstance(outcome, DomainError):
+        return outcome
+    key.store(seq=outcome.seq)
+    return replace(outcome, session=session_state(session))
+
+
+def _move_replayed(session: Session, earlier: dict[str, Any]) -> Move:
+    """The answer to a retry of a move made under its key: the move as made, the session as it is now."""
+    done = session.transitions.get(seq=earlier["seq"])
+    return Move(
+        from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind, session=session_state(session)
+    )
 
 
 def _check_decision(agent: AgentRef, session: Session, decision_id: Any) -> None:
@@ -321,12 +356,7 @@ def _transition_locked(
         handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ILLEGAL_TRANSITION, detail=detail)
         return IllegalTransition(
             detail + ".",
-            extra={
-                "state": session.state,
-                "seq": session.seq,
-                "allowed_transitions": session_allowed_targets(session),
-                "handed_off": handoff is not None,
-            },
+            extra=_extra(session, allowed_transitions=session_allowed_targets(session), handed_off=handoff is not None),
         )
     return session_move(
         session,
@@ -340,23 +370,19 @@ def _transition_locked(
     )
 
 
-def session_action(*, agent: AgentRef, session_id: str, action: str) -> list[str]:
-    """Check an action against the current state's whitelist; returns the whitelist when allowed."""
+def session_action(*, agent: AgentRef, session_id: str, action: str) -> SessionState:
+    """Check an action against the current state's whitelist; returns the session object when allowed
+    (its ``allowed_actions`` is the whitelist)."""
     with transaction.atomic():
         session = _locked(agent, session_id)
         whitelist = session_allowed_actions(session)
         if action in whitelist:
-            return whitelist
+            return session_state(session)
         detail = f"'{action}' is not allowed in '{session.state}'; allowed: {', '.join(whitelist) or 'none'}"
         handoff = anomaly_record(session, agent=agent, session_id=session.key, code=ACTION_NOT_ALLOWED, detail=detail)
         refusal = ActionNotAllowed(
             detail + ".",
-            extra={
-                "state": session.state,
-                "seq": session.seq,
-                "allowed_actions": session_allowed_actions(session),
-                "handed_off": handoff is not None,
-            },
+            extra=_extra(session, allowed_actions=session_allowed_actions(session), handed_off=handoff is not None),
         )
     raise refusal
 
@@ -372,69 +398,5 @@ def session_handed_off(
         anomaly_record(
             session, agent=agent, session_id=session.key, point=point, code=SESSION_HANDED_OFF, detail=detail
         )
+        refusal.extra["session"] = session_state(session)
     return refusal
-
-
-def session_interrupt(*, agent: AgentRef, session_id: str, to: str, expected_state: str, reason: str = "") -> Move:
-    """Set the current state aside and move to ``to``; ``session_resume`` comes back to it."""
-    with transaction.atomic():
-        session = _locked(agent, session_id)
-        outcome: Move | DomainError
-        machine = session.machine
-        if session.state != expected_state:
-            outcome = _mismatch(session, expected_state)
-        elif session.state in machine.terminal_states:
-            outcome = _closed(session)
-        elif handed_off := session_handed_off(session, agent, f"an interrupt into '{to}'"):
-            outcome = handed_off
-        elif to not in machine.states or to in machine.terminal_states or to == session.state:
-            outcome = IllegalTransition(
-                f"Cannot interrupt into '{to}': it must be another, non-terminal state of {machine.key}.",
-                extra={"state": session.state, "seq": session.seq},
-            )
-        else:
-            outcome = session_move(
-                session,
-                to=to,
-                kind=TransitionKind.INTERRUPT,
-                actor=agent.name,
-                reason=reason,
-                stack=[*session.stack, session.state],
-            )
-    return _refuse_after_commit(outcome)
-
-
-def session_resume(*, agent: AgentRef, session_id: str, expected_state: str, reason: str = "") -> Move:
-    with transaction.atomic():
-        session = _locked(agent, session_id)
-        outcome: Move | DomainError
-        if session.state != expected_state:
-            outcome = _mismatch(session, expected_state)
-        elif session.state in session.machine.terminal_states:
-            outcome = _closed(session)
-        elif handed_off := session_handed_off(session, agent, "a resume"):
-            outcome = handed_off
-        elif not session.stack:
-            outcome = NothingToResume(
-                "The session has no interrupted state to go back to.",
-                extra={"state": session.state, "seq": session.seq},
-            )
-        else:
-            outcome = session_move(
-                session,
-                to=session.stack[-1],
-                kind=TransitionKind.RESUME,
-                actor=agent.name,
-                reason=reason,
-                stack=session.stack[:-1],
-            )
-    return _refuse_after_commit(outcome)
-
-
-def session_report_anomaly(
-    *, agent: AgentRef, session_id: str, code: str, detail: str = "", raw: str = ""
-) -> Move | None:
-    """An anomaly the agent detected itself (invalid JSON, schema violation, retries exhausted)."""
-    with transaction.atomic():
-        session = _locked(agent, session_id)
-        return anomaly_record(session, agent=agent, session_id=session.key, code=code, detail=detail, raw=raw)

@@ -30,6 +30,8 @@ class DecideRequest:
     facts: Mapping[str, Any] = field(default_factory=dict)
     tokens_prompt: int | None = None
     tokens_completion: int | None = None
+    # With apply: the state the caller believes the session is in (the optimistic lock of a move).
+    expected_state: str = ""
 
     def digest(self, *, apply: bool = False) -> str:
         body = {
@@ -44,6 +46,8 @@ class DecideRequest:
             "facts": self.facts,
             "tokens": [self.tokens_prompt, self.tokens_completion],
         }
+        if self.expected_state:  # only when sent: the digests of requests without it stay as they were
+            body["expected_state"] = self.expected_state
         return canonical_digest(body, text="ascii")  # ASCII: a body may hold lone surrogates
 
 

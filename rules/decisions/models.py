@@ -116,24 +116,36 @@ class DecisionRecord(models.Model):
 
 
 class DecisionIdempotencyKey(models.Model):
-    """An agent's Idempotency-Key and the decision logged under it: one key per agent, race-safe.
+    """An agent's Idempotency-Key and the write made under it: one key per agent, for every write of the
+    agent API (a decision, a session's move, interrupt, resume, reported anomaly), race-safe.
 
     A unique index on the (partitioned) log would have to include ``created_at``, which a retry does not
     know, so uniqueness is kept here. A decide that carries a key inserts this row and the log row in one
     transaction; of two requests racing with one key, the second waits on this table's unique index and
-    then fails, and answers with the first one's decision. ``created_at`` is the decision's, so the
+    then fails, and answers with the first one's decision. ``created_at`` is the write's, so the
     retention sweep finds the keys of a month it drops without reading the month.
+
+    A decision's row names it (``decision``; the request's digest is on the log row). Any other write's
+    row has no decision: ``operation`` says what it was, ``request_digest`` what was asked, and ``target``
+    what to answer a retry from — the agents app writes and reads those (``rules.decisions.idempotency``),
+    rules does not interpret them. One table, so a key used for one write is refused for any other.
     """
 
     agent_id = models.BigIntegerField(help_text=_("The agent runtime's id."), verbose_name=_("agent id"))
     key = models.CharField(max_length=200, verbose_name=_("idempotency key"))
     decision = models.OneToOneField(
         DecisionRecord,
+        null=True,
+        blank=True,
         on_delete=models.CASCADE,
         db_constraint=False,
         related_name="idempotency",
         verbose_name=_("decision"),
     )
+    # Database defaults: the decide path's hand-written INSERT names only the decision's columns.
+    operation = models.CharField(max_length=32, db_default="decision", verbose_name=_("operation"))
+    request_digest = models.CharField(max_length=64, blank=True, db_default="", verbose_name=_("request digest"))
+    target = models.JSONField(null=True, blank=True, verbose_name=_("target"))
     created_at = models.DateTimeField(db_index=True, verbose_name=_("created at"))
 
     class Meta:

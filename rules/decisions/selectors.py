@@ -12,7 +12,7 @@ from django.db import connections
 from django.db.models.sql.constants import MULTI
 
 from rules.errors import IdempotencyConflict, NotFound
-from rules.models import DecisionRecord
+from rules.models import DecisionIdempotencyKey, DecisionRecord
 
 
 def decision_get_for_agent(*, agent_id: int, decision_id: str) -> DecisionRecord:
@@ -29,9 +29,13 @@ def decision_get_for_agent(*, agent_id: int, decision_id: str) -> DecisionRecord
 
 def decision_get_by_idempotency_key(*, agent_id: int, key: str, digest: str) -> DecisionRecord | None:
     """The decision this agent already logged under ``key``; the key with another body is refused."""
-    # One query: the key's own table (unique per agent) joined to the log row it names.
-    record = DecisionRecord.objects.filter(idempotency__agent_id=agent_id, idempotency__key=key).first()
-    if record is not None and record.request_digest != digest:
+    # One query: the key's own table (unique per agent, shared by every write of the agent API) joined to
+    # the log row it names, if it names one: a key a session write holds names none, and is refused.
+    found = DecisionIdempotencyKey.objects.select_related("decision").filter(agent_id=agent_id, key=key).first()
+    if found is None:
+        return None
+    record = found.decision if found.decision_id is not None else None
+    if record is None or record.request_digest != digest:
         raise IdempotencyConflict(
             f"Idempotency-Key '{key}' was already used with a different request body.",
         )

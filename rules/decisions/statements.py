@@ -223,9 +223,11 @@ def session_select(*, session: type[Model], anomaly: type[Model], lock: bool, wi
 
 
 def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:
-    """PostgreSQL: the session (``agent_id``, ``key``) as committed — its state and its two feedback
-    columns — and the log row (``log_*``) inserted only if that state is ``state``; the last column
-    counts the rows inserted (0 or 1).
+    """PostgreSQL: the session (``agent_id``, ``key``) as committed — its state, its two feedback
+    columns, then what the answer's session object shows (``seq``, ``handoff_reason``, ``claimed_by_id``,
+    and of its machine ``key``, ``transitions``, ``actions``, ``terminal_states``, ``handoff_state``) —
+    and the log row (``log_*``) inserted only if that state is ``state``; the last column counts the rows
+    inserted (0 or 1).
 
     One snapshot for all three parts: the INSERT is made only if the state read is the one the rules saw,
     and the feedback columns are counted as before the row (a writable CTE's rows are not visible to the
@@ -236,9 +238,20 @@ def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:
         column = _columns(session)
         log = log_insert()
         anomalies, overruled = _feedback_columns(anomaly)
+        machine = _columns(StateMachine)
+        shown = ", ".join(
+            [f"s.{column[name]} AS {name}" for name in ("seq", "handoff_reason")]
+            + [f"s.{column['claimed_by']} AS claimed_by_id"]
+            + [
+                f"m.{machine[name]} AS machine_{name}"
+                for name in ("key", "transitions", "actions", "terminal_states", "handoff_state")
+            ]
+        )
         return (
-            f"WITH current AS (SELECT s.{column['state']} AS state, {anomalies}, {overruled}"  # noqa: S608
+            f"WITH current AS (SELECT s.{column['state']} AS state, {anomalies}, {overruled}, {shown}"  # noqa: S608
             f" FROM {_quote(session._meta.db_table)} s"
+            f" INNER JOIN {_quote(StateMachine._meta.db_table)} m"
+            f" ON m.{_quote(StateMachine._meta.pk.column)} = s.{column['machine']}"
             f" WHERE s.{column['agent']} = %(agent_id)s AND s.{column['key']} = %(key)s),"
             f" logged AS (INSERT INTO {log.table} ({log.columns}) SELECT {log.typed_values} FROM current"
             " WHERE current.state = %(state)s::text RETURNING 1)"

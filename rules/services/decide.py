@@ -48,6 +48,10 @@ class DecideResult:
     session_move: dict[str, Any] | None = None
     # Hints for the agent's next prompt when the decision named a session (filled in by the agents app).
     feedback: list[str] | None = None
+    # The session object (agents.sessions.presenters) when the decision named a session, and what the
+    # model's prompt needs when the answer asks for a candidate: filled in by the agents app.
+    session: dict[str, Any] | None = None
+    prompt: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from rest_framework.test import APIClient
 
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.decide import decision_make
-from agents.sessions.services import session_create, session_interrupt, session_transition
+from agents.sessions.interrupts import session_interrupt
+from agents.sessions.services import session_create, session_transition
 from rules.decisions.compute import DecideRequest
 from tests.support import DEMO, SESSIONS, agent_token, load_demo
 

@@ -80,6 +80,7 @@ class Model:
     seq: int = 0
     stack: list[str] = field(default_factory=list)
     anomalies: list[str] = field(default_factory=list)
+    recorded: list[str] = field(default_factory=list)  # every anomaly, counted or not, oldest first
     overruled: Counter[tuple[str, str]] = field(default_factory=Counter)
     handoff_reason: str | None = None
 
@@ -112,10 +113,16 @@ class Model:
     def anomaly(self, code: str) -> bool:
         """Record one; apply the model-failure policy. Whether the session was handed off."""
         self.anomalies.append(code)
+        self.recorded.append(code)
         if self.ended_or_handed_off or len(self.anomalies) < self.machine.get("max_anomalies", 3):
             return False
         self.move(self.machine["handoff"], "model_failure")
         return True
+
+    def not_counted(self, code: str) -> bool:
+        """Record one the policy does not count (a rule's refused mapping): never hands the session off."""
+        self.recorded.append(code)
+        return False
 
     def feedback_count(self) -> int:
         repeated = [code for code, n in Counter(self.anomalies).items() if n >= 2]
@@ -140,7 +147,21 @@ class Flow:
         case = operation.Case(**kwargs)
         response = case.call(base_url=self.base_url, headers={**self.headers, **headers})
         case.validate_response(response, checks=RESPONSE_CHECKS, additional_checks=[problem_json_for_errors])
-        return response.status_code, response.json()
+        return response.status_code, _session_checked(response.json())
+
+
+def _session_checked(body: Any) -> Any:
+    """The answer with its session object checked against the answer's own members and taken out (the
+    model below predicts the members; tests/agents pins the object's shape). A decide's keeps its move."""
+    if not isinstance(body, dict) or not isinstance(body.get("session"), dict):
+        return body
+    session = body.pop("session")
+    assert session["session_id"] and isinstance(session["handed_off"], bool), session
+    if "state" in body:
+        assert (session["state"], session["seq"]) == (body["state"], body["seq"]), (body, session)
+    if "from" in session:  # a decide with apply: its move
+        body["session"] = {key: session[key] for key in ("from", "state", "seq")}
+    return body
 
 
 def _refusal(status: int, body: dict[str, Any], expected_status: int, code: str, model: Model) -> None:
@@ -297,7 +318,11 @@ def step_decide(data: st.DataObject, flow: Flow, model: Model) -> str:
         expected, what = stay, "stays"
     elif target in model.allowed_transitions():
         expected, what = model.move(target, "rule"), "moved"
-    elif model.anomaly("decision_move_not_allowed"):
+    elif (
+        model.anomaly("decision_move_not_allowed")
+        if answer["ruled_by"] == "llm_candidate"
+        else model.not_counted("rule_move_not_allowed")  # a rule's or the default's outcome: never counted
+    ):
         expected, what = {**stay, "state": model.state, "seq": model.seq}, "→ handed off"
     elif not fallback or fallback == model.state or fallback not in model.allowed_transitions():
         expected, what = stay, "not allowed, stays"
@@ -354,7 +379,7 @@ def check_read_back(flow: Flow, model: Model) -> None:
         "allowed_actions": model.allowed_actions(),
         "interrupt_stack": model.stack,
         "terminal": model.terminal,
-        "anomalies": {"count": len(model.anomalies), "latest": model.anomalies[::-1][:5]},
+        "anomalies": {"count": len(model.anomalies), "latest": model.recorded[::-1][:5]},
         "handoff_reason": model.handoff_reason,
         "feedback": model.feedback_count(),
     }, detail

@@ -156,3 +156,14 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def move_of(body: dict) -> dict:
+    """The move in an answer that carries one (a move's answer, or a decide's ``session`` with apply):
+    ``from``, ``state`` and ``seq``, without the rest of the session object."""
+    return {key: body[key] for key in ("from", "state", "seq")}
+
+
+def without_session(body: dict) -> dict:
+    """An answer without its session object (whose shape tests/api/test_session_object.py pins down)."""
+    return {key: value for key, value in body.items() if key != "session"}

@@ -13,9 +13,10 @@ from agents.queue.models import QueueEvent
 from agents.queue.selectors import human_queue_list
 from agents.queue.services import queue_claim, queue_release, queue_resolve, queue_return
 from agents.runtimes.services import agent_create
+from agents.sessions.interrupts import session_report_anomaly
 from agents.sessions.models import Session, Transition, TransitionKind
 from agents.sessions.selectors import session_timeline
-from agents.sessions.services import session_create, session_report_anomaly, session_transition
+from agents.sessions.services import session_create, session_transition
 from decision_service.errors import PermissionDenied
 from rules.config.runtime import engines
 from rules.config.yaml_import import config_import

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from agents.errors import UnknownSession
 from agents.runtimes.models import AgentRuntime
 from agents.runtimes.services import agent_create
 from agents.sessions import reads as sessions_module
@@ -220,6 +221,12 @@ def test_whatever_was_guessed_the_rules_see_the_committed_state_and_one_row_is_l
         else:
             key, text, candidate = keys[step[1]], step[2], step[3]
             state = committed_state(agent, key)
+            if state is None:  # deleted: a decide naming it is refused, guess or no guess, and logs nothing
+                rows = DecisionRecord.objects.count()
+                with pytest.raises(UnknownSession):
+                    decide(agent, key, text, candidate, timezone.now())
+                assert DecisionRecord.objects.count() == rows
+                continue
             rows, asks = DecisionRecord.objects.filter(session_id=key).count(), asked()
             now = timezone.now()
             answer = decide(agent, key, text, candidate, now)

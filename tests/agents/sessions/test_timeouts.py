@@ -26,8 +26,9 @@ from agents.runtimes.models import AgentRuntime
 from agents.runtimes.services import agent_create
 from agents.sessions.codes import SYSTEM_TIMEOUT
 from agents.sessions.decide import decision_make
+from agents.sessions.interrupts import session_interrupt, session_resume
 from agents.sessions.models import Session, Transition
-from agents.sessions.services import session_create, session_interrupt, session_resume, session_transition
+from agents.sessions.services import session_create, session_transition
 from agents.sessions.timeouts import session_timeouts_sweep
 from decision_service.celery import app as celery_app
 from rules.config.machines import machine_save

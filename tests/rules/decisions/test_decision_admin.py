@@ -98,6 +98,11 @@ def admin_client_(staff_user) -> Client:
 
 
 def decide(client: APIClient, body: dict) -> DecisionRecord:
+    if body.get("session_id"):  # a decide names a session its agent has (made here on first use)
+        created = client.post(
+            "/api/v1/sessions", {"machine": "after_sales", "session_id": body["session_id"]}, format="json"
+        )
+        assert created.status_code in (201, 409), created.content
     response = client.post("/api/v1/decisions", body, format="json")
     assert response.status_code == 201, response.content
     return DecisionRecord.objects.get(pk=response.json()["id"])

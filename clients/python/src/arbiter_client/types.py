@@ -9,9 +9,28 @@ keys from optional ones, so the classes come in the order they use each other.
 from typing import Any, NotRequired, TypedDict
 
 
+SessionState = TypedDict(
+    "SessionState",
+    {
+        "session_id": str,
+        "machine": str,
+        "state": str,
+        "seq": int,
+        "allowed_transitions": Any,
+        "allowed_actions": Any,
+        "handed_off": bool,
+        "handoff_reason": str | None,
+        "claimed_by": str | None,
+        "feedback": list[str],
+        "from": NotRequired[str],
+    },
+)
+
+
 class ActionAllowed(TypedDict):
     allowed: bool
     allowed_actions: list[str]
+    session: SessionState
 
 
 class Anomalies(TypedDict):
@@ -34,6 +53,7 @@ class SessionDetail(TypedDict):
     feedback: list[str]
     seconds_in_state: float
     context: dict[str, Any]
+    session: SessionState
 
 
 class AnomalyRecorded(TypedDict):
@@ -116,9 +136,6 @@ class Rule(TypedDict):
     category: str
 
 
-SessionMove = TypedDict("SessionMove", {"from": str, "state": str, "seq": int})
-
-
 class Decision(TypedDict):
     """A decision that was made and logged."""
 
@@ -136,7 +153,7 @@ class Decision(TypedDict):
     evaluated_us: int
     created_at: str
     feedback: NotRequired[list[str]]
-    session: NotRequired[SessionMove | None]
+    session: NotRequired[Any]
 
 
 class RuledByCounts(TypedDict):
@@ -234,7 +251,16 @@ class Machine(TypedDict):
     max_anomalies: int
 
 
-Move = TypedDict("Move", {"from": str, "state": str, "seq": int})
+Move = TypedDict("Move", {"from": str, "state": str, "seq": int, "session": Any})
+
+
+class Prompt(TypedDict):
+    """In a `needs_candidate` answer: what the model's prompt needs, from the point as the current"""
+
+    outcomes: list[str]
+    candidate_whitelist: Any
+    min_confidence: float | None
+    feedback: list[str]
 
 
 class NeedsCandidate(TypedDict):
@@ -254,7 +280,8 @@ class NeedsCandidate(TypedDict):
     evaluated_us: int
     created_at: None
     feedback: NotRequired[list[str]]
-    session: NotRequired[SessionMove | None]
+    session: NotRequired[Any]
+    prompt: NotRequired[Prompt]
 
 
 class Point(TypedDict):
@@ -323,6 +350,7 @@ class SessionCreated(TypedDict):
     seq: int
     allowed_transitions: list[str]
     allowed_actions: list[str]
+    session: SessionState
 
 
 class Simulation(TypedDict):

@@ -99,19 +99,20 @@ def test_a_decide_with_an_idempotency_key_adds_the_key_lookup_and_the_key_row(tr
     with CaptureQueriesContext(connection) as captured:
         answer = client.post("/api/v1/decisions", HARD_RULE, format="json", HTTP_IDEMPOTENCY_KEY="turn-1")
     assert answer.status_code == 201
-    # The lookup of an earlier answer (the key table joined to the log: one SELECT), then the key row and
+    # The lookup of an earlier answer (the agent's key table, shared by every write of the agent API, joined
+    # to the log: one SELECT), then the key row and
     # the log row: the key cannot be a unique index on the partitioned log. On PostgreSQL one statement
     # writes both (the key in a CTE), in autocommit; SQLite has no writable CTEs: two, in a transaction.
     if connection.vendor == "postgresql":
         writes = ["WITH rules_decisionrecord"]  # WITH … INSERT INTO the keys … INSERT INTO the log
     else:
         writes = ["BEGIN ?", "INSERT rules_decisionidempotencykey", "INSERT rules_decisionrecord", "COMMIT ?"]
-    assert _statements(captured) == ["SELECT rules_decisionrecord", *writes]
+    assert _statements(captured) == ["SELECT rules_decisionidempotencykey", *writes]
     assert DecisionIdempotencyKey.objects.get(key="turn-1").decision_id == uuid.UUID(answer.json()["id"])
     with CaptureQueriesContext(connection) as captured:
         again = client.post("/api/v1/decisions", HARD_RULE, format="json", HTTP_IDEMPOTENCY_KEY="turn-1")
     assert (again.status_code, again.json()) == (201, answer.json())
-    assert _statements(captured) == ["SELECT rules_decisionrecord"]  # a retry: answered from the log
+    assert _statements(captured) == ["SELECT rules_decisionidempotencykey"]  # a retry: answered from the log
 
 
 def test_the_ask_counter_counts_every_request_by_upsert(transactional_db, settings):
@@ -196,7 +197,7 @@ def test_the_next_decide_of_a_session_is_one_statement_and_a_moved_session_costs
             "/api/v1/decisions", {**HARD_RULE, "session_id": "s1"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
         )
     assert keyed.status_code == 201
-    assert _statements(captured)[: 1 + len(_read())] == ["SELECT rules_decisionrecord", *_read()]
+    assert _statements(captured)[: 1 + len(_read())] == ["SELECT rules_decisionidempotencykey", *_read()]
 
 
 def test_a_decide_whose_candidate_is_an_anomaly_decides_again_under_the_lock(transactional_db, settings):
@@ -245,7 +246,14 @@ def test_a_session_transition(db, settings):
             "/api/v1/sessions/s1/transitions", {"to": "received", "expected_state": "init"}, format="json"
         )
     assert answer.status_code == 200, answer.json()
-    assert _statements(captured) == [*_lock(), "UPDATE agents_session", "INSERT agents_transition"]
+    # The lock, the move (compare-and-set, its transition), then the session's feedback hints for the
+    # session object the answer carries (one statement; the runtime needs no read before its next step).
+    assert _statements(captured) == [
+        *_lock(),
+        "UPDATE agents_session",
+        "INSERT agents_transition",
+        "SELECT rules_decisionrecord",
+    ]
 
 
 def test_authentication_reads_nothing_between_revision_checks(db, settings):

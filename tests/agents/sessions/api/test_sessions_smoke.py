@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agents.sessions.models import Anomaly, Session, Transition
-from tests.support import post
+from tests.support import move_of, post, without_session
 
 pytestmark = pytest.mark.django_db
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 def test_create_move_and_read_a_session(client):
     r = post(client, "/api/v1/sessions", {"machine": "after_sales", "session_id": "s1"})
     assert r.status_code == 201, r.content
-    assert r.json() == {
+    assert without_session(r.json()) == {
         "session_id": "s1",
         "machine": "after_sales",
         "state": "init",
@@ -20,7 +20,7 @@ def test_create_move_and_read_a_session(client):
         "allowed_actions": ["query_order"],
     }
     moved = post(client, "/api/v1/sessions/s1/transitions", {"to": "received", "expected_state": "init"})
-    assert moved.json() == {"from": "init", "state": "received", "seq": 1}
+    assert move_of(moved.json()) == {"from": "init", "state": "received", "seq": 1}
     stale = post(client, "/api/v1/sessions/s1/transitions", {"to": "closed", "expected_state": "init"})
     assert stale.status_code == 409
     assert (stale.json()["code"], stale.json()["state"], stale.json()["seq"]) == ("state_mismatch", "received", 1)
@@ -42,8 +42,9 @@ def test_decide_and_move_in_one_step_with_the_seed_fallback(client):
     assert r.status_code == 201, r.content
     body = r.json()
     assert body["decision"] == "refund_review"
-    assert body["session"] == {"from": "init", "state": "intent_clarify", "seq": 1}
-    assert Anomaly.objects.get().code == "decision_move_not_allowed"
+    assert move_of(body["session"]) == {"from": "init", "state": "intent_clarify", "seq": 1}
+    # A rule decided: the refused mapping is the configuration's, not counted against the model.
+    assert Anomaly.objects.get().code == "rule_move_not_allowed"
     assert Session.objects.get(key="s2").state == "intent_clarify"
     r = post(
         client,
@@ -56,5 +57,5 @@ def test_decide_and_move_in_one_step_with_the_seed_fallback(client):
             "apply": True,
         },
     )
-    assert r.json()["session"] == {"from": "intent_clarify", "state": "received", "seq": 2}
+    assert move_of(r.json()["session"]) == {"from": "intent_clarify", "state": "received", "seq": 2}
     assert Transition.objects.get(seq=2).decision_id is not None

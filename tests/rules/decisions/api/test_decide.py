@@ -9,12 +9,13 @@ from django.conf import settings
 from agents.sessions.models import Anomaly
 from rules.config import records
 from rules.models import CandidateRequestCount, DecisionRecord, Threshold
-from tests.support import approved, decide
+from tests.support import approved, decide, post
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_decision_is_answered_and_logged_with_candidate_versus_final(client):
+    assert post(client, "/api/v1/sessions", {"machine": "after_sales", "session_id": "7f3a"}).status_code == 201
     r = decide(
         client,
         {
@@ -73,6 +74,7 @@ def test_raw_model_output_is_parsed_from_prose_and_fences(client):
 
 def test_unusable_raw_output_answers_the_default_and_records_an_anomaly(client):
     raw = "I think the user wants a refund, confidence high"
+    assert post(client, "/api/v1/sessions", {"machine": "after_sales", "session_id": "s1"}).status_code == 201
     r = decide(client, {"point": "intent_routing", "session_id": "s1", "input": "有几种颜色", "candidate_raw": raw})
     body = r.json()
     assert r.status_code == 201

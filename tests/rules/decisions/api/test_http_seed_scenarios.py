@@ -40,6 +40,8 @@ SCENARIOS = [
 @pytest.mark.parametrize(("text", "cand", "decision", "ruled_by", "rule"), SCENARIOS)
 def test_intent_routing_over_http(server, text, cand, decision, ruled_by, rule):
     body = {"point": "intent_routing", "session_id": "s-e2e", "input": text}
+    # A decide names a session this agent has (a session id it has not created is unknown_session).
+    assert call(server, "POST", "/api/v1/sessions", {"machine": "after_sales", "session_id": "s-e2e"})[0] == 201
     if cand:
         body["candidate"] = cand
     status, content_type, answer = call(server, "POST", "/api/v1/decisions", body)

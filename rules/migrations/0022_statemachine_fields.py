@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rules', '0020_condition_unless_negated'),
+        ('rules', '0021_idempotency_key_every_write'),
     ]
 
     operations = [
