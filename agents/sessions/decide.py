@@ -1,7 +1,7 @@
 """A whole decide, as an agent runtime asks for it on every turn: scope, session, decision, log, move.
 
 The configuration's part (the compiled point, the evaluation — ``rules.decisions.compute`` —, the log
-row) is ``rules.services.decide``; this module adds what only the agents app knows: the agent's scope,
+row) is ``rules.decisions.decide``; this module adds what only the agents app knows: the agent's scope,
 the session's lock and state, the anomalies recorded against the session, and the move that
 ``apply=true`` makes. Decision, log row, anomalies and move commit together or not at all.
 
@@ -49,10 +49,7 @@ from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
 from rules.config.scope import point_allowed_check
 from rules.decisions.compute import DecideRequest, Prepared, SessionSeen, decision_prepare, session_guess_allowed
-from rules.decisions.selectors import decision_get_by_idempotency_key
-from rules.engine import CompiledPoint
-from rules.models import DecisionRecord, RuledBy
-from rules.services.decide import (
+from rules.decisions.decide import (
     DecideResult,
     Evaluated,
     decision_evaluate,
@@ -61,6 +58,9 @@ from rules.services.decide import (
     decision_session_move_set,
     point_current,
 )
+from rules.decisions.selectors import decision_get_by_idempotency_key
+from rules.engine import CompiledPoint
+from rules.models import DecisionRecord, RuledBy
 
 
 def decision_make(

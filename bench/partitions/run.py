@@ -175,7 +175,7 @@ def _records(n: int, offset: int) -> list[Any]:
 def _round(schema: str, inserts: int, offset: int, synchronous: bool) -> float:
     from django.db import connection
 
-    from rules.services.decide import decision_record_insert
+    from rules.decisions.decide import decision_record_insert
 
     records = _records(inserts, offset)
     with connection.cursor() as cursor:

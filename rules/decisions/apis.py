@@ -12,10 +12,10 @@ from rest_framework.response import Response
 from decision_service.api.base import AgentApi, request_agent
 from rules.config.scope import point_allowed_check
 from rules.config.selectors import points_for_agent
+from rules.decisions.decide import point_current
 from rules.decisions.presenters import point_body, record_body, replay_body
 from rules.decisions.replay import decision_replay
 from rules.decisions.selectors import decision_get_for_agent
-from rules.services.decide import point_current
 
 
 class DecisionDetailApi(AgentApi):

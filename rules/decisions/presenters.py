@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from rules.decisions.decide import DecideResult
 from rules.decisions.replay import Replay
 from rules.engine import Candidate, CompiledPoint, Decision, MatchedRule
+from rules.governance.simulate import Simulation
 from rules.models import ChangeRequest, DecisionRecord
-from rules.services.decide import DecideResult
-from rules.services.simulate import Simulation
 
 
 class RuleRef(TypedDict):

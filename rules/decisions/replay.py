@@ -19,12 +19,12 @@ from django.utils.translation import gettext
 
 from rules.config.runtime import engines
 from rules.decisions.compute import decision_for_invalid_output
+from rules.decisions.decide import decision_from_record, decision_record_candidate
 from rules.engine import Candidate, CompiledPoint, Decision, evaluate, keyword_prepass
 from rules.engine.compiler import CompileError
 from rules.engine.masking import masked_fact_names
 from rules.errors import EngineUnavailable, NotFound
 from rules.models import ConfigRevision, DecisionRecord
-from rules.services.decide import decision_from_record, decision_record_candidate
 
 
 def same_outcome(a: Decision, b: Decision | None) -> bool:

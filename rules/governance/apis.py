@@ -29,9 +29,9 @@ from rules.governance.change_requests import (
     change_request_schedule,
     change_request_withdraw,
 )
+from rules.governance.simulate import decision_simulate
 from rules.models import ChangeRequest, ChangeRequestState
 from rules.serializers import DecideInputSerializer, candidate_from
-from rules.services.simulate import decision_simulate
 
 READ_CHANGE_REQUESTS = "rules.view_changerequest"
 SIMULATE = "rules.view_rule"  # as the admin's simulator page (rules.governance.admin.simulator.SIMULATOR_PERMISSION)

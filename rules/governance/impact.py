@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from rules.config.selectors import config_document
+from rules.decisions.decide import logged_candidate
 from rules.decisions.replay import Prepass, facts_unmasked, replay_decision
 from rules.decisions.selectors import decision_log_row_ids, decision_log_rows
 from rules.engine import CompiledPoint, compile_config
@@ -34,7 +35,6 @@ from rules.governance.change_requests import change_request_digest, config_docum
 from rules.governance.regressions import case_evaluate
 from rules.governance.risk import HIGH_RISK_CATEGORIES, document_strings, handoff_outcomes, rule_high_risk
 from rules.models import ChangeRequest, ImpactStatus, RegressionCase
-from rules.services.decide import logged_candidate
 
 logger = logging.getLogger(__name__)
 

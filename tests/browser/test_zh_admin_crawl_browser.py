@@ -46,8 +46,8 @@ from rules.decisions.presenters import replay_body
 from rules.decisions.replay import decision_replay
 from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve, change_request_propose
+from rules.governance.simulate import decision_simulate
 from rules.models import ChangeRequest, DecisionRecord, Threshold
-from rules.services.simulate import decision_simulate
 from tests.support import ROOT, load_demo, reviewed_digest
 
 pytestmark = [pytest.mark.browser]

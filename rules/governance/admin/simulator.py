@@ -1,6 +1,6 @@
 """The rule simulator in the admin: type a request, see the decision with the decision log's why panel,
 under the current revision, a past one or an open change request's proposal — two side by side — and
-keep it as a regression case. Nothing is logged: the page calls ``rules.services.simulate``."""
+keep it as a regression case. Nothing is logged: the page calls ``rules.governance.simulate``."""
 
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ from rules.decisions.compute import DecideRequest
 from rules.decisions.why import why_context
 from rules.engine import Candidate
 from rules.errors import DomainError
-from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, DecisionPoint, StateMachine
-from rules.serializers import DecideInputSerializer, candidate_from
-from rules.services.simulate import (
+from rules.governance.simulate import (
     decision_simulate,
     regression_case_from_simulation,
     simulation_record,
 )
+from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, DecisionPoint, StateMachine
+from rules.serializers import DecideInputSerializer, candidate_from
 
 CURRENT = "current"
 REVISIONS_OFFERED = 30

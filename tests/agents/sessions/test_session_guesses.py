@@ -31,9 +31,9 @@ from agents.sessions.reads import session_log_if_state, session_state_seen, sess
 from agents.sessions.services import session_create, session_transition
 from rules.config.yaml_import import config_import
 from rules.decisions.compute import DecideRequest, decision_prepare
+from rules.decisions.decide import decision_evaluate, point_current
 from rules.engine import Candidate
 from rules.models import CandidateRequestCount, DecisionRecord
-from rules.services.decide import decision_evaluate, point_current
 from tests.support import DEMO, UNDER_REVIEW_RULE
 
 pytestmark = pytest.mark.django_db

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.models import Anomaly, Transition
 from agents.sessions.services import session_create, session_move
+from rules.decisions.decide import decision_record_insert
 from rules.decisions.partitions import (
     DEFAULT_PARTITION,
     TABLE,
@@ -25,7 +26,6 @@ from rules.decisions.partitions import (
 )
 from rules.decisions.retention import decision_log_purge
 from rules.models import DecisionIdempotencyKey, DecisionRecord
-from rules.services.decide import decision_record_insert
 from rules.tasks import decision_log_partitions_ensure as ensure_task
 from tests.support import agent_api
 

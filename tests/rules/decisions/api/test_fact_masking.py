@@ -18,8 +18,8 @@ from rules.decisions.compute import DecideRequest
 from rules.errors import ConfigError
 from rules.governance.impact import impact_compute
 from rules.governance.regressions import regression_case_pin, regressions_check
+from rules.governance.simulate import regression_case_from_simulation
 from rules.models import DecisionRecord, RegressionCase
-from rules.services.simulate import regression_case_from_simulation
 from tests.support import decide
 from tests.support.masking import (
     ADDRESS,

@@ -25,6 +25,7 @@ from rules.config.revisions import Actor
 from rules.config.runtime import engines
 from rules.config.selectors import config_document
 from rules.decisions.compute import DecideRequest, decision_compute, decision_prepare
+from rules.decisions.decide import decision_record_build
 from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config
 from rules.engine.compiler import CompileError
 from rules.errors import ConfigError, EngineUnavailable, InvalidRequest, NotFound, NotPending, UnknownPoint
@@ -32,7 +33,6 @@ from rules.governance.change_requests import config_document_apply
 from rules.governance.models.change_requests import OPEN_STATES
 from rules.governance.regressions import masked_facts_problem
 from rules.models import ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase
-from rules.services.decide import decision_record_build
 
 
 @dataclass(frozen=True)
