@@ -8,7 +8,8 @@ import pytest
 
 from rules.config.document.diff import config_diff
 from rules.governance.risk import change_risks, record_approval_note
-from tests.rules.governance.test_risk import DEMO, machine, rule
+from tests.support.documents import DEMO_DOCUMENT as DEMO
+from tests.support.documents import machine, rule
 
 PHONE = {"name": "phone", "type": "string", "pattern": r"^1[3-9]\d{9}$", "pii": True}
 ORDER = {"name": "order_id", "type": "string", "required_in": ["refund_review"]}

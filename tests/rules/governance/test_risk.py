@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
 from rules.config.document.diff import config_diff
-from rules.config.document.validate import config_from_yaml
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.governance.risk import change_risks, record_approval_note
+from tests.support.documents import DEMO_DOCUMENT, machine, point, rule
 
-DEMO = config_from_yaml((Path(__file__).resolve().parents[3] / "demo" / "after_sales.yaml").read_text("utf-8"))
+DEMO = DEMO_DOCUMENT
 
 
 def _risks(edit):
@@ -25,20 +24,8 @@ def threshold(doc, key):
     return next(t for t in doc["thresholds"] if t["key"] == key)
 
 
-def point(doc, key):
-    return next(p for p in doc["points"] if p["key"] == key)
-
-
-def rule(doc, point_key, key):
-    return next(r for r in point(doc, point_key)["rules"] if r["key"] == key)
-
-
 def keyword_list(doc, key):
     return next(kl for kl in doc["keyword_lists"] if kl["key"] == key)
-
-
-def machine(doc, key):
-    return next(m for m in doc["machines"] if m["key"] == key)
 
 
 def new_rule(key, priority, category="business", outcome="general_query", **extra):
