@@ -78,10 +78,13 @@ def test_session_create_read_move_and_their_refusals(bot: Arbiter) -> None:
         bot.session_get("nobody")
 
     moved = bot.session_move("c-1", "received", expected_state="init")
-    assert moved == {"from": "init", "state": "received", "seq": 1}
+    assert {k: moved[k] for k in ("from", "state", "seq")} == {"from": "init", "state": "received", "seq": 1}
+    assert (moved["session"]["state"], moved["session"]["seq"], moved["session"]["handed_off"]) == ("received", 1, False)
     with pytest.raises(ac.StateMismatch) as stale:
         bot.session_move("c-1", "closed", expected_state="init")
     assert (stale.value.state, stale.value.seq) == ("received", 1)
+    # The refusal carries the session object: where it is and what it may do next, with no extra read.
+    assert stale.value.problem["session"]["allowed_transitions"] == ["refund_review", "human_handoff", "closed"]
     with pytest.raises(ac.IllegalTransition) as illegal:
         bot.session_move("c-1", "init", expected_state="received")
     assert illegal.value.allowed_transitions == ["refund_review", "human_handoff", "closed"]

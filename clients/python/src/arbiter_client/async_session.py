@@ -67,9 +67,11 @@ class AsyncSession(SessionState):
     async def follow(
         self, decision: Decision | NeedsCandidate, *, state_map: Mapping[str, str] | None = None
     ) -> Move | None:
-        if decision.get("session") is not None:
+        session = decision.get("session")
+        if session is not None:
             self.absorb(decision)
-            return None
+            if "from" in session:  # decided with apply: the session has moved (or stayed) already
+                return None
         if decision["needs_candidate"] or decision["decision"] is None:
             raise ValueError("this answer needs a candidate: decide again with the model's candidate first")
         mapping = state_map

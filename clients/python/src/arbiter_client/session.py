@@ -208,9 +208,11 @@ class Session(SessionState):
         A decision made with ``apply`` has moved already: its answer is taken and nothing is sent. On a
         ``StateMismatch`` (another worker moved the session) the last decide is asked again, without
         ``apply``, in the state the refusal reports, and its outcome followed once more."""
-        if decision.get("session") is not None:
+        session = decision.get("session")
+        if session is not None:
             self.absorb(decision)
-            return None
+            if "from" in session:  # decided with apply: the session has moved (or stayed) already
+                return None
         if decision["needs_candidate"] or decision["decision"] is None:
             raise ValueError("this answer needs a candidate: decide again with the model's candidate first")
         mapping = state_map if state_map is not None else self.state_map(decision["point"], decision["revision"])

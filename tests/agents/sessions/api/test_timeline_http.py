@@ -73,7 +73,7 @@ def test_the_timeline_is_the_sessions_history_in_order_and_masked(client, ops):
     ]  # fmt: skip
     refund, fell_back, fallback_move, move, reported, complaint, handoff, claim = events
     assert (refund["decision"], refund["ruled_by"], refund["rule"]) == ("refund_review", "hard_rule", "refund_trigger")
-    assert (fell_back["code"], fell_back["decision_id"]) == ("decision_move_not_allowed", refund["id"])
+    assert (fell_back["code"], fell_back["decision_id"]) == ("rule_move_not_allowed", refund["id"])
     assert (fallback_move["from"], fallback_move["to"], fallback_move["seq"]) == ("init", "intent_clarify", 1)
     assert fallback_move["decision_id"] == refund["id"]
     assert (move["seq"], move["kind"], move["reason"]) == (2, "move", "customer [phone] confirmed")
