@@ -79,7 +79,11 @@ def test_session_create_read_move_and_their_refusals(bot: Arbiter) -> None:
 
     moved = bot.session_move("c-1", "received", expected_state="init")
     assert {k: moved[k] for k in ("from", "state", "seq")} == {"from": "init", "state": "received", "seq": 1}
-    assert (moved["session"]["state"], moved["session"]["seq"], moved["session"]["handed_off"]) == ("received", 1, False)
+    assert (moved["session"]["state"], moved["session"]["seq"], moved["session"]["handed_off"]) == (
+        "received",
+        1,
+        False,
+    )
     with pytest.raises(ac.StateMismatch) as stale:
         bot.session_move("c-1", "closed", expected_state="init")
     assert (stale.value.state, stale.value.seq) == ("received", 1)
