@@ -59,7 +59,7 @@ class AsyncSession(SessionState):
     async def follow(
         self, decision: Decision | NeedsCandidate, *, state_map: Mapping[str, str] | None = None
     ) -> Move | None:
-        if decision.get("session") is not None:
+        if "from" in (decision.get("session") or {}):  # made with apply: moved already
             self.absorb(decision)
             return None
         if decision["needs_candidate"] or decision["decision"] is None:

@@ -154,7 +154,7 @@ class Session(SessionState):
         A decision made with ``apply`` has moved already: its answer is taken and nothing is sent. On a
         ``StateMismatch`` (another worker moved the session) the last decide is asked again, without
         ``apply``, in the state the refusal reports, and its outcome followed once more."""
-        if decision.get("session") is not None:
+        if "from" in (decision.get("session") or {}):  # made with apply: moved already
             self.absorb(decision)
             return None
         if decision["needs_candidate"] or decision["decision"] is None:
