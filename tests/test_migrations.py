@@ -250,3 +250,50 @@ def test_sessions_waiting_in_the_handoff_state_get_their_reason():
         "born_there": "started",
         "elsewhere": "",
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_moves_keys_join_the_agents_one_key_table():
+    """agents 0014: every move's Idempotency-Key is copied into the agent's key table (a retry across the
+    upgrade replays its move); where two sessions of one agent used one key, the earliest keeps it. The
+    transitions keep their keys."""
+    latest = _latest()
+    try:
+        old = _migrate([("agents", "0013_handoff_reason_backfill"), ("rules", "0021_idempotency_key_every_write")])
+        OldMachine = old.get_model("rules", "StateMachine")
+        OldAgent = old.get_model("agents", "AgentRuntime")
+        OldSession = old.get_model("agents", "Session")
+        OldTransition = old.get_model("agents", "Transition")
+        machine = OldMachine.objects.create(
+            key="flow",
+            states=["start", "done"],
+            initial_state="start",
+            handoff_state="start",
+            terminal_states=["done"],
+            transitions={"start": ["done"]},
+        )
+        now = timezone.now()
+        bot = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
+        other = OldAgent.objects.create(name="other", token_hash="g" * 64, token_prefix="arb_y")
+        for agent, key, when in ((bot, "a", now), (bot, "b", now + dt.timedelta(seconds=1)), (other, "a", now)):
+            session = OldSession.objects.create(
+                agent=agent, key=key, machine=machine, state="done", seq=1, state_entered_at=when
+            )
+            OldTransition.objects.create(
+                session=session,
+                seq=1,
+                from_state="start",
+                to_state="done",
+                idempotency_key="turn-1",
+                request_digest="d" * 64,
+            )
+            OldTransition.objects.filter(session=session).update(created_at=when)
+        _migrate(latest)
+    finally:
+        _migrate(latest)
+    keys = DecisionIdempotencyKey.objects.order_by("agent_id")
+    assert [(k.agent_id, k.key, k.operation, k.decision_id, k.target) for k in keys] == [
+        (AgentRuntime.objects.get(name="bot").pk, "turn-1", "transition", None, {"session_id": "a", "seq": 1}),
+        (AgentRuntime.objects.get(name="other").pk, "turn-1", "transition", None, {"session_id": "a", "seq": 1}),
+    ]
+    assert {k.request_digest for k in keys} == {"d" * 64}

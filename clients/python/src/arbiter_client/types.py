@@ -73,6 +73,7 @@ class AnomalyRecorded(TypedDict):
     seconds_in_state: float
     context: dict[str, Any]
     handed_off: bool
+    session: SessionState
 
 
 class CandidateOut(TypedDict):
