@@ -32,9 +32,8 @@ def test_the_session_follows_every_answer_without_reading_it(bot) -> None:
     with pytest.raises(ac.IllegalTransition) as illegal:
         s.move("init")
     assert (s.state, s.seq, s.allowed_transitions) == ("refund_review", 2, illegal.value.allowed_transitions)
-    # No reads: every position came with an answer. A server before issue 23 refuses the first decide's
-    # expected_state once (422 naming it): the helper sends it again without and remembers.
-    assert bot.counter.requests - sent == 4 + (0 if bot.apply_takes_expected_state else 1)
+    # No reads: every position came with an answer.
+    assert bot.counter.requests - sent == 4
 
     # Another worker moves the session: the next move is refused and the helper learns where it is.
     bot.session_move("h-1", "human_handoff", expected_state="refund_review")
@@ -52,19 +51,14 @@ def test_a_decide_with_apply_sends_the_state_it_believes_and_a_stale_one_is_refu
     sent = bot.counter.requests
     s.decide("intent_routing", input="那我要退款吧")
     assert (s.state, s.seq) == ("refund_review", 2)
-    assert bot.counter.requests - sent == 1  # asked once per client, not per decide
-    # The other worker still believes "init". A server that takes expected_state with apply refuses it
-    # (state_mismatch) and the helper learns where the session is; an older one applies it as it stands.
-    try:
+    assert bot.counter.requests - sent == 1
+    # The other worker still believes "init": its decide with apply is refused (state_mismatch), nothing
+    # moves, and the helper learns where the session is from the refusal's session object.
+    with pytest.raises(ac.StateMismatch) as stale:
         other.decide("intent_routing", input="那我要退款吧")
-    except ac.StateMismatch:
-        assert bot.apply_takes_expected_state is True
+    assert stale.value.problem["decision_id"]
     assert (other.state, other.seq) == ("refund_review", 2)
-    # A caller's own expected_state is never dropped: an older server's 422 reaches the caller.
-    if not bot.apply_takes_expected_state:
-        with pytest.raises(ac.InvalidRequest) as refused:
-            s.decide("intent_routing", input="你好", expected_state="refund_review")
-        assert "expected_state" in refused.value.errors
+    assert (s.state, s.seq) == ("refund_review", 2)
 
 
 def test_joining_an_existing_session_and_the_checks(bot) -> None:

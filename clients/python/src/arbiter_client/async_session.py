@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from arbiter_client.errors import InvalidRequest, SessionRefused, StateMismatch
+from arbiter_client.errors import SessionRefused, StateMismatch
 from arbiter_client.session import SessionState
 from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
 
@@ -34,23 +34,16 @@ class AsyncSession(SessionState):
     ) -> Decision | NeedsCandidate:
         request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
         self._last_decide = {"point": point, **request}
-        sent = self._expected_state(self.arbiter, apply, expected_state)
+        sent = self._expected_state(apply, expected_state)
         try:
-            try:
-                answer = await self.arbiter.decide(
-                    point,
-                    session_id=self.session_id,
-                    apply=apply or None,
-                    expected_state=sent,
-                    idempotency_key=idempotency_key,
-                    **request,
-                )
-            except InvalidRequest as error:
-                if not self._refuses_expected_state(self.arbiter, error, sent, expected_state):
-                    raise
-                answer = await self.arbiter.decide(
-                    point, session_id=self.session_id, apply=True, idempotency_key=idempotency_key, **request
-                )
+            answer = await self.arbiter.decide(
+                point,
+                session_id=self.session_id,
+                apply=apply or None,
+                expected_state=sent,
+                idempotency_key=idempotency_key,
+                **request,
+            )
         except SessionRefused as error:
             self._refused(error)
             raise

@@ -67,10 +67,6 @@ class Arbiter:
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.on_retry = on_retry
         self.counter = Counter()
-        # A transition aid for servers before issue 23, which refuse ``expected_state`` on a decide with
-        # ``apply`` (422 naming the field): the session helper sends it, and on that refusal sends the
-        # decide once more without it and sets this to False, so this client never sends it again.
-        self.apply_takes_expected_state = True
         self._own_http = http is None
         self.http = http or httpx.Client(base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout)
 
@@ -157,7 +153,6 @@ class AsyncArbiter:
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.on_retry = on_retry
         self.counter = Counter()
-        self.apply_takes_expected_state = True  # as on Arbiter: a transition aid for older servers
         self._own_http = http is None
         self.http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout)
 

@@ -16,9 +16,9 @@ client. ``follow`` moves through the point's outcome → state map: the one the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from arbiter_client.errors import InvalidRequest, SessionRefused, StateMismatch
+from arbiter_client.errors import SessionRefused, StateMismatch
 from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
 
 if TYPE_CHECKING:
@@ -35,10 +35,6 @@ _TRACKED = (
     "claimed_by",
     "feedback",
 )
-
-
-class _Server(Protocol):
-    apply_takes_expected_state: bool
 
 
 class SessionState:
@@ -86,21 +82,12 @@ class SessionState:
         if self.handoff_reason and not self.handed_off:
             self.handed_off = True
 
-    def _expected_state(self, server: _Server, apply: bool, given: str | None) -> str | None:
+    def _expected_state(self, apply: bool, given: str | None) -> str | None:
         """What a decide sends as ``expected_state``: the caller's, else with ``apply`` the state this
-        helper believes the session is in (unless the server is one that refuses it, see below)."""
-        if given is not None or not apply or not server.apply_takes_expected_state:
+        helper believes the session is in (so a decide from a stale position is refused, not applied)."""
+        if given is not None or not apply:
             return given
         return self.state
-
-    @staticmethod
-    def _refuses_expected_state(server: _Server, error: InvalidRequest, sent: str | None, given: str | None) -> bool:
-        """Whether ``error`` is a server before issue 23 refusing the ``expected_state`` this helper
-        added itself (a caller's own is never dropped). Remembered on the client: asked once per server."""
-        if sent is None or given is not None or "expected_state" not in error.errors:
-            return False
-        server.apply_takes_expected_state = False
-        return True
 
     def _timeline_page(self, page: Mapping[str, Any], sent: str | None) -> tuple[list[dict[str, Any]], bool]:
         """One page's events, and whether another page follows (``has_more``, with a ``next`` that moved on).
@@ -171,23 +158,16 @@ class Session(SessionState):
         ``expected_state`` (the caller's, else ``self.state``; a stale one is ``StateMismatch``)."""
         request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
         self._last_decide = {"point": point, **request}
-        sent = self._expected_state(self.arbiter, apply, expected_state)
+        sent = self._expected_state(apply, expected_state)
         try:
-            try:
-                answer = self.arbiter.decide(
-                    point,
-                    session_id=self.session_id,
-                    apply=apply or None,
-                    expected_state=sent,
-                    idempotency_key=idempotency_key,
-                    **request,
-                )
-            except InvalidRequest as error:
-                if not self._refuses_expected_state(self.arbiter, error, sent, expected_state):
-                    raise
-                answer = self.arbiter.decide(
-                    point, session_id=self.session_id, apply=True, idempotency_key=idempotency_key, **request
-                )
+            answer = self.arbiter.decide(
+                point,
+                session_id=self.session_id,
+                apply=apply or None,
+                expected_state=sent,
+                idempotency_key=idempotency_key,
+                **request,
+            )
         except SessionRefused as error:
             self._refused(error)
             raise
