@@ -25,7 +25,7 @@ from rules.decisions.partitions import (
     decision_log_partitions_ensure,
 )
 from rules.hooks import decision_log_purging
-from rules.models import CandidateRequestCount, DecisionRecord
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from rules.reports.rollups import decision_rollups_forget_before
 
 logger = logging.getLogger(__name__)
@@ -92,12 +92,20 @@ def decision_log_purge(
     counters = queryset_delete_in_batches(
         CandidateRequestCount.objects.filter(day__lt=cutoff.date()), order_by="day", batch_size=batch_size
     )
+    # A session write's key names no decision, so neither deleting rows nor dropping months takes it: it
+    # goes on its own once as old as the log kept (a retry that late is a new request anyway).
+    session_keys = queryset_delete_in_batches(
+        DecisionIdempotencyKey.objects.filter(decision_id__isnull=True, created_at__lt=cutoff),
+        order_by="created_at",
+        batch_size=batch_size,
+    )
     logger.info(
-        "decision log purge: deleted %d decisions, %d anomalies and %d candidate-request counters "
-        "older than %d days (before %s)",
+        "decision log purge: deleted %d decisions, %d anomalies, %d candidate-request counters and %d "
+        "session writes' idempotency keys older than %d days (before %s)",
         decisions,
         anomalies,
         counters,
+        session_keys,
         days,
         cutoff.isoformat(),
     )

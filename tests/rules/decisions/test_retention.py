@@ -18,7 +18,7 @@ from agents.runtimes.models import AgentRuntime
 from agents.runtimes.services import agent_create
 from agents.sessions.models import Anomaly
 from rules.decisions.retention import decision_log_purge, decision_log_rows_purge
-from rules.models import CandidateRequestCount, DecisionRecord
+from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord
 from rules.tasks import decision_log_purge as decision_log_purge_task
 
 pytestmark = pytest.mark.django_db
@@ -137,3 +137,27 @@ def test_the_task_runs_eagerly_and_returns_the_count(agent, settings):
     assert decision_log_purge_task.apply().get() == 0  # idempotent
     assert DecisionRecord.objects.count() == 1
     assert decision_log_purge_task.name == "rules.tasks.decision_log_purge"
+
+
+def test_a_session_writes_key_goes_once_as_old_as_the_log_kept(agent, settings, caplog):
+    """A move's (or interrupt's, resume's, anomaly report's) Idempotency-Key names no decision: the sweep
+    deletes it by its own age, and keeps a decision's key with its decision."""
+    settings.ARBITER_DECISION_RETENTION_DAYS = 30
+    kept_decision = make_decision(agent, days_ago(1))
+
+    def key(name: str, created_at: dt.datetime, decision: DecisionRecord | None = None) -> None:
+        DecisionIdempotencyKey.objects.create(
+            agent_id=agent.pk,
+            key=name,
+            created_at=created_at,
+            decision=decision,
+            operation="move" if decision is None else "decision",
+        )
+
+    key("old-move", days_ago(31))
+    key("recent-move", days_ago(2))
+    key("recent-decision", days_ago(1), kept_decision)
+    with caplog.at_level(logging.INFO, logger="rules.decisions.retention"):
+        decision_log_purge(now=NOW)
+    assert "1 session writes' idempotency keys" in caplog.text
+    assert set(DecisionIdempotencyKey.objects.values_list("key", flat=True)) == {"recent-move", "recent-decision"}
