@@ -33,8 +33,8 @@ from agents.runtimes.models import AgentRuntime
 from agents.runtimes.selectors import agent_principal
 from agents.sessions.codes import DECISION_MOVE_NOT_ALLOWED, RULE_MOVE_NOT_ALLOWED
 from agents.sessions.feedback import FeedbackBasis, session_feedback
-from agents.sessions.models import Session
 from agents.sessions.fields import fields_missing_in
+from agents.sessions.models import Session
 from agents.sessions.presenters import session_state
 from agents.sessions.reads import session_lock, session_log_if_state, session_read, session_state_seen
 from agents.sessions.selectors import session_get_for_agent

@@ -177,7 +177,8 @@ def _made(session: Session, key: WriteKey, outcome: Move | DomainError) -> Move 
     """A move just made, with its key stored and the session object it answers with."""
     if isinstance(outcome, DomainError):
         return outcome
-    key.store(seq=outcome.seq)
+    # A move with updates is replayed with what they normalised.
+    key.store(seq=outcome.seq, **({} if outcome.normalised is None else {"normalised": outcome.normalised}))
     return replace(outcome, session=session_state(session))
 
 
@@ -185,7 +186,12 @@ def _move_replayed(session: Session, earlier: dict[str, Any]) -> Move:
     """The answer to a retry of a move made under its key: the move as made, the session as it is now."""
     done = session.transitions.get(seq=earlier["seq"])
     return Move(
-        from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind, session=session_state(session)
+        from_state=done.from_state,
+        state=done.to_state,
+        seq=done.seq,
+        kind=done.kind,
+        session=session_state(session),
+        normalised=earlier.get("normalised"),
     )
 
 
@@ -239,7 +245,7 @@ def _transition_locked(
         request_digest=digest,
         **applied.move_fields(),
     )
-    return replace(move, normalised=applied.normalised)
+    return move if updates is None else replace(move, normalised=applied.normalised)
 
 
 def session_action(*, agent: AgentRef, session_id: str, action: str) -> SessionState:

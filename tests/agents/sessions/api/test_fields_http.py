@@ -56,7 +56,9 @@ def patch(client, key, body, **headers):
 
 def test_a_patch_stores_the_normalised_value_and_says_so(client):
     start(client)
-    answer = patch(client, "s1", {"expected_state": "collecting_params", "updates": {"receiver_phone": "138-0013-8000"}})
+    answer = patch(
+        client, "s1", {"expected_state": "collecting_params", "updates": {"receiver_phone": "138-0013-8000"}}
+    )
     assert answer.status_code == 200, answer.json()
     body = answer.json()
     assert body["fields"] == {"receiver_phone": "13800138000"}
@@ -72,7 +74,11 @@ def test_a_patch_stores_the_normalised_value_and_says_so(client):
 @pytest.mark.parametrize("value", ["abc", 13800138000])
 def test_a_value_not_of_the_field_is_refused_and_counted(client, value):
     start(client)
-    answer = patch(client, "s1", {"expected_state": "collecting_params", "updates": {"receiver_phone": value, "new_address": "杭州市"}})
+    answer = patch(
+        client,
+        "s1",
+        {"expected_state": "collecting_params", "updates": {"receiver_phone": value, "new_address": "杭州市"}},
+    )
     assert answer.status_code == 422, answer.json()
     body = answer.json()
     assert body["code"] == "invalid_fields"
@@ -139,7 +145,11 @@ def test_null_clears_a_field_but_not_one_the_current_state_requires(client):
     post(
         client,
         "/api/v1/sessions/s1/transitions",
-        {"to": "executing", "expected_state": "collecting_params", "updates": {"receiver_phone": "13800138000", "new_address": "杭州"}},
+        {
+            "to": "executing",
+            "expected_state": "collecting_params",
+            "updates": {"receiver_phone": "13800138000", "new_address": "杭州"},
+        },
     )
     cleared = patch(client, "s1", {"expected_state": "executing", "updates": {"new_address": None}})
     assert cleared.status_code == 200 and cleared.json()["fields"] == {"receiver_phone": "13800138000"}
