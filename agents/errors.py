@@ -102,3 +102,19 @@ class InvalidCursor(DomainError):
     code = "invalid_cursor"
     status = 422
     title = "Invalid cursor"
+
+
+class InvalidFields(DomainError):
+    """Session field updates that are not values of their declared fields (``errors``: field → messages)."""
+
+    code = "invalid_fields"
+    status = 422
+    title = "Invalid session field values"
+
+
+class FieldsMissing(DomainError):
+    """A move into a state whose required fields (``required_in``) the session lacks (``missing``)."""
+
+    code = "fields_missing"
+    status = 422
+    title = "Required session fields are missing"

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from agents.errors import UnknownSession
 from agents.sessions.decide import decision_make
+from agents.sessions.field_patch import session_fields_update
 from agents.sessions.interrupts import session_interrupt, session_report_anomaly, session_resume
 from agents.sessions.models import Session
 from agents.sessions.presenters import SessionState, session_state
@@ -65,6 +66,8 @@ def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
                 "feedback": shown["feedback"],
                 "seconds_in_state": round((timezone.now() - session.state_entered_at).total_seconds(), 3),
                 "context": session.context,
+                "fields": shown["fields"],
+                "missing": shown["missing"],
             }
         )
     body["session"] = shown
@@ -72,7 +75,10 @@ def session_output(session: Session, *, full: bool = False) -> dict[str, Any]:
 
 
 def move_output(move: Move) -> dict[str, Any]:
-    return {"from": move.from_state, "state": move.state, "seq": move.seq, "session": move.session}
+    body = {"from": move.from_state, "state": move.state, "seq": move.seq, "session": move.session}
+    if move.normalised is not None:  # a move with field updates says which values were normalised
+        body["normalised"] = move.normalised
+    return body
 
 
 class StrictUUIDField(serializers.UUIDField):
@@ -203,6 +209,7 @@ class SessionTransitionApi(SessionApi):
         expected_state = StrictCharField(max_length=64)
         reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
         decision_id = StrictUUIDField(required=False, allow_null=True)
+        updates = serializers.DictField(required=False, allow_empty=True)
 
     def post(self, request: Request, session_id: str) -> Response:
         serializer = self.InputSerializer(data=request.data)
@@ -216,8 +223,30 @@ class SessionTransitionApi(SessionApi):
             reason=data["reason"],
             decision_id=data.get("decision_id"),
             idempotency_key=idempotency_key(request),
+            updates=data.get("updates"),
         )
         return Response(move_output(move))
+
+
+class SessionFieldsApi(SessionApi):
+    class InputSerializer(StrictSerializer):
+        expected_state = StrictCharField(max_length=64)
+        # Each value is checked against its declaration by the service (all of them, each named).
+        updates = serializers.DictField(allow_empty=False)
+
+    def patch(self, request: Request, session_id: str) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        updated = session_fields_update(
+            agent=request_agent(request),
+            session_id=session_id,
+            expected_state=data["expected_state"],
+            updates=data["updates"],
+            idempotency_key=idempotency_key(request),
+        )
+        shown = updated.session
+        return Response({"fields": shown["fields"], "normalised": updated.normalised, "session": shown})
 
 
 class SessionActionApi(SessionApi):

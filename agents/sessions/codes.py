@@ -12,3 +12,6 @@ FEEDBACK_LIMIT = 50  # the latest anomalies and overruled decisions of a session
 # A decision of a rule or of the default that the machine could not follow: the configuration's doing,
 # recorded but never counted toward the model-failure policy (nor shown in the model's hints).
 RULE_MOVE_NOT_ALLOWED = "rule_move_not_allowed"
+# A field value the machine's declaration refused (agents.sessions.field_updates): counted, as seed 003
+# §3.3 counts every value the protocol layer refuses toward the model's retries.
+FIELD_INVALID = "field_invalid"

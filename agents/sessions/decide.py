@@ -33,6 +33,7 @@ from agents.runtimes.models import AgentRuntime
 from agents.runtimes.selectors import agent_principal
 from agents.sessions.codes import DECISION_MOVE_NOT_ALLOWED, RULE_MOVE_NOT_ALLOWED
 from agents.sessions.feedback import FeedbackBasis, session_feedback
+from agents.sessions.fields import fields_missing_in
 from agents.sessions.models import Session
 from agents.sessions.presenters import session_state
 from agents.sessions.reads import session_lock, session_log_if_state, session_read, session_state_seen
@@ -419,6 +420,9 @@ def _apply(session: Session, point: CompiledPoint, record: DecisionRecord, agent
     if target is None or target == session.state:
         return before
     if target in session_allowed_targets(session):
+        if missing := fields_missing_in(machine, session.field_values, target):
+            # Not the model's mistake nor the flow's: the fields come first. It stays, and says why.
+            return {**before, "fields_missing": missing}
         move = session_move(
             session, to=target, kind="decision", actor=record.agent_name, reason=record.reason, decision_id=record.pk
         )

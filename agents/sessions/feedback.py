@@ -19,6 +19,7 @@ from agents.sessions.codes import (
     ACTION_NOT_ALLOWED,
     DECISION_MOVE_NOT_ALLOWED,
     FEEDBACK_LIMIT,
+    FIELD_INVALID,
     ILLEGAL_TRANSITION,
     RULE_MOVE_NOT_ALLOWED,
 )
@@ -36,6 +37,7 @@ _ANOMALY_HINTS = {
     ILLEGAL_TRANSITION: "You proposed {n} moves the flow does not allow: propose only allowed_transitions.",
     ACTION_NOT_ALLOWED: "You asked for {n} actions not allowed in their state: use only allowed_actions.",
     DECISION_MOVE_NOT_ALLOWED: "{n} decisions could not move the session as mapped from its state: re-check the flow.",
+    FIELD_INVALID: "{n} field values were refused: send each field in its declared type and format.",
     SESSION_HANDED_OFF: "{n} moves of a session a person has were refused: stop driving it until it is returned.",
 }
 

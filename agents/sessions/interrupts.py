@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from agents.errors import IllegalTransition, NothingToResume
+from agents.sessions.field_updates import fields_missing_refusal
 from agents.sessions.keys import WriteKey, keyed
 from agents.sessions.models import Session, TransitionKind
 from agents.sessions.presenters import SessionState, session_state
@@ -65,6 +66,8 @@ def _interrupt_locked(
             f"Cannot interrupt into '{to}': it must be another, non-terminal state of {machine.key}.",
             extra=_extra(session),
         )
+    if missing := fields_missing_refusal(session, to):
+        return missing
     return session_move(
         session,
         to=to,
@@ -103,6 +106,8 @@ def _resume_locked(session: Session, agent: AgentRef, expected_state: str, reaso
         return handed_off
     if not session.stack:
         return NothingToResume("The session has no interrupted state to go back to.", extra=_extra(session))
+    if missing := fields_missing_refusal(session, session.stack[-1]):
+        return missing
     return session_move(
         session,
         to=session.stack[-1],

@@ -64,6 +64,13 @@ class Session(models.Model):
         verbose_name=_("stack"),
     )
     context = models.JSONField(default=dict, blank=True, verbose_name=_("context"))
+    # The machine's fields as checked (agents.sessions.fields): written only by fields_apply's moves.
+    field_values = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("The session's fields, each checked against the machine's declaration when it was set."),
+        verbose_name=_("field values"),
+    )
     anomaly_count = models.PositiveIntegerField(default=0, verbose_name=_("anomaly count"))
     handoff_reason = models.CharField(max_length=64, blank=True, verbose_name=_("handoff reason"))
     claimed_by = models.ForeignKey(
@@ -107,6 +114,7 @@ class TransitionKind(models.TextChoices):
     TIMEOUT = "timeout", _("handed off: timeout")
     RETURN = "return", _("returned to the bot by a person")
     RESOLVE = "resolve", _("resolved by a person")
+    FIELDS = "fields", _("fields updated")
 
 
 class Transition(models.Model):
@@ -137,6 +145,14 @@ class Transition(models.Model):
     )
     idempotency_key = models.CharField(max_length=200, blank=True, verbose_name=_("idempotency key"))
     request_digest = models.CharField(max_length=64, blank=True, verbose_name=_("request digest"))
+    # The fields this move set (null: cleared), personal data already masked: written masked, so no
+    # reader of the timeline (agent API, admin) can show what it never stored.
+    fields_changed = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("Fields this move set; values of personal-data fields are masked."),
+        verbose_name=_("fields changed"),
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:

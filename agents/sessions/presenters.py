@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from agents.sessions.feedback import session_feedback
+from agents.sessions.fields import fields_missing_next
 from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session
 
@@ -25,15 +26,22 @@ class SessionState(TypedDict):
     handoff_reason: str | None
     claimed_by: str | None
     feedback: list[str]
+    fields: dict[str, Any]
+    missing: dict[str, list[str]]
 
 
 def session_state(session: Session, *, feedback: list[str] | None = None) -> SessionState:
     """``session`` as answers show it. ``feedback``: the hints when the caller has them already (the
     decide path counts them from what it read); otherwise they are read now (one statement).
 
-    ``claimed_by`` costs a read only when a person has claimed the session (then it is handed off)."""
+    ``claimed_by`` costs a read only when a person has claimed the session (then it is handed off).
+    ``fields`` and ``missing`` cost none: the values are a column of the session's row
+    (``agents.sessions.fields``); ``missing`` names, for the current state and each state the session
+    may move to next, the required fields it lacks (``{}`` when nothing is missing) — what a runtime's
+    prompt asks the user for."""
     machine = session.machine
     terminal = session.state in machine.terminal_states
+    targets = [] if terminal else list(machine.transitions.get(session.state, []))
     reason = session_handoff_reason(session)
     claimed_by = session.claimed_by if session.claimed_by_id is not None else None
     return {
@@ -41,12 +49,14 @@ def session_state(session: Session, *, feedback: list[str] | None = None) -> Ses
         "machine": machine.key,
         "state": session.state,
         "seq": session.seq,
-        "allowed_transitions": [] if terminal else list(machine.transitions.get(session.state, [])),
+        "allowed_transitions": targets,
         "allowed_actions": list(machine.actions.get(session.state, [])),
         "handed_off": reason is not None,
         "handoff_reason": reason,
         "claimed_by": claimed_by.get_username() if claimed_by is not None else None,
         "feedback": session_feedback(session) if feedback is None else list(feedback),
+        "fields": dict(session.field_values or {}),
+        "missing": fields_missing_next(machine, session.field_values or {}, [session.state, *targets]),
     }
 
 

@@ -190,16 +190,23 @@ def _json_value(value: Any) -> Any:
 def _session_shown(agent_id: Any, key: str, state: str, columns: tuple[Any, ...]) -> Session:
     """The session and its machine from the columns ``statements.session_log_if_state`` selects for the
     answer: enough for ``agents.sessions.presenters``, nothing more."""
-    seq, handoff_reason, claimed_by_id, machine_key, transitions, actions, terminal, handoff_state = columns
+    seq, handoff_reason, values, claimed_by_id, machine_key, transitions, actions, terminal, handoff, fields = columns
     machine = StateMachine(
         key=machine_key,
         transitions=_json_value(transitions),
         actions=_json_value(actions),
         terminal_states=_json_value(terminal),
-        handoff_state=handoff_state,
+        handoff_state=handoff,
+        fields=_json_value(fields),
     )
     session = Session(
-        agent_id=agent_id, key=key, state=state, seq=seq, handoff_reason=handoff_reason, claimed_by_id=claimed_by_id
+        agent_id=agent_id,
+        key=key,
+        state=state,
+        seq=seq,
+        handoff_reason=handoff_reason,
+        field_values=_json_value(values),
+        claimed_by_id=claimed_by_id,
     )
     Session.machine.field.set_cached_value(session, machine)
     return session

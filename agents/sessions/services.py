@@ -13,67 +13,37 @@ collects its machine's ``max_anomalies``, it is handed to the machine's handoff 
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from functools import partial
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.errors import (
     ActionNotAllowed,
     IllegalTransition,
-    SessionClosed,
     SessionExists,
     SessionHandedOff,
-    StateMismatch,
     UnknownMachine,
     UnknownSession,
 )
-from agents.sessions.codes import (
-    ACTION_NOT_ALLOWED,
-    ILLEGAL_TRANSITION,
-    MODEL_FAILURE,
-    SYSTEM_MODEL_FAILURE,
-)
-from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
+from agents.sessions.codes import ACTION_NOT_ALLOWED, ILLEGAL_TRANSITION
+from agents.sessions.field_updates import fields_apply
+from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_refusal
 from agents.sessions.keys import WriteKey, keyed
-from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
+from agents.sessions.models import Session, TransitionKind
+
+# The move and the anomaly live below the services (agents.sessions.moves); callers import them from here.
+from agents.sessions.moves import AgentRef, Move, _closed, _extra, _mismatch, anomaly_record, session_move
 from agents.sessions.presenters import SessionState, session_state
-from agents.sessions.reads import session_lock, session_seen
-from decision_service import metrics
+from agents.sessions.reads import session_lock
 from decision_service.digests import canonical_digest
 from decision_service.errors import DomainError, InvalidRequest
 from rules.models import DecisionRecord, StateMachine
 
-
-class AgentRef(Protocol):
-    """The agent a call is made for: an ``AgentRuntime`` or the API's ``AgentPrincipal`` (its id and name)."""
-
-    @property
-    def pk(self) -> Any: ...
-
-    @property
-    def name(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Move:
-    from_state: str
-    state: str
-    seq: int
-    kind: str
-    # The session once the move is made (agents.sessions.presenters), set by the public services.
-    session: SessionState | None = None
-
-
-# Not blank (Python's str.strip() whitespace, spelt out so that JSON Schema's regex agrees), no "/" (the
-# id is a path segment of every other session route) and no NUL: docs/openapi.yaml has the same pattern.
 SESSION_ID = (
     r"^[^/\u0000]*[^/\u0000\t-\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
     r"[^/\u0000]*\Z"
@@ -161,115 +131,6 @@ def _locked(agent: AgentRef, session_id: str) -> Session:
     return session
 
 
-def _extra(session: Session, **more: Any) -> dict[str, Any]:
-    """A refusal's extension members: the session as it is now, under the caller's lock (after any
-    anomaly the refusal recorded), so the runtime needs no read before its next step."""
-    return {"state": session.state, "seq": session.seq, **more, "session": session_state(session)}
-
-
-def _mismatch(session: Session, expected: str) -> StateMismatch:
-    return StateMismatch(
-        f"The session is in '{session.state}' (seq {session.seq}), not '{expected}'; use its session object or read "
-        "it again, and retry.",
-        extra=_extra(session),
-    )
-
-
-def _closed(session: Session) -> SessionClosed:
-    return SessionClosed(f"The session ended in '{session.state}'.", extra=_extra(session))
-
-
-def session_move(
-    session: Session,
-    *,
-    to: str,
-    kind: str,
-    actor: str,
-    reason: str = "",
-    decision_id: Any = None,
-    stack: list[str] | None = None,
-    idempotency_key: str = "",
-    request_digest: str = "",
-    now: dt.datetime | None = None,
-) -> Move:
-    """Write one move. The caller holds the session's lock and has checked that the move is allowed."""
-    now = now or timezone.now()
-    from_state, seq = session.state, session.seq + 1
-    fields: dict[str, Any] = {"state": to, "seq": seq, "state_entered_at": now, "updated_at": now}
-    if stack is not None:
-        fields["stack"] = stack
-    # Why the session waits for a person, set by every move into the handoff state; any move out clears it.
-    fields["handoff_reason"] = handoff_reason_for(kind=kind) if to == session.machine.handoff_state else ""
-    # A claim is on a wait in the human queue: any move ends that wait (a new one starts unclaimed).
-    fields["claimed_by"] = None
-    fields["claimed_at"] = None
-    # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
-    if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
-        session.refresh_from_db()
-        raise _mismatch(session, from_state)
-    Transition.objects.create(
-        session=session,
-        seq=seq,
-        from_state=from_state,
-        to_state=to,
-        kind=kind,
-        actor=actor,
-        reason=reason,
-        decision_id=decision_id,
-        idempotency_key=idempotency_key,
-        request_digest=request_digest,
-    )
-    transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
-    if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
-        transaction.on_commit(partial(session_seen, session.agent_id, session.key, to))
-    for name, value in fields.items():
-        setattr(session, name, value)
-    return Move(from_state=from_state, state=to, seq=seq, kind=kind)
-
-
-def anomaly_record(
-    session: Session | None,
-    *,
-    agent: AgentRef,
-    session_id: str,
-    code: str,
-    detail: str = "",
-    raw: str = "",
-    point: str = "",
-    decision_id: Any = None,
-    counted: bool = True,
-) -> Move | None:
-    """Record a model anomaly; apply the machine's model-failure policy. Returns the handoff move, if any.
-
-    ``counted=False``: recorded, but not the model's or the agent's doing (a rule's or the default's
-    decision the machine could not follow): it never counts toward ``max_anomalies``."""
-    Anomaly.objects.create(
-        agent_id=agent.pk,
-        session_id=session_id,
-        point=point,
-        code=code,
-        detail=detail[:2000],
-        raw=raw,
-        decision_id=decision_id,
-    )
-    transaction.on_commit(partial(metrics.anomaly_recorded, code=code))
-    if session is None or not counted:
-        return None
-    Session.objects.filter(pk=session.pk).update(anomaly_count=F("anomaly_count") + 1)
-    session.anomaly_count += 1
-    machine = session.machine
-    ended = session.state in machine.terminal_states or session.state == machine.handoff_state
-    if ended or session.anomaly_count < machine.max_anomalies:
-        return None
-    return session_move(
-        session,
-        to=machine.handoff_state,
-        kind=TransitionKind.MODEL_FAILURE,
-        actor=SYSTEM_MODEL_FAILURE,
-        reason=f"{MODEL_FAILURE}: {session.anomaly_count} anomalies (latest {code})",
-    )
-
-
 def _refuse_after_commit(outcome: Move | DomainError) -> Move:
     if isinstance(outcome, DomainError):
         raise outcome
@@ -285,10 +146,15 @@ def session_transition(
     reason: str = "",
     decision_id: Any = None,
     idempotency_key: str = "",
+    updates: Mapping[str, Any] | None = None,
 ) -> Move:
-    """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move."""
-    # The digest's form is the one transitions stored before keys were per agent (migration 0014).
-    digest = _digest({"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)})
+    """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move; with
+    ``updates``, set those fields in the same move (``agents.sessions.field_updates``: all or nothing,
+    checked before ``to``'s required fields are)."""
+    # The digest's form is the one transitions stored before keys were per agent (migration 0014); the
+    # updates join it only when sent, so a key stored then still replays.
+    body = {"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)}
+    digest = _digest({**body, "updates": dict(updates)} if updates else body)
     key = WriteKey(agent.pk, idempotency_key, "transition", digest, session_id)
 
     def attempt() -> Move:
@@ -299,7 +165,7 @@ def session_transition(
             if decision_id is not None:
                 _check_decision(agent, session, decision_id)
             outcome = _transition_locked(
-                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest
+                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest, updates
             )
             outcome = _made(session, key, outcome)
         return _refuse_after_commit(outcome)
@@ -311,7 +177,8 @@ def _made(session: Session, key: WriteKey, outcome: Move | DomainError) -> Move 
     """A move just made, with its key stored and the session object it answers with."""
     if isinstance(outcome, DomainError):
         return outcome
-    key.store(seq=outcome.seq)
+    # A move with updates is replayed with what they normalised.
+    key.store(seq=outcome.seq, **({} if outcome.normalised is None else {"normalised": outcome.normalised}))
     return replace(outcome, session=session_state(session))
 
 
@@ -319,7 +186,12 @@ def _move_replayed(session: Session, earlier: dict[str, Any]) -> Move:
     """The answer to a retry of a move made under its key: the move as made, the session as it is now."""
     done = session.transitions.get(seq=earlier["seq"])
     return Move(
-        from_state=done.from_state, state=done.to_state, seq=done.seq, kind=done.kind, session=session_state(session)
+        from_state=done.from_state,
+        state=done.to_state,
+        seq=done.seq,
+        kind=done.kind,
+        session=session_state(session),
+        normalised=earlier.get("normalised"),
     )
 
 
@@ -343,6 +215,7 @@ def _transition_locked(
     decision_id: Any,
     idempotency_key: str,
     digest: str,
+    updates: Mapping[str, Any] | None = None,
 ) -> Move | DomainError:
     if session.state != expected_state:
         return _mismatch(session, expected_state)
@@ -358,7 +231,10 @@ def _transition_locked(
             detail + ".",
             extra=_extra(session, allowed_transitions=session_allowed_targets(session), handed_off=handoff is not None),
         )
-    return session_move(
+    applied = fields_apply(session=session, agent=agent, updates=updates, entering=to)
+    if isinstance(applied, DomainError):
+        return applied
+    move = session_move(
         session,
         to=to,
         kind=TransitionKind.MOVE,
@@ -367,7 +243,9 @@ def _transition_locked(
         decision_id=decision_id,
         idempotency_key=idempotency_key,
         request_digest=digest,
+        **applied.move_fields(),
     )
+    return move if updates is None else replace(move, normalised=applied.normalised)
 
 
 def session_action(*, agent: AgentRef, session_id: str, action: str) -> SessionState:

@@ -113,6 +113,7 @@ def timeline_entry_body(entry: TimelineEntry, _masked: _Masking) -> dict[str, An
             actor=t.actor,
             reason=_masked(t.reason, point),
             decision_id=str(t.decision_id) if t.decision_id else None,
+            fields=t.fields_changed,  # masked when written (agents.sessions.fields): no pii to hide here
             **{"from": t.from_state, "to": t.to_state},
         )
     elif entry.decision is not None:

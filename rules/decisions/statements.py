@@ -224,8 +224,9 @@ def session_select(*, session: type[Model], anomaly: type[Model], lock: bool, wi
 
 def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:
     """PostgreSQL: the session (``agent_id``, ``key``) as committed — its state, its two feedback
-    columns, then what the answer's session object shows (``seq``, ``handoff_reason``, ``claimed_by_id``,
-    and of its machine ``key``, ``transitions``, ``actions``, ``terminal_states``, ``handoff_state``) —
+    columns, then what the answer's session object shows (``seq``, ``handoff_reason``, ``field_values``,
+    ``claimed_by_id``, and of its machine ``key``, ``transitions``, ``actions``, ``terminal_states``,
+    ``handoff_state``, ``fields``) —
     and the log row (``log_*``) inserted only if that state is ``state``; the last column counts the rows
     inserted (0 or 1).
 
@@ -240,11 +241,11 @@ def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:
         anomalies, overruled = _feedback_columns(anomaly)
         machine = _columns(StateMachine)
         shown = ", ".join(
-            [f"s.{column[name]} AS {name}" for name in ("seq", "handoff_reason")]
+            [f"s.{column[name]} AS {name}" for name in ("seq", "handoff_reason", "field_values")]
             + [f"s.{column['claimed_by']} AS claimed_by_id"]
             + [
                 f"m.{machine[name]} AS machine_{name}"
-                for name in ("key", "transitions", "actions", "terminal_states", "handoff_state")
+                for name in ("key", "transitions", "actions", "terminal_states", "handoff_state", "fields")
             ]
         )
         return (

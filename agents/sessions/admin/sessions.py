@@ -19,6 +19,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.sessions.fields import fields_masked
 from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session, TransitionKind
 from agents.sessions.selectors import (
@@ -169,6 +170,8 @@ def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
         row.update(
             move=t,
             kind_label=KIND_LABELS.get(t.kind, t.kind),
+            # Written masked (agents.sessions.fields): a pii value was never stored here.
+            fields_changed=", ".join(f"{name}={'∅' if v is None else v}" for name, v in t.fields_changed.items()),
             decision_url=(
                 reverse("admin:rules_decisionrecord_change", args=[t.decision_id]) if t.decision_id else None
             ),
@@ -274,6 +277,7 @@ class SessionAdmin(ReadOnlyAdmin):
                     "created_at",
                     "updated_at",
                     "context_json",
+                    "fields_json",
                 ],
                 "classes": ["collapse"],
             },
@@ -292,6 +296,7 @@ class SessionAdmin(ReadOnlyAdmin):
         "created_at",
         "updated_at",
         "context_json",
+        "fields_json",
     )
 
     class Media:
@@ -368,6 +373,14 @@ class SessionAdmin(ReadOnlyAdmin):
         )
 
     # --- the changelist and the session page ------------------------------------------------------------
+
+    @admin.display(description=_("fields"))
+    def fields_json(self, obj: Session) -> str:
+        # Personal-data fields masked: staff see that a phone number is held, never which.
+        masked = fields_masked(obj.machine, obj.field_values or {})
+        return format_html(
+            '<pre class="arbiter-json">{}</pre>', json.dumps(masked, indent=2, ensure_ascii=False, sort_keys=True)
+        )
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         extra_context = {

@@ -21,6 +21,8 @@ SessionState = TypedDict(
         "handoff_reason": str | None,
         "claimed_by": str | None,
         "feedback": list[str],
+        "fields": dict[str, Any],
+        "missing": dict[str, Any],
         "from": NotRequired[str],
     },
 )
@@ -52,6 +54,8 @@ class SessionDetail(TypedDict):
     feedback: list[str]
     seconds_in_state: float
     context: dict[str, Any]
+    fields: dict[str, Any]
+    missing: dict[str, Any]
     session: SessionState
 
 
@@ -72,6 +76,8 @@ class AnomalyRecorded(TypedDict):
     feedback: list[str]
     seconds_in_state: float
     context: dict[str, Any]
+    fields: dict[str, Any]
+    missing: dict[str, Any]
     handed_off: bool
     session: SessionState
 
@@ -237,6 +243,14 @@ class DecisionRecord(TypedDict):
     tokens: dict[str, Any]
 
 
+class FieldsUpdated(TypedDict):
+    """The session's fields after a fields update, which values were normalised, the session."""
+
+    fields: dict[str, Any]
+    normalised: dict[str, Any]
+    session: SessionState
+
+
 class Machine(TypedDict):
     key: str
     name: str
@@ -251,7 +265,7 @@ class Machine(TypedDict):
     max_anomalies: int
 
 
-Move = TypedDict("Move", {"from": str, "state": str, "seq": int, "session": Any})
+Move = TypedDict("Move", {"from": str, "state": str, "seq": int, "session": Any, "normalised": NotRequired[Any]})
 
 
 class Prompt(TypedDict):
@@ -383,6 +397,7 @@ TimelineEvent = TypedDict(
         "actor": NotRequired[str],
         "reason": NotRequired[str],
         "decision_id": NotRequired[str | None],
+        "fields": NotRequired[dict[str, Any]],
         "id": NotRequired[str],
         "point": NotRequired[str | None],
         "input": NotRequired[str],

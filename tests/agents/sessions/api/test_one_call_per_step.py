@@ -23,6 +23,8 @@ SESSION_KEYS = {
     "handoff_reason",
     "claimed_by",
     "feedback",
+    "fields",
+    "missing",
 }
 
 

@@ -328,6 +328,8 @@ def test_session_detail(world):
         "claimed_by": None,
         "feedback": [],
         "context": {},
+        "fields": {},
+        "missing": {},
     }
     raw = Anomaly.objects.get(session_id="s")
     assert (raw.code, raw.detail, raw.raw, raw.agent.name) == ("invalid_json", "not JSON", "{oops", "support_bot")
