@@ -39,14 +39,16 @@ def _server() -> tuple[str, str, Any]:
     from django.core.wsgi import get_wsgi_application
 
     from agents.runtimes.services import agent_create
-    from tests.support import load_demo
+    from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
+    from rules.config.yaml_import import config_import
+    from tests.support import DEMO_TEXT
 
     logging.disable(logging.INFO)  # the request log would dominate what is measured
     call_command("migrate", verbosity=0)
-    load_demo(reason="client benchmark")
-    _, token = agent_create(
-        name="bench_bot", point_keys=["intent_routing", "refund_approval"], actor=None, reason="client benchmark"
-    )
+    # The demo plus what the reference conversations need beyond it (the address change's point), as
+    # bin/agent-demo and the tests load it.
+    config_import(text=agent_config_text(DEMO_TEXT), source="bench", actor=None, reason="client benchmark")
+    _, token = agent_create(name="bench_bot", point_keys=list(AGENT_POINTS), actor=None, reason="client benchmark")
 
     class Quiet(WSGIRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -56,6 +58,18 @@ def _server() -> tuple[str, str, Any]:
     server.set_app(get_wsgi_application())
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}", token, server
+
+
+def _sweep_later(session: Any, seconds: float) -> None:
+    """A conversation's silence: the timeout sweep run as if ``seconds`` had passed (same process and
+    database as the server), as bin/agent-demo does through ``manage.py shell``."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from agents.sessions.timeouts import session_timeouts_sweep
+
+    session_timeouts_sweep(now=timezone.now() + dt.timedelta(seconds=seconds + 1))
 
 
 def calls_per_turn(url: str, token: str) -> list[str]:
@@ -70,7 +84,7 @@ def calls_per_turn(url: str, token: str) -> list[str]:
     points: dict[tuple[str, int], Any] = {}
     with Arbiter(url, token) as arbiter:
         for path in conversation_paths():
-            outcome = conversation_run(arbiter, path, out=None, points=points)
+            outcome = conversation_run(arbiter, path, out=None, points=points, wait=_sweep_later)
             if outcome.mismatches:
                 raise SystemExit("\n".join(outcome.mismatches))
             outcomes.append(outcome)
