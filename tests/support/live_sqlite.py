@@ -5,7 +5,7 @@ every request thread, interleaving their transactions on it (Django documents th
 at once fail with "database table is locked"). Concurrent requests only mean something with a
 connection each, as a deployed server has: ``connection_per_request`` copies the test database to a
 file and gives the test and every request thread their own connection to it while it is open. On
-PostgreSQL it does nothing. (tests/agents/sessions/test_concurrency.py does the same inline.)
+PostgreSQL it does nothing.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The server is pytest-django's ``live_server`` (Django's threaded WSGI server: one thread per request),
 the clients are threads released together by a barrier so their requests really overlap. On PostgreSQL
 each move holds the session's row lock; on SQLite (each request on its own connection to a file, see
-``_on_a_sqlite_file``) the database write lock, taken before the session is read. Behind either, the
+``tests.support.live_sqlite``) the database write lock, taken before the session is read. Behind either, the
 compare-and-set on ``seq``. Exactly one of the racing moves from one ``expected_state`` may win, and no
 request may fail with a server error ("database is locked" was one, on SQLite, before the lock).
 """
@@ -11,22 +11,20 @@ request may fail with a server error ("database is locked" was one, on SQLite, b
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from agents.sessions.models import Anomaly, Session, Transition
 from rules.models import DecisionIdempotencyKey, DecisionRecord
 from tests.support import move_of
 from tests.support.http import Agent, Answer, assert_gap_free, candidate, start_server
+from tests.support.live_sqlite import connection_per_request
 
 CLIENTS = 50
 
@@ -36,52 +34,8 @@ def bot(live_server, transactional_db, tmp_path) -> Iterator[Agent]:
     # Django's live server listens with a backlog of 10; 50 clients connecting at once would overflow it
     # and see resets before any request is read. Listening again on Linux only raises the backlog.
     live_server.thread.httpd.socket.listen(2 * CLIENTS)
-    if connection.vendor != "sqlite":
+    with connection_per_request(live_server, tmp_path / "arbiter.sqlite3"):
         yield start_server(live_server)[0]
-        return
-    yield from _on_a_sqlite_file(live_server, tmp_path / "arbiter.sqlite3")
-
-
-class _ConnectionPerRequest:
-    """Stands in for the live server's ``connections_override``: each request thread gets its own."""
-
-    def __init__(self, make: Callable[[], Any]) -> None:
-        self.make = make
-
-    def __bool__(self) -> bool:
-        return True
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(DEFAULT_DB_ALIAS, self.make())]
-
-
-def _on_a_sqlite_file(live_server: Any, path: Path) -> Iterator[Agent]:
-    """pytest-django's SQLite test database lives in memory, and its live server hands that one
-    connection to every request thread, interleaving their transactions on it (Django documents the
-    hazard). Concurrent requests only mean something with a connection each, as a deployed server has:
-    copy the test database to a file, and give the test and every request thread their own connection
-    to it for the duration of the test."""
-    memory = connections[DEFAULT_DB_ALIAS]
-    memory.ensure_connection()
-    target = sqlite3.connect(path)
-    memory.connection.backup(target)
-    target.close()
-    settings_dict = {**memory.settings_dict, "NAME": str(path)}
-
-    def make() -> Any:
-        return memory.__class__(settings_dict, DEFAULT_DB_ALIAS)
-
-    httpd = live_server.thread.httpd
-    saved = httpd.connections_override
-    httpd.connections_override = _ConnectionPerRequest(make)
-    mine = make()
-    connections[DEFAULT_DB_ALIAS] = mine
-    try:
-        yield start_server(live_server)[0]
-    finally:
-        httpd.connections_override = saved
-        mine.close()
-        connections[DEFAULT_DB_ALIAS] = memory
 
 
 def race(n: int, request: Callable[[int], Answer]) -> list[Answer]:
