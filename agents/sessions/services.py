@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from agents.errors import (
     ActionNotAllowed,
+    GuardFailed,
     IllegalTransition,
     SessionClosed,
     SessionExists,
@@ -37,10 +38,13 @@ from agents.errors import (
 )
 from agents.sessions.codes import (
     ACTION_NOT_ALLOWED,
+    GUARD_FAILED,
     ILLEGAL_TRANSITION,
     MODEL_FAILURE,
+    PROPOSED_BY_MODEL,
     SYSTEM_MODEL_FAILURE,
 )
+from agents.sessions.guards import edge_guard, guard_failure
 from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_reason_for, handoff_refusal
 from agents.sessions.keys import WriteKey, keyed
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
@@ -285,10 +289,15 @@ def session_transition(
     reason: str = "",
     decision_id: Any = None,
     idempotency_key: str = "",
+    proposed_by: str = "runtime",
 ) -> Move:
-    """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move."""
-    # The digest's form is the one transitions stored before keys were per agent (migration 0014).
-    digest = _digest({"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)})
+    """Move a session to ``to`` if it is in ``expected_state``, the machine allows the move and the edge's
+    guard (``agents.sessions.guards``) lets it through."""
+    # The digest's form is the one transitions stored before keys were per agent (migration 0014); a
+    # move marked as the model's proposal is another request, so the mark joins it only when given.
+    marked = {"proposed_by": proposed_by} if proposed_by == PROPOSED_BY_MODEL else {}
+    body = {"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id), **marked}
+    digest = _digest(body)
     key = WriteKey(agent.pk, idempotency_key, "transition", digest, session_id)
 
     def attempt() -> Move:
@@ -299,7 +308,7 @@ def session_transition(
             if decision_id is not None:
                 _check_decision(agent, session, decision_id)
             outcome = _transition_locked(
-                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest
+                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest, proposed_by
             )
             outcome = _made(session, key, outcome)
         return _refuse_after_commit(outcome)
@@ -343,6 +352,7 @@ def _transition_locked(
     decision_id: Any,
     idempotency_key: str,
     digest: str,
+    proposed_by: str,
 ) -> Move | DomainError:
     if session.state != expected_state:
         return _mismatch(session, expected_state)
@@ -358,6 +368,9 @@ def _transition_locked(
             detail + ".",
             extra=_extra(session, allowed_transitions=session_allowed_targets(session), handed_off=handoff is not None),
         )
+    guard = edge_guard(session, to)
+    if refusal := guard_refusal(session, agent, guard, decision_id=decision_id, proposed_by=proposed_by, on=to):
+        return refusal
     return session_move(
         session,
         to=to,
@@ -367,6 +380,24 @@ def _transition_locked(
         decision_id=decision_id,
         idempotency_key=idempotency_key,
         request_digest=digest,
+    )
+
+
+def guard_refusal(
+    session: Session, agent: AgentRef, guard: Mapping[str, Any], *, decision_id: Any, proposed_by: str, on: str
+) -> GuardFailed | None:
+    """The refusal of a move ``guard`` does not let through (``on``: the target state or the event), with
+    an anomaly when the move was the model's proposal; None when the guard lets it through."""
+    failure = guard_failure(session, guard, agent_id=agent.pk, decision_id=decision_id)
+    if failure is None:
+        return None
+    detail = f"{failure.guard} refused {on!r} in '{session.state}': {failure.reason}"
+    handoff = None
+    if proposed_by == PROPOSED_BY_MODEL:
+        handoff = anomaly_record(session, agent=agent, session_id=session.key, code=GUARD_FAILED, detail=detail)
+    return GuardFailed(
+        detail + ".",
+        extra=_extra(session, guard=failure.guard, reason=failure.reason, handed_off=handoff is not None),
     )
 
 
