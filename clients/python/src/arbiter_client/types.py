@@ -236,6 +236,9 @@ class DecisionRecord(TypedDict):
     tokens: dict[str, Any]
 
 
+EventMove = TypedDict("EventMove", {"event": str, "from": str, "to": str, "seq": int, "session": Any})
+
+
 class Machine(TypedDict):
     key: str
     name: str
