@@ -374,21 +374,28 @@ def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[Risk
                 if _unmasks(change.old, change.new):
                     yield reason(gettext_noop("masks less personal data in the decision log"))
     elif change.kind == "machine":
-        if change.action == "remove":
-            yield reason(gettext_noop("deletes a state machine"))
-        elif change.action == "change":
-            if fields & MACHINE_FIELDS:
-                yield reason(
-                    gettext_noop("changes the machine's %(fields)s"), fields=", ".join(sorted(fields & MACHINE_FIELDS))
-                )
-            if "fields" in fields and change.old is not None and change.new is not None:
-                routed = old.routed_states(change.key) | new.routed_states(change.key)
-                for message, params in field_risks(change.old.get("fields", []), change.new.get("fields", []), routed):
-                    yield reason(message, **params)
-            if fields & {"events", "guards"} and change.old is not None and change.new is not None:
-                routed = old.routed_states(change.key) | new.routed_states(change.key)
-                for message, params in guard_risks(change.old, change.new, routed):
-                    yield reason(message, **params)
+        yield from (reason(message, **params) for message, params in _machine_risks(change, fields, old, new))
+
+
+def _machine_risks(
+    change: RecordChange, fields: set[str], old: _View, new: _View
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A machine change's reasons, as (message id, params)."""
+    if change.action == "remove":
+        yield gettext_noop("deletes a state machine"), {}
+    elif change.action == "change":
+        if fields & MACHINE_FIELDS:
+            yield (
+                gettext_noop("changes the machine's %(fields)s"),
+                {"fields": ", ".join(sorted(fields & MACHINE_FIELDS))},
+            )
+        if change.old is None or change.new is None:
+            return
+        routed = old.routed_states(change.key) | new.routed_states(change.key)
+        if "fields" in fields:
+            yield from field_risks(change.old.get("fields", []), change.new.get("fields", []), routed)
+        if fields & {"events", "guards"}:
+            yield from guard_risks(change.old, change.new, routed)
 
 
 def change_risks(
