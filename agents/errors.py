@@ -58,6 +58,18 @@ class ActionNotAllowed(DomainError):
     title = "Action not allowed in this state"
 
 
+class EventNotAllowed(DomainError):
+    code = "event_not_allowed"
+    status = 422
+    title = "Event not allowed in this state"
+
+
+class GuardFailed(DomainError):
+    code = "guard_failed"
+    status = 422
+    title = "The move's guard is not satisfied"
+
+
 class MachineMismatch(DomainError):
     code = "machine_mismatch"
     status = 422

@@ -9,6 +9,7 @@ urlpatterns = [
     path("sessions/<str:session_id>", apis.SessionDetailApi.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/transitions", apis.SessionTransitionApi.as_view(), name="session-transition"),
     path("sessions/<str:session_id>/fields", apis.SessionFieldsApi.as_view(), name="session-fields"),
+    path("sessions/<str:session_id>/events", apis.SessionEventApi.as_view(), name="session-event"),
     path("sessions/<str:session_id>/actions", apis.SessionActionApi.as_view(), name="session-action"),
     path("sessions/<str:session_id>/interrupt", apis.SessionInterruptApi.as_view(), name="session-interrupt"),
     path("sessions/<str:session_id>/resume", apis.SessionResumeApi.as_view(), name="session-resume"),

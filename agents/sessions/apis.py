@@ -14,7 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.errors import UnknownSession
+from agents.sessions.codes import PROPOSED_BY
 from agents.sessions.decide import decision_make
+from agents.sessions.events import session_event
 from agents.sessions.field_patch import session_fields_update
 from agents.sessions.interrupts import session_interrupt, session_report_anomaly, session_resume
 from agents.sessions.models import Session
@@ -210,12 +212,14 @@ class SessionTransitionApi(SessionApi):
         reason = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
         decision_id = StrictUUIDField(required=False, allow_null=True)
         updates = serializers.DictField(required=False, allow_empty=True)
+        proposed_by = serializers.ChoiceField(choices=PROPOSED_BY, required=False, default="runtime")
 
     def post(self, request: Request, session_id: str) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         move = session_transition(
+            proposed_by=data["proposed_by"],
             agent=request_agent(request),
             session_id=session_id,
             to=data["to"],
@@ -247,6 +251,32 @@ class SessionFieldsApi(SessionApi):
         )
         shown = updated.session
         return Response({"fields": shown["fields"], "normalised": updated.normalised, "session": shown})
+
+
+class SessionEventApi(SessionApi):
+    class InputSerializer(StrictSerializer):
+        event = StrictCharField(max_length=64)
+        expected_state = StrictCharField(max_length=64)
+        decision_id = StrictUUIDField(required=False, allow_null=True)
+        proposed_by = serializers.ChoiceField(choices=PROPOSED_BY, required=False, default="runtime")
+
+    def post(self, request: Request, session_id: str) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        sent = session_event(
+            agent=request_agent(request),
+            session_id=session_id,
+            event=data["event"],
+            expected_state=data["expected_state"],
+            decision_id=data.get("decision_id"),
+            proposed_by=data["proposed_by"],
+            idempotency_key=idempotency_key(request),
+        )
+        move = sent.move
+        return Response(
+            {"event": sent.event, "from": move.from_state, "to": move.state, "seq": move.seq, "session": move.session}
+        )
 
 
 class SessionActionApi(SessionApi):

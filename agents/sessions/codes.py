@@ -7,6 +7,12 @@ SYSTEM_MODEL_FAILURE = "system:model-failure-policy"
 MODEL_FAILURE = "model_failure"
 ILLEGAL_TRANSITION = "illegal_transition"
 ACTION_NOT_ALLOWED = "action_not_allowed"
+EVENT_NOT_ALLOWED = "event_not_allowed"
+# A guard refused a move the caller marked as the model's proposal (``proposed_by: model``).
+GUARD_FAILED = "guard_failed"
+# Who proposed a move: the model (its mistakes are anomalies) or the runtime's own code (the default).
+PROPOSED_BY_MODEL = "model"
+PROPOSED_BY = ("runtime", PROPOSED_BY_MODEL)
 DECISION_MOVE_NOT_ALLOWED = "decision_move_not_allowed"
 FEEDBACK_LIMIT = 50  # the latest anomalies and overruled decisions of a session that its hints count
 # A decision of a rule or of the default that the machine could not follow: the configuration's doing,

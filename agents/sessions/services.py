@@ -24,14 +24,16 @@ from django.utils import timezone
 
 from agents.errors import (
     ActionNotAllowed,
+    GuardFailed,
     IllegalTransition,
     SessionExists,
     SessionHandedOff,
     UnknownMachine,
     UnknownSession,
 )
-from agents.sessions.codes import ACTION_NOT_ALLOWED, ILLEGAL_TRANSITION
+from agents.sessions.codes import ACTION_NOT_ALLOWED, GUARD_FAILED, ILLEGAL_TRANSITION, PROPOSED_BY_MODEL
 from agents.sessions.field_updates import fields_apply
+from agents.sessions.guards import edge_guard, guard_failure
 from agents.sessions.handoff import REASON_STARTED, SESSION_HANDED_OFF, handoff_refusal
 from agents.sessions.keys import WriteKey, keyed
 from agents.sessions.models import Session, TransitionKind
@@ -147,13 +149,16 @@ def session_transition(
     decision_id: Any = None,
     idempotency_key: str = "",
     updates: Mapping[str, Any] | None = None,
+    proposed_by: str = "runtime",
 ) -> Move:
-    """Move a session to ``to`` if it is in ``expected_state`` and the machine allows the move; with
-    ``updates``, set those fields in the same move (``agents.sessions.field_updates``: all or nothing,
-    checked before ``to``'s required fields are)."""
-    # The digest's form is the one transitions stored before keys were per agent (migration 0014); the
-    # updates join it only when sent, so a key stored then still replays.
-    body = {"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id)}
+    """Move a session to ``to`` if it is in ``expected_state``, the machine allows the move and the edge's
+    guard (``agents.sessions.guards``) lets it through; with ``updates``, set those fields in the same move
+    (``agents.sessions.field_updates``: all or nothing, checked before ``to``'s required fields and the
+    guard are)."""
+    # The digest's form is the one transitions stored before keys were per agent (migration 0014): the
+    # updates and a mark of the model's proposal join it only when sent, so a key stored then still replays.
+    marked = {"proposed_by": proposed_by} if proposed_by == PROPOSED_BY_MODEL else {}
+    body = {"to": to, "expected_state": expected_state, "reason": reason, "decision_id": str(decision_id), **marked}
     digest = _digest({**body, "updates": dict(updates)} if updates else body)
     key = WriteKey(agent.pk, idempotency_key, "transition", digest, session_id)
 
@@ -165,7 +170,7 @@ def session_transition(
             if decision_id is not None:
                 _check_decision(agent, session, decision_id)
             outcome = _transition_locked(
-                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest, updates
+                session, agent, to, expected_state, reason, decision_id, idempotency_key, digest, updates, proposed_by
             )
             outcome = _made(session, key, outcome)
         return _refuse_after_commit(outcome)
@@ -216,6 +221,7 @@ def _transition_locked(
     idempotency_key: str,
     digest: str,
     updates: Mapping[str, Any] | None = None,
+    proposed_by: str = "runtime",
 ) -> Move | DomainError:
     if session.state != expected_state:
         return _mismatch(session, expected_state)
@@ -234,6 +240,12 @@ def _transition_locked(
     applied = fields_apply(session=session, agent=agent, updates=updates, entering=to)
     if isinstance(applied, DomainError):
         return applied
+    guard = edge_guard(session, to)
+    refusal = guard_refusal(
+        session, agent, guard, decision_id=decision_id, proposed_by=proposed_by, on=to, values=applied.values
+    )
+    if refusal is not None:
+        return refusal
     move = session_move(
         session,
         to=to,
@@ -246,6 +258,31 @@ def _transition_locked(
         **applied.move_fields(),
     )
     return move if updates is None else replace(move, normalised=applied.normalised)
+
+
+def guard_refusal(
+    session: Session,
+    agent: AgentRef,
+    guard: Mapping[str, Any],
+    *,
+    decision_id: Any,
+    proposed_by: str,
+    on: str,
+    values: Mapping[str, Any] | None = None,
+) -> GuardFailed | None:
+    """The refusal of a move ``guard`` does not let through (``on``: the target state or the event), with
+    an anomaly when the move was the model's proposal; None when the guard lets it through."""
+    failure = guard_failure(session, guard, agent_id=agent.pk, decision_id=decision_id, values=values)
+    if failure is None:
+        return None
+    detail = f"{failure.guard} refused {on!r} in '{session.state}': {failure.reason}"
+    handoff = None
+    if proposed_by == PROPOSED_BY_MODEL:
+        handoff = anomaly_record(session, agent=agent, session_id=session.key, code=GUARD_FAILED, detail=detail)
+    return GuardFailed(
+        detail + ".",
+        extra=_extra(session, guard=failure.guard, reason=failure.reason, handed_off=handoff is not None),
+    )
 
 
 def session_action(*, agent: AgentRef, session_id: str, action: str) -> SessionState:

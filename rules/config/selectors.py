@@ -11,6 +11,7 @@ from typing import Any
 
 from rules.config.condition_kinds import adapter
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
+from rules.config.event_definitions import canonical_event, canonical_guards
 from rules.config.field_definitions import canonical_field
 from rules.engine import CompiledPoint
 from rules.engine.evasion import EVASION_OPTIONS
@@ -163,12 +164,16 @@ def _machine_document(m: StateMachine) -> dict[str, Any]:
             "timeouts": {s: m.timeouts[s] for s in m.states if s in m.timeouts},
             "max_anomalies": m.max_anomalies,
             "fields": [canonical_field(f) for f in m.fields or []],
+            "events": [canonical_event(e) for e in m.events or []],
+            "guards": canonical_guards(m.guards or {}, m.states),
         },
         "name",
         "description",
         "actions",
         "timeouts",
         "fields",
+        "events",
+        "guards",
     )
 
 

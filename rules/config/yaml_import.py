@@ -391,4 +391,6 @@ class _Applier:
             machine.timeouts = dict(doc.get("timeouts", {}))
             machine.max_anomalies = doc["max_anomalies"]
             machine.fields = [dict(f) for f in doc.get("fields", [])]
+            machine.events = [dict(e) for e in doc.get("events", [])]
+            machine.guards = dict(doc.get("guards", {}))
             machine_save(machine=machine, actor=self.actor, reason=self.reason)

@@ -21,7 +21,8 @@ past, so it is governed as the high-risk rule is. Concretely a change is high-ri
 - changes a state machine's transitions, per-state actions, timeouts, initial, terminal or handoff
   state or model-failure policy (``max_anomalies``), or deletes the machine; or changes its field
   declarations so that less personal data is masked (``pii`` turned off, a ``pii`` field removed) or a
-  field required in a state a high-risk rule sends sessions to changes (``field_risk.py`` says why).
+  field required in a state a high-risk rule sends sessions to changes (``field_risk.py`` says why); or
+  removes or weakens a guard on a move into such a state (``guard_risk.py``).
 Every record is judged on both sides — as it was and as it would be — so switching a rule on ahead of a
 high-risk rule, turning one off, or moving a rule out of a high-risk category is high-risk too.
 Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
@@ -44,6 +45,7 @@ from django.utils.translation import gettext, gettext_noop
 from rules.config.document.diff import KIND_LABELS, RecordChange
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.governance.field_risk import field_risks
+from rules.governance.guard_risk import guard_risks
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
@@ -372,17 +374,28 @@ def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[Risk
                 if _unmasks(change.old, change.new):
                     yield reason(gettext_noop("masks less personal data in the decision log"))
     elif change.kind == "machine":
-        if change.action == "remove":
-            yield reason(gettext_noop("deletes a state machine"))
-        elif change.action == "change":
-            if fields & MACHINE_FIELDS:
-                yield reason(
-                    gettext_noop("changes the machine's %(fields)s"), fields=", ".join(sorted(fields & MACHINE_FIELDS))
-                )
-            if "fields" in fields and change.old is not None and change.new is not None:
-                routed = old.routed_states(change.key) | new.routed_states(change.key)
-                for message, params in field_risks(change.old.get("fields", []), change.new.get("fields", []), routed):
-                    yield reason(message, **params)
+        yield from (reason(message, **params) for message, params in _machine_risks(change, fields, old, new))
+
+
+def _machine_risks(
+    change: RecordChange, fields: set[str], old: _View, new: _View
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A machine change's reasons, as (message id, params)."""
+    if change.action == "remove":
+        yield gettext_noop("deletes a state machine"), {}
+    elif change.action == "change":
+        if fields & MACHINE_FIELDS:
+            yield (
+                gettext_noop("changes the machine's %(fields)s"),
+                {"fields": ", ".join(sorted(fields & MACHINE_FIELDS))},
+            )
+        if change.old is None or change.new is None:
+            return
+        routed = old.routed_states(change.key) | new.routed_states(change.key)
+        if "fields" in fields:
+            yield from field_risks(change.old.get("fields", []), change.new.get("fields", []), routed)
+        if fields & {"events", "guards"}:
+            yield from guard_risks(change.old, change.new, routed)
 
 
 def change_risks(
@@ -446,6 +459,7 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
         return gettext(
             "Changing the transitions, actions, timeouts, initial, terminal or handoff state or max anomalies, "
             "turning a field's pii off, changing a field required in a state a high-risk rule sends sessions to, "
+            "removing or weakening a guard into such a state, "
             "or deleting it, needs approval."
         )
     return None

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from decision_service.admin.fields import ListField, MappingField, PairsField, plain_number
 from decision_service.admin.forms import AuditedModelForm
+from rules.config.admin.event_fields import EventDeclarationsField, GuardsField
 from rules.config.admin.fields import FactsField, FieldDeclarationsField, LiteralField
 from rules.config.condition_kinds import ADAPTERS, INPUTS_USED, adapter, unused_inputs
 from rules.config.models.points import point_view
@@ -335,13 +336,23 @@ class StateMachineForm(AuditedModelForm):
             "timeouts",
             "max_anomalies",
             "fields",
+            "events",
+            "guards",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         # Not a declared attribute like the fields above: on a form, ``fields`` is the form's own mapping of
         # fields, so the model field of that name gets its form field (and words) through Meta.
-        field_classes = {"fields": FieldDeclarationsField}
+        field_classes = {"fields": FieldDeclarationsField, "events": EventDeclarationsField, "guards": GuardsField}
         labels = {"fields": _("Fields")}
         help_texts = {
+            "events": _(
+                "Named moves, as a YAML list, e.g. “- name: clarification_required” with “from: [executing]”, "
+                "“to: collecting_params” and an optional “guard:”. Each from → to must be in the transitions."
+            ),
+            "guards": _(
+                "What an agent's move along an edge needs, e.g. “collecting_params:”, then “executing:”, then "
+                "“requires_fields: [receiver_phone]” or “requires_decision: {point: …, outcomes: [...]}”."
+            ),
             "fields": _(
                 "What sessions hold, as a YAML list, e.g. “- name: phone” with “type: string”, "
                 "“pattern: '^1[3-9]\\d{9}$'”, “normalize: [digits]”, “required_in: [executing]”, “pii: true”. "

@@ -36,6 +36,7 @@ class StateMachineAdmin(ConfigAdmin):
         (_("States"), {"fields": ["states", "initial_state", "handoff_state", "terminal_states"]}),
         (_("Moves, actions and timeouts"), {"fields": ["transitions", "actions", "timeouts", "max_anomalies"]}),
         (_("Fields"), {"fields": ["fields"]}),
+        (_("Events and guards"), {"fields": ["events", "guards"]}),
         (PICTURE, {"fields": ["diagram", "session_links"]}),
     ]
 

@@ -87,6 +87,8 @@ MACHINE_FIELDS: dict[str, Any] = {
     "timeouts": {},
     "max_anomalies": 3,
     "fields": [],
+    "events": [],
+    "guards": {},
 }
 FIELDS: dict[str, dict[str, Any]] = {
     "threshold": THRESHOLD_FIELDS,

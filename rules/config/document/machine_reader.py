@@ -10,6 +10,7 @@ from typing import Any
 from rules.config.document.readers import Reader, clause, describe, or_default
 from rules.config.document.spelling import drop_empty
 from rules.config.document.yamlload import Path
+from rules.config.event_definitions import canonical_event, canonical_guards, machine_event_problems
 from rules.config.field_definitions import canonical_field, machine_field_problems
 from rules.config.machine_definitions import machine_problems
 
@@ -26,6 +27,8 @@ MACHINE_KEYS = (
     "timeouts",
     "max_anomalies",
     "fields",
+    "events",
+    "guards",
 )
 MACHINE_REQUIRED = ("key", "states", "initial", "handoff", "transitions")
 
@@ -43,6 +46,9 @@ _MACHINE_FIELD_KEYS = {
 
 class MachineReader(Reader):
     """The state machine part of the document checker."""
+
+    # Set by ``note_references`` before any record is read; ``None``: the points are not known.
+    point_outcomes: dict[str, list[str]] | None = None
 
     def machine(self, item: Any, path: Path) -> dict[str, Any] | None:
         record = self.mapping(item, path, MACHINE_KEYS, MACHINE_REQUIRED, what="a state machine (a mapping)")
@@ -88,6 +94,7 @@ class MachineReader(Reader):
             states=states,
             closed_states=[s for s in (initial, handoff) if s],
         )
+        events, guards = self.events_and_guards(record, path, states=states, transitions=transitions, fields=fields)
         if self.count() > start or actions is None or timeouts is None or fields is None:
             return None
         return drop_empty(
@@ -104,13 +111,53 @@ class MachineReader(Reader):
                 "timeouts": {s: timeouts[s] for s in states if s in timeouts},
                 "max_anomalies": max_anomalies,
                 "fields": fields,
+                "events": events,
+                "guards": guards,
             },
             "name",
             "description",
             "actions",
             "timeouts",
             "fields",
+            "events",
+            "guards",
         )
+
+    def note_references(self, sections: dict[str, list[Any]]) -> None:
+        """What machines and points refer to across the document: each machine's states, each point's
+        outcomes — every key the file declares, valid record or not, so a problem is reported once."""
+        self.machine_states = {
+            item["key"]: [s for s in item.get("states", []) if isinstance(s, str)]
+            for item in sections["machines"]
+            if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("states"), list)
+        }
+        self.point_outcomes = {
+            item["key"]: [o for o in item.get("outcomes", []) if isinstance(o, str)]
+            for item in sections["points"]
+            if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("outcomes"), list)
+        }
+
+    def events_and_guards(
+        self, record: dict[str, Any], path: Path, *, states: list[str], transitions: dict[str, Any], fields: Any
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The ``events:`` and ``guards:`` blocks: each problem of ``machine_event_problems`` at its line."""
+        events, guards = or_default(record, "events", []), or_default(record, "guards", {})
+        declared = [
+            f["name"] for f in record.get("fields") or [] if isinstance(f, dict) and isinstance(f.get("name"), str)
+        ]
+        problems = machine_event_problems(
+            events=events,
+            guards=guards,
+            states=states,
+            transitions=transitions,
+            field_names=declared,
+            points=self.point_outcomes,
+        )
+        for at, message in problems.items():
+            self.problem((*path, *at), clause(message))
+        if problems:
+            return [], {}
+        return [canonical_event(e) for e in events], canonical_guards(guards, states)
 
     def field_declarations(
         self, value: Any, path: Path, *, states: list[str], closed_states: list[str]

@@ -156,11 +156,7 @@ class _Checker(MachineReader):
         # threshold with a bad value is reported once, not again by each rule that uses it.
         self.threshold_keys = _declared_keys(sections["thresholds"])
         self.list_keys = _declared_keys(sections["keyword_lists"])
-        self.machine_states = {
-            item["key"]: [s for s in item.get("states", []) if isinstance(s, str)]
-            for item in sections["machines"]
-            if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("states"), list)
-        }
+        self.note_references(sections)
 
         thresholds = self.section(sections["thresholds"], "thresholds", self.threshold)
         keyword_lists = self.section(sections["keyword_lists"], "keyword_lists", self.keyword_list)

@@ -14,6 +14,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from rules.config.event_definitions import machine_event_problems
 from rules.config.field_definitions import machine_field_problems
 from rules.config.machine_definitions import machine_problems
 from rules.config.models.fields import key_validator, text_problems
@@ -55,6 +56,18 @@ class StateMachine(models.Model):
         blank=True,
         help_text=_("What sessions of this machine hold: each field's name, type and constraints."),
         verbose_name=_("fields"),
+    )
+    events = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_("Named moves: each event's name, the states it may be sent in, its target and guard."),
+        verbose_name=_("events"),
+    )
+    guards = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("State → target state → what an agent's move along that edge needs."),
+        verbose_name=_("guards"),
     )
     history = HistoricalRecords(table_name="agents_historicalstatemachine")
 
@@ -106,6 +119,8 @@ class StateMachine(models.Model):
         errors: dict[str, str | list[str]] = dict(problems)
         if field_problems := self._field_problems():
             errors["fields"] = field_problems
+        for name, messages in self._event_problems().items():
+            errors[name] = messages
         if errors:
             raise ValidationError(errors)
 
@@ -126,4 +141,35 @@ class StateMachine(models.Model):
             name = declaration.get("name") if isinstance(declaration, dict) else None
             where = name if isinstance(name, str) and name else gettext("field %(number)s") % {"number": int(index) + 1}
             messages.append(f"{where}{' ' + str(key[0]) if key else ''}: {message}")
+        return messages
+
+    def _event_problems(self) -> dict[str, list[str]]:
+        """The events' and guards' problems by model field, each message prefixed by where it is."""
+        located = machine_event_problems(
+            events=self.events,
+            guards=self.guards,
+            states=self.states if isinstance(self.states, list) else [],
+            transitions=self.transitions if isinstance(self.transitions, dict) else {},
+            field_names=[
+                f["name"] for f in self.fields or [] if isinstance(f, dict) and isinstance(f.get("name"), str)
+            ],
+            points=dict(DecisionPoint.objects.values_list("key", "outcomes")),
+            # An import writes machines before the points that name them; the document's checker has
+            # checked those against the document's points.
+            all_points=False,
+        )
+        messages: dict[str, list[str]] = {}
+        for (field, *at), message in located.items():
+            if field == "events" and at:
+                event = self.events[int(at[0])]
+                name = event.get("name") if isinstance(event, dict) else None
+                label = (
+                    name if isinstance(name, str) and name else gettext("event %(number)s") % {"number": int(at[0]) + 1}
+                )
+                where = [label, *map(str, at[1:])]
+            else:
+                # A guard is named by its edge: "from → to".
+                where = [" → ".join(str(a) for a in at[:2]), *map(str, at[2:])] if at else []
+            prefix = " ".join(where)
+            messages.setdefault(str(field), []).append(f"{prefix}: {message}" if prefix else message)
         return messages

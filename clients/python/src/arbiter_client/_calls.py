@@ -21,6 +21,7 @@ from arbiter_client.types import (
     Decision,
     DecisionMap,
     DecisionRecord,
+    EventMove,
     Machine,
     Move,
     NeedsCandidate,
@@ -49,6 +50,7 @@ OPERATIONS = {
     "sessionCreate": "session_create",
     "sessionDetail": "session_get",
     "sessionTransition": "session_move",
+    "sessionEvent": "session_event",
     "sessionAction": "session_action",
     "sessionInterrupt": "session_interrupt",
     "sessionResume": "session_resume",
@@ -159,6 +161,19 @@ def session_move(
 ) -> Call[Move]:
     body = _body(to=to, expected_state=expected_state, reason=reason, decision_id=decision_id)
     return Call("POST", f"{API}/sessions/{_segment(session_id)}/transitions", json=body, headers=_key(idempotency_key))
+
+
+def session_event(
+    session_id: str,
+    event: str,
+    *,
+    expected_state: str,
+    decision_id: str | None = None,
+    proposed_by: str | None = None,
+    idempotency_key: str | None = None,
+) -> Call[EventMove]:
+    body = _body(event=event, expected_state=expected_state, decision_id=decision_id, proposed_by=proposed_by)
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/events", json=body, headers=_key(idempotency_key))
 
 
 def session_action(session_id: str, type: str, params: dict[str, Any] | None = None) -> Call[ActionAllowed]:

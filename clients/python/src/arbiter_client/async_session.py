@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from arbiter_client.errors import SessionRefused, StateMismatch
 from arbiter_client.session import SessionState
-from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
+from arbiter_client.types import (
+    ActionAllowed,
+    AnomalyRecorded,
+    Decision,
+    EventMove,
+    Move,
+    NeedsCandidate,
+    SessionDetail,
+)
 
 if TYPE_CHECKING:
     from arbiter_client.client import AsyncArbiter
@@ -95,6 +103,31 @@ class AsyncSession(SessionState):
                 expected_state=self.state,
                 reason=reason,
                 decision_id=decision_id,
+                idempotency_key=idempotency_key,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    async def event(
+        self,
+        name: str,
+        *,
+        decision_id: str | None = None,
+        proposed_by: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> EventMove:
+        """Send the machine's event ``name`` from the state this session is in; a refusal
+        (``EventNotAllowed``, ``GuardFailed``, ``StateMismatch``, …) is raised after the state it carries is taken."""
+        try:
+            answer = await self.arbiter.session_event(
+                self.session_id,
+                name,
+                expected_state=self.state,
+                decision_id=decision_id,
+                proposed_by=proposed_by,
                 idempotency_key=idempotency_key,
             )
         except SessionRefused as error:

@@ -160,6 +160,18 @@ class IllegalTransition(SessionRefused):
     code_name = "illegal_transition"
 
 
+class EventNotAllowed(SessionRefused):
+    """The machine has no such event, or it cannot be sent in this state; ``allowed_events`` says which can."""
+
+    code_name = "event_not_allowed"
+
+
+class GuardFailed(SessionRefused):
+    """A guard refused the move: ``guard`` (requires_fields or requires_decision) and ``reason``."""
+
+    code_name = "guard_failed"
+
+
 class ActionNotAllowed(SessionRefused):
     code_name = "action_not_allowed"
 

@@ -19,7 +19,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from arbiter_client.errors import SessionRefused, StateMismatch
-from arbiter_client.types import ActionAllowed, AnomalyRecorded, Decision, Move, NeedsCandidate, SessionDetail
+from arbiter_client.types import (
+    ActionAllowed,
+    AnomalyRecorded,
+    Decision,
+    EventMove,
+    Move,
+    NeedsCandidate,
+    SessionDetail,
+)
 
 if TYPE_CHECKING:
     from arbiter_client.client import Arbiter
@@ -223,6 +231,31 @@ class Session(SessionState):
                 expected_state=self.state,
                 reason=reason,
                 decision_id=decision_id,
+                idempotency_key=idempotency_key,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    def event(
+        self,
+        name: str,
+        *,
+        decision_id: str | None = None,
+        proposed_by: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> EventMove:
+        """Send the machine's event ``name`` from the state this session is in; a refusal
+        (``EventNotAllowed``, ``GuardFailed``, ``StateMismatch``, …) is raised after the state it carries is taken."""
+        try:
+            answer = self.arbiter.session_event(
+                self.session_id,
+                name,
+                expected_state=self.state,
+                decision_id=decision_id,
+                proposed_by=proposed_by,
                 idempotency_key=idempotency_key,
             )
         except SessionRefused as error:

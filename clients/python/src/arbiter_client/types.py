@@ -243,6 +243,9 @@ class DecisionRecord(TypedDict):
     tokens: dict[str, Any]
 
 
+EventMove = TypedDict("EventMove", {"event": str, "from": str, "to": str, "seq": int, "session": Any})
+
+
 class FieldsUpdated(TypedDict):
     """The session's fields after a fields update, which values were normalised, the session."""
 
