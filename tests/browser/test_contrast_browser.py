@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 
 from agents.runtimes.services import agent_create
 from agents.sessions.decide import decision_make
+from agents.sessions.services import session_create
 from rules.decisions.compute import DecideRequest
 from rules.models import DecisionRecord, Threshold
 from tests.support import load_demo
@@ -71,6 +72,7 @@ def signed_in(live_server, transactional_db, chromium_page):
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_decision_pages_summary_is_readable(live_server, signed_in, scheme):
     bot, _ = agent_create(name="bot", point_keys=["refund_approval"], actor=None, reason="t")
+    session_create(agent=bot, machine_key="after_sales", session_id="s-1")  # a decide names a session it has
     decision_make(
         agent=bot, request=DecideRequest(point="refund_approval", facts={"refund_amount": 900}, session_id="s-1")
     )
