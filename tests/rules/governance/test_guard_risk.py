@@ -7,7 +7,8 @@ import copy
 from rules.config.document.diff import config_diff
 from rules.governance.guard_risk import guard_weakened
 from rules.governance.risk import change_risks
-from tests.rules.governance.test_risk import DEMO, machine, rule
+from tests.support.documents import DEMO_DOCUMENT as DEMO
+from tests.support.documents import machine, rule
 
 DECIDED = {"requires_decision": {"point": "intent_routing", "outcomes": ["refund_request"]}}
 
