@@ -22,6 +22,7 @@ from arbiter_client.types import (
     DecisionMap,
     DecisionRecord,
     EventMove,
+    FieldsUpdated,
     Machine,
     Move,
     NeedsCandidate,
@@ -51,6 +52,7 @@ OPERATIONS = {
     "sessionDetail": "session_get",
     "sessionTransition": "session_move",
     "sessionEvent": "session_event",
+    "sessionFieldsUpdate": "session_fields_update",
     "sessionAction": "session_action",
     "sessionInterrupt": "session_interrupt",
     "sessionResume": "session_resume",
@@ -157,10 +159,19 @@ def session_move(
     expected_state: str,
     reason: str | None = None,
     decision_id: str | None = None,
+    updates: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
 ) -> Call[Move]:
-    body = _body(to=to, expected_state=expected_state, reason=reason, decision_id=decision_id)
+    body = _body(to=to, expected_state=expected_state, reason=reason, decision_id=decision_id, updates=updates)
     return Call("POST", f"{API}/sessions/{_segment(session_id)}/transitions", json=body, headers=_key(idempotency_key))
+
+
+def session_fields_update(
+    session_id: str, updates: dict[str, Any], *, expected_state: str, idempotency_key: str | None = None
+) -> Call[FieldsUpdated]:
+    """Set (``None`` clears) some of the session's fields, all or nothing; the answer says what was normalised."""
+    body = _body(expected_state=expected_state, updates=updates)
+    return Call("PATCH", f"{API}/sessions/{_segment(session_id)}/fields", json=body, headers=_key(idempotency_key))
 
 
 def session_event(

@@ -172,6 +172,18 @@ class GuardFailed(SessionRefused):
     code_name = "guard_failed"
 
 
+class InvalidFields(SessionRefused):
+    """Some field values were refused (``errors`` names each); nothing was written."""
+
+    code_name = "invalid_fields"
+
+
+class FieldsMissing(SessionRefused):
+    """The state requires fields the session lacks (``problem["missing"]``); nothing was written."""
+
+    code_name = "fields_missing"
+
+
 class ActionNotAllowed(SessionRefused):
     code_name = "action_not_allowed"
 

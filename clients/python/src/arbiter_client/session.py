@@ -24,6 +24,7 @@ from arbiter_client.types import (
     AnomalyRecorded,
     Decision,
     EventMove,
+    FieldsUpdated,
     Move,
     NeedsCandidate,
     SessionDetail,
@@ -222,8 +223,15 @@ class Session(SessionState):
     # -- moves and checks --
 
     def move(
-        self, to: str, *, reason: str | None = None, decision_id: str | None = None, idempotency_key: str | None = None
+        self,
+        to: str,
+        *,
+        reason: str | None = None,
+        decision_id: str | None = None,
+        updates: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> Move:
+        """Move to ``to`` from the state this session is in; ``updates`` set fields with the move."""
         try:
             answer = self.arbiter.session_move(
                 self.session_id,
@@ -231,7 +239,21 @@ class Session(SessionState):
                 expected_state=self.state,
                 reason=reason,
                 decision_id=decision_id,
+                updates=updates,
                 idempotency_key=idempotency_key,
+            )
+        except SessionRefused as error:
+            self._refused(error)
+            raise
+        self.absorb(answer)
+        return answer
+
+    def update_fields(self, updates: dict[str, Any], *, idempotency_key: str | None = None) -> FieldsUpdated:
+        """Set (``None`` clears) fields of this session in the state it is in, all or nothing; a refusal
+        (``InvalidFields``, ``FieldsMissing``, ``StateMismatch``, …) is raised after the state it carries is taken."""
+        try:
+            answer = self.arbiter.session_fields_update(
+                self.session_id, updates, expected_state=self.state, idempotency_key=idempotency_key
             )
         except SessionRefused as error:
             self._refused(error)
