@@ -215,7 +215,8 @@ def test_sessions_waiting_in_the_handoff_state_get_their_reason():
     policy and the sweep set one before) gets it from the move that brought it there."""
     latest = _latest()
     try:
-        old = _migrate([("agents", "0012_i18n_labels")])
+        # rules back too: its later columns on the machine (fields, events, guards) are not in this state.
+        old = _migrate([("agents", "0012_i18n_labels"), ("rules", "0021_idempotency_key_every_write")])
         OldMachine = old.get_model("rules", "StateMachine")
         OldAgent = old.get_model("agents", "AgentRuntime")
         OldSession = old.get_model("agents", "Session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from agents.sessions import guards as guards_module
 from agents.sessions.models import Anomaly, Session, Transition
 from rules.config.yaml_import import config_import
 from tests.support import agent_api, post
@@ -210,7 +209,7 @@ def test_a_decision_made_before_the_session_last_entered_its_state_does_not_coun
     assert "made in another state" in body["reason"]
 
 
-def test_an_edge_guard_holds_plain_transitions_and_events(client, monkeypatch):
+def test_an_edge_guard_holds_plain_transitions_and_events(client):
     to_executing(client)
     move = {"to": "completed", "expected_state": "executing"}
     body = guard_refusal(post(client, "/api/v1/sessions/s1/transitions", move), "requires_fields")
@@ -219,12 +218,10 @@ def test_an_edge_guard_holds_plain_transitions_and_events(client, monkeypatch):
     assert not Anomaly.objects.filter(session_id="s1").exists()
     guard_refusal(post(client, "/api/v1/sessions/s1/transitions", {**move, "proposed_by": "model"}), "requires_fields")
     assert list(Anomaly.objects.filter(session_id="s1").values_list("code", flat=True)) == ["guard_failed"]
-    # The session field storage supplies the values; a valid one lets the move through.
-    monkeypatch.setattr(guards_module, "session_field_values", lambda session: {"receiver_phone": 13800138000})
-    guard_refusal(post(client, "/api/v1/sessions/s1/transitions", move), "requires_fields")
-    monkeypatch.setattr(guards_module, "session_field_values", lambda session: {"receiver_phone": "13800138000"})
-    answer = post(client, "/api/v1/sessions/s1/transitions", move)
-    assert (answer.status_code, answer.json()["state"]) == (200, "completed")
+    # The guard reads the session's stored fields as the move would leave them: with the field set in the
+    # same move (updates), the move goes through.
+    answer = post(client, "/api/v1/sessions/s1/transitions", {**move, "updates": {"receiver_phone": "13800138000"}})
+    assert (answer.status_code, answer.json()["state"]) == (200, "completed"), answer.json()
 
 
 def test_an_event_is_replayed_under_its_idempotency_key(client):
