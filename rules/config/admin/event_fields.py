@@ -5,62 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-from django import forms
-from django.core.exceptions import ValidationError
 from django.utils.translation import gettext
 
+from rules.config.admin.fields import YamlBlockField
 from rules.config.event_definitions import canonical_event
 
 
-class _YamlBlockField(forms.CharField):
-    empty: Any = None
-
-    def __init__(self, **kwargs: Any) -> None:
-        # The model's JSONField hands its JSON encoder and decoder to its form field; YAML text needs neither.
-        kwargs.pop("encoder", None)
-        kwargs.pop("decoder", None)
-        kwargs["required"] = False
-        kwargs["widget"] = forms.Textarea(attrs={"rows": 10, "cols": 60, "class": "arbiter-code"})
-        super().__init__(**kwargs)
-
-    def shown(self, value: Any) -> Any:
-        return value
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, list | dict):
-            return yaml.safe_dump(self.shown(value), allow_unicode=True, sort_keys=False) if value else ""
-        return value
-
-    def to_python(self, value: Any) -> Any:
-        if isinstance(value, list | dict):
-            return value
-        text = super().to_python(value) or ""
-        if not text.strip():
-            return type(self.empty)()
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else "?"
-            raise ValidationError(
-                gettext("Line %(line)s: this is not YAML the form can read.") % {"line": line}
-            ) from error
-        if not isinstance(loaded, type(self.empty)):
-            raise ValidationError(self.shape_message())
-        return self.shown(loaded)
-
-    def shape_message(self) -> str:
-        raise NotImplementedError
-
-    def has_changed(self, initial: Any, data: Any) -> bool:
-        try:
-            return self.to_python(self.prepare_value(initial) or "") != self.to_python(data)
-        except ValidationError:
-            return True
-
-
-class EventDeclarationsField(_YamlBlockField):
+class EventDeclarationsField(YamlBlockField):
     empty: Any = []
 
     def shown(self, value: Any) -> Any:
@@ -71,7 +22,7 @@ class EventDeclarationsField(_YamlBlockField):
         return gettext("Write the events as a YAML list: each one starting with “- name: …”.")
 
 
-class GuardsField(_YamlBlockField):
+class GuardsField(YamlBlockField):
     empty: Any = {}
 
     def shape_message(self) -> str:

@@ -84,31 +84,35 @@ class LiteralField(forms.CharField):
         return shown.strip() != (data or "").strip()
 
 
-class FieldDeclarationsField(forms.CharField):
-    """A machine's field declarations as YAML text (the ``fields:`` block of the configuration document);
-    stored as a JSON list. What the declarations mean is checked by the model's ``clean()``."""
+class YamlBlockField(forms.CharField):
+    """A machine's block (fields, events, guards) as YAML text, as in the configuration document; stored as
+    JSON. What it means is checked by the model's ``clean()``; here only that it is YAML of the right shape."""
+
+    empty: Any = None
+    rows = 10
 
     def __init__(self, **kwargs: Any) -> None:
         # The model's JSONField hands its JSON encoder and decoder to its form field; YAML text needs neither.
         kwargs.pop("encoder", None)
         kwargs.pop("decoder", None)
         kwargs["required"] = False
-        kwargs["widget"] = forms.Textarea(attrs={"rows": 12, "cols": 60, "class": "arbiter-code"})
+        kwargs["widget"] = forms.Textarea(attrs={"rows": self.rows, "cols": 60, "class": "arbiter-code"})
         super().__init__(**kwargs)
 
+    def shown(self, value: Any) -> Any:
+        return value
+
     def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, list):
-            # In the document's key order: PostgreSQL's jsonb keeps no key order of its own.
-            shown = [canonical_field(item) if isinstance(item, dict) else item for item in value]
-            return yaml.safe_dump(shown, allow_unicode=True, sort_keys=False) if shown else ""
+        if isinstance(value, list | dict):
+            return yaml.safe_dump(self.shown(value), allow_unicode=True, sort_keys=False) if value else ""
         return value
 
     def to_python(self, value: Any) -> Any:
-        if isinstance(value, list):
+        if isinstance(value, list | dict):
             return value
         text = super().to_python(value) or ""
         if not text.strip():
-            return []
+            return type(self.empty)()
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as error:
@@ -117,12 +121,29 @@ class FieldDeclarationsField(forms.CharField):
             raise ValidationError(
                 gettext("Line %(line)s: this is not YAML the form can read.") % {"line": line}
             ) from error
-        if not isinstance(loaded, list):
-            raise ValidationError(gettext("Write the fields as a YAML list: each one starting with “- name: …”."))
-        return [canonical_field(item) if isinstance(item, dict) else item for item in loaded]
+        if not isinstance(loaded, type(self.empty)):
+            raise ValidationError(self.shape_message())
+        return self.shown(loaded)
+
+    def shape_message(self) -> str:
+        raise NotImplementedError
 
     def has_changed(self, initial: Any, data: Any) -> bool:
         try:
             return self.to_python(self.prepare_value(initial) or "") != self.to_python(data)
         except ValidationError:
             return True
+
+
+class FieldDeclarationsField(YamlBlockField):
+    """A machine's field declarations (the ``fields:`` block), stored as a JSON list."""
+
+    empty: Any = []
+    rows = 12
+
+    def shown(self, value: Any) -> Any:
+        # In the document's key order: PostgreSQL's jsonb keeps no key order of its own.
+        return [canonical_field(item) if isinstance(item, dict) else item for item in value]
+
+    def shape_message(self) -> str:
+        return gettext("Write the fields as a YAML list: each one starting with “- name: …”.")
