@@ -1,11 +1,12 @@
 """Sessions driven over HTTP by generated steps, against a model of the demo's two state machines.
 
 Each example starts a fresh session of ``after_sales`` or ``change_address`` and takes up to a dozen
-steps — legal and illegal moves, stale ``expected_state``, retries with an Idempotency-Key, actions in
-and outside the whitelist, interrupts and resumes, reported anomalies, decisions with ``apply``, and
-the timeout sweep. The model says what each answer must be; every answer is also checked against
-``docs/openapi.yaml``; after each step the session read back must agree with the model, and at the end
-its transitions must be numbered 1…seq without a gap, each starting where the previous one ended.
+steps — legal and illegal moves (with or without the fields the target state requires), stale
+``expected_state``, retries with an Idempotency-Key, actions in and outside the whitelist, interrupts
+and resumes, reported anomalies, decisions with ``apply``, and the timeout sweep. The model says what
+each answer must be; every answer is also checked against ``docs/openapi.yaml``; after each step the
+session read back must agree with the model, and at the end its transitions must be numbered 1…seq
+without a gap, each starting where the previous one ended.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 
 from agents.sessions.models import Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
-from tests.support import DEMO
+from tests.support import ADDRESS_FIELDS, DEMO
 from tests.support.contract import RESPONSE_CHECKS, problem_json_for_errors, schema
 
 DEMO_CONFIG = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
@@ -83,6 +84,7 @@ class Model:
     recorded: list[str] = field(default_factory=list)  # every anomaly, counted or not, oldest first
     overruled: Counter[tuple[str, str]] = field(default_factory=Counter)
     handoff_reason: str | None = None
+    held: set[str] = field(default_factory=set)  # the fields holding a valid value
 
     @property
     def terminal(self) -> bool:
@@ -102,6 +104,15 @@ class Model:
 
     def allowed_actions(self) -> list[str]:
         return list(self.machine.get("actions", {}).get(self.state, []))
+
+    def lacking(self, to: str) -> list[str]:
+        """The fields ``to`` requires (``required_in``) that the session does not hold, in declared order."""
+        declared = self.machine.get("fields", [])
+        return [f["name"] for f in declared if to in f.get("required_in", []) and f["name"] not in self.held]
+
+    def updates(self) -> dict[str, Any]:
+        """Valid values for every field the machine declares (only the address machine has any)."""
+        return {f["name"]: ADDRESS_FIELDS[f["name"]] for f in self.machine.get("fields", [])}
 
     def move(self, to: str, why: str = "agent") -> dict[str, Any]:
         """``why``: the handoff reason, should the move enter the handoff state (any move out clears it)."""
@@ -193,6 +204,9 @@ def step_transition(data: st.DataObject, flow: Flow, model: Model) -> str:
         to = data.draw(st.sampled_from(illegal) | JUNK_STATES if illegal else JUNK_STATES, label="to")
     expected = _other_state(data, model) if kind == "stale" else model.state
     body = {"to": to, "expected_state": expected, "reason": data.draw(st.sampled_from(["", "model said so"]))}
+    updates = model.updates() if data.draw(st.booleans(), label="with the fields") else {}
+    if updates:
+        body["updates"] = updates
     key = str(uuid.uuid4()) if data.draw(st.booleans(), label="with Idempotency-Key") else None
     headers = {"Idempotency-Key": key} if key else {}
     status, answer = flow.call("transition", body, **headers)
@@ -211,10 +225,19 @@ def step_transition(data: st.DataObject, flow: Flow, model: Model) -> str:
         assert answer["allowed_transitions"] == model.allowed_transitions(), answer
         assert answer["handed_off"] is handed_off, answer
         return "transition: illegal" + (" → handed off" if handed_off else "")
+    if lacking := [n for n in model.lacking(to.strip()) if n not in updates]:
+        _refusal(status, answer, 422, "fields_missing", model)  # not an anomaly: the flow's, not the model's
+        assert answer["missing"] == lacking, answer
+        return "transition: fields_missing"
+    if updates:  # set with the move; valid as sent, so nothing was normalised
+        assert answer.pop("normalised") == {}, answer
+        model.held |= set(updates)
     assert (status, answer) == (200, model.move(to.strip())), answer
     if key:
         # A retry returns the move already made, whatever happened since; another body is refused.
-        assert flow.call("transition", body, **headers) == (200, answer)
+        status, again = flow.call("transition", body, **headers)
+        again.pop("normalised", None)
+        assert (status, again) == (200, answer)
         status, conflict = flow.call("transition", {**body, "reason": "another body"}, **headers)
         assert (status, conflict["code"]) == (409, "idempotency_conflict"), conflict
     return "transition: moved"
@@ -257,6 +280,10 @@ def step_interrupt(data: st.DataObject, flow: Flow, model: Model) -> str:
     if to.strip() not in targets:
         _refusal(status, answer, 422, "illegal_transition", model)  # not an anomaly
         return "interrupt: refused"
+    if lacking := model.lacking(to.strip()):
+        _refusal(status, answer, 422, "fields_missing", model)
+        assert answer["missing"] == lacking, answer
+        return "interrupt: fields_missing"
     model.stack.append(model.state)
     assert (status, answer) == (200, model.move(to.strip())), answer
     return f"interrupt: level {len(model.stack)}"
@@ -278,6 +305,9 @@ def step_resume(data: st.DataObject, flow: Flow, model: Model) -> str:
     if not model.stack:
         _refusal(status, answer, 409, "nothing_to_resume", model)
         return "resume: nothing_to_resume"
+    if model.lacking(model.stack[-1]):  # never so today: fields cannot be cleared once required
+        _refusal(status, answer, 422, "fields_missing", model)
+        return "resume: fields_missing"
     assert (status, answer) == (200, model.move(model.stack.pop())), answer
     return "resume: back"
 

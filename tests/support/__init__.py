@@ -34,6 +34,9 @@ UNDER_REVIEW_RULE = {
 }
 
 
+# What the demo's change_address machine requires to enter executing (its fields' required_in).
+ADDRESS_FIELDS = {"new_address": "杭州市西湖区文三路138号", "receiver_phone": "13800138000"}
+
 # Sessions the fuzzing addresses, in different places of the demo's two machines: id → (machine, moves).
 # A move is ("to", state) or ("interrupt", state), each from the state the previous one reached.
 SESSIONS: dict[str, tuple[str, list[tuple[str, str]]]] = {

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from agents.sessions.models import Session
 from agents.sessions.timeouts import session_timeouts_sweep
 from rules.models import StateMachine
-from tests.support import agent_api, move_of
+from tests.support import ADDRESS_FIELDS, agent_api, move_of
 from tests.support.admin import form_data
 
 CHANGELIST = "admin:agents_session_changelist"
@@ -239,6 +239,8 @@ def test_the_session_page_shows_the_interrupt_stack(admin_client_, demo, actor):
     start(api, "deep", machine="change_address")
     move(api, "deep", "awaiting_intent", "created")
     call(api, "/api/v1/sessions/deep/interrupt", {"to": "collecting_params", "expected_state": "awaiting_intent"})
+    fields = {"expected_state": "collecting_params", "updates": ADDRESS_FIELDS}  # what executing requires
+    assert api.patch("/api/v1/sessions/deep/fields", fields, format="json").status_code == 200
     call(api, "/api/v1/sessions/deep/interrupt", {"to": "executing", "expected_state": "collecting_params"})
     session = Session.objects.get(key="deep")
     html = admin_client_.get(reverse("admin:agents_session_change", args=[session.pk])).content.decode()

@@ -12,7 +12,7 @@ import pytest
 from agents.queue.services import queue_resolve
 from agents.sessions.models import Anomaly, Session, Transition
 from rules.models import DecisionRecord
-from tests.support import move_of, without_session
+from tests.support import ADDRESS_FIELDS, move_of, without_session
 from tests.support.http import Agent, assert_gap_free, assert_problem, candidate, start_server
 
 
@@ -172,7 +172,11 @@ def test_change_address_protocol(bot):
     stale = assert_problem(bot.move("addr-1", "failed", "awaiting_intent"), 409, "state_mismatch")
     assert (stale["state"], stale["seq"]) == ("collecting_params", 2)
 
-    assert bot.move("addr-1", "executing", "collecting_params").body["seq"] == 3
+    # Not into executing before the parameters are held (the machine's fields, required_in executing).
+    lacking = assert_problem(bot.move("addr-1", "executing", "collecting_params"), 422, "fields_missing")
+    assert lacking["missing"] == ["new_address", "receiver_phone"]
+    assert (lacking["state"], lacking["seq"]) == ("collecting_params", 2)
+    assert bot.move("addr-1", "executing", "collecting_params", updates=ADDRESS_FIELDS).body["seq"] == 3
     assert bot.act("addr-1", "change_address", new_address="杭州市西湖区文三路 138 号").body["allowed"] is True
     assert move_of(bot.move("addr-1", "completed", "executing", reason="action_success").body) == {
         "from": "executing",
@@ -255,7 +259,7 @@ def test_three_illegal_moves_hand_the_session_to_a_person(bot):
 def test_interrupt_two_levels_deep_and_back(bot):
     bot.start("change_address", "addr-4")
     bot.move("addr-4", "awaiting_intent", "created")
-    bot.move("addr-4", "collecting_params", "awaiting_intent")
+    bot.move("addr-4", "collecting_params", "awaiting_intent", updates=ADDRESS_FIELDS)  # executing requires them
     base = "/api/v1/sessions/addr-4"
     # The customer interrupts the address change with another question, then with a third one.
     one = bot.post(

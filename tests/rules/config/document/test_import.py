@@ -118,7 +118,10 @@ def test_only_changed_records_and_fields_are_written(actor):
         .replace("      - 报警\n", "      - 报警\n      - 律师\n")
         .replace("      - 退钱\n", "")
         .replace("priority: 50", "priority: 40")
-        .replace("      executing: [completed, failed, human_handoff]", "      executing: [completed, human_handoff]")
+        .replace(
+            "      executing: [completed, failed, human_handoff, collecting_params]",
+            "      executing: [completed, human_handoff, collecting_params]",
+        )
     )
     result = run(changed, actor, reason="tune")
 
@@ -127,8 +130,8 @@ def test_only_changed_records_and_fields_are_written(actor):
         "~ keyword list high_risk: terms added 律师",
         "~ keyword list refund_triggers: terms removed 退钱",
         "~ rule intent_routing.low_confidence: priority 50 → 40",
-        "~ machine change_address: transitions.executing [completed, failed, human_handoff] → "
-        "[completed, human_handoff]",
+        "~ machine change_address: transitions.executing [completed, failed, human_handoff, collecting_params] → "
+        "[completed, human_handoff, collecting_params]",
     ]
     assert result.revision == 2
     after = db_state()
