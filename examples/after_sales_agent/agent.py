@@ -8,10 +8,15 @@
    sends one, else from the point (outcomes, whitelist, ``min_confidence``) — and decide again with the
    candidate (parsed locally with ``parse_candidate``; unreadable output is sent as ``candidate_raw`` so
    that the server counts it against the model-failure limit);
-3. when the decided intent needs a tool (``TOOLS``), check the action with the parameters known so far,
-   and ask the customer for the first one missing instead of running it;
+3. when the decided intent needs a tool (``TOOLS``), the parameters the model extracted are written
+   to the session's fields (``update_fields``: the server checks and normalises them, and keeps them —
+   not the model's context window); a refused value is asked for again, the first field still
+   ``missing`` for the tool's state is asked for, and once none is the machine's event moves the
+   session into that state (the server refuses the move, ``fields_missing``, while one is lacking);
 4. the reply is generated after the state is settled, from the state the session is in. Once a person
    has the conversation (handed off), the bot stops replying.
+The model's prompt carries the state summary, the fields collected and the ones missing (from the
+session object every answer carries), not the conversation's history (seed 003 §3.3).
 Each turn records who decided (rule, LLM, default, or the person who has it), the model calls, and the
 Arbiter calls it made.
 """
@@ -25,9 +30,10 @@ from typing import Any
 
 import httpx
 from arbiter_client import (
-    ActionNotAllowed,
     Arbiter,
     CandidateParseError,
+    FieldsMissing,
+    InvalidFields,
     Session,
     SessionHandedOff,
     StateMismatch,
@@ -46,10 +52,27 @@ REPLIES = {
     "escalated": "您的问题已升级处理。",
     "awaiting_intent": "您好，请问需要办理什么业务？",
     "collecting_params": "好的，我来为您办理。",
+    "executing": "信息已齐全，正在为您修改收货地址。",
 }
-# What an intent needs done, and the parameters the tool needs (seed 003's update_order contract).
-TOOLS = {"change_address": ("update_order", ("new_address", "receiver_phone"))}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """What an intent needs done: the tool, the state it runs in (the machine's fields ``required_in``
+    that state are its parameters: seed 003's update_order contract) and the event that moves there."""
+
+    action: str
+    state: str
+    event: str
+
+
+TOOLS = {"change_address": Tool("update_order", "executing", "params_collected")}
 ASK = {"new_address": "请告诉我新的收货地址。", "receiver_phone": "请提供收货人的手机号，以便为您修改地址。"}
+NAMES = {"new_address": "新地址", "receiver_phone": "收货人手机号"}
+ASK_AGAIN = {
+    "new_address": "这个地址没能记下，请再发一次新的收货地址。",
+    "receiver_phone": "这个手机号好像不对，请提供收货人的 11 位手机号。",
+}
 
 
 def model_params(output: str) -> dict[str, str]:
@@ -93,6 +116,10 @@ class Turn:
     calls: list[str] = field(default_factory=list)
     asked_for: str | None = None
     handed_off: bool = False
+    refused: list[str] = field(default_factory=list)  # fields the server refused this turn (invalid_fields)
+    normalised: dict[str, list[str]] = field(default_factory=dict)  # field → normalisers that changed it
+    missing: list[str] = field(default_factory=list)  # what the tool's state still lacks after the turn
+    fields: dict[str, Any] = field(default_factory=dict)  # the values this turn stored, as the server keeps them
 
 
 class AfterSalesAgent:
@@ -108,8 +135,9 @@ class AfterSalesAgent:
         self.model = model
         self.out = out
         self.log = CallLog(arbiter)
-        # The tools' parameters the customer has given so far, by session.
-        self.params: dict[str, dict[str, str]] = {}
+        # The last session object an answer carried, by session: its ``fields`` and ``missing`` are what
+        # the prompt is told (the client tracks the position; the fields are read from the answers).
+        self.seen: dict[str, Mapping[str, Any]] = {}
         # The points read for prompts, by (key, revision): shared by the conversations of one runtime.
         self._points = points if points is not None else {}
 
@@ -121,7 +149,9 @@ class AfterSalesAgent:
 
     def prompt(self, point: str, revision: int, answer: Mapping[str, Any]) -> str:
         """What the model is told it may answer: from the answer's ``prompt`` when the server sends
-        one, else from the point (read once per revision)."""
+        one, else from the point (read once per revision); and where the conversation is — the state,
+        the fields collected, the ones missing — from the answer's session object, instead of the
+        conversation's history (seed 003 §3.3: the state summary, collected and missing)."""
         served = answer.get("prompt")
         if isinstance(served, Mapping):
             facts: Mapping[str, Any] = served
@@ -136,7 +166,23 @@ class AfterSalesAgent:
             f"Outcomes you may propose: {', '.join(facts.get('candidate_whitelist') or facts.get('outcomes') or [])}.\n"
             f"If you are less sure than {facts.get('min_confidence')}, say so with a low confidence."
             + (f"\nNotes from earlier turns:\n{hints}" if hints else "")
+            + self._summary(answer.get("session"))
         )
+
+    @staticmethod
+    def _summary(session: Any) -> str:
+        if not isinstance(session, Mapping):
+            return ""
+        collected = session.get("fields") or {}
+        missing = session.get("missing") or {}
+        lines = [f"\nThe conversation is in state {session.get('state')}."]
+        if collected:
+            lines.append(f"Collected so far: {json.dumps(collected, ensure_ascii=False, sort_keys=True)}.")
+        if missing:
+            lacking = "; ".join(f"{state}: {', '.join(names)}" for state, names in sorted(missing.items()))
+            lines.append(f"Still missing (to enter): {lacking}.")
+            lines.append('Put any of these the customer gives in "params": {<name>: <value as said>}.')
+        return "\n".join(lines)
 
     def turn(self, session: Session, message: str, *, point: str = "intent_routing", facts: Any = None) -> Turn:
         calls_before, logged_before = self.arbiter.counter.requests, len(self.log.calls)
@@ -156,18 +202,31 @@ class AfterSalesAgent:
         if silent:
             notes.append("a person has this conversation: the bot stays silent")
         else:  # a handoff made by this turn is announced once, by the handoff state's reply
-            turn.reply = ASK[turn.asked_for] if turn.asked_for else REPLIES.get(session.state, "好的。")
+            turn.reply = self._reply(turn, session.state)
         turn.arbiter_calls = self.arbiter.counter.requests - calls_before
         turn.calls = self.log.calls[logged_before:]
         if self.out is not None:
             shown = ("message", "decided_by", "decision", "state", "arbiter_calls", "model_calls", "reply")
-            self.out(json.dumps({k: getattr(turn, k) for k in shown}, ensure_ascii=False))
+            line = {k: getattr(turn, k) for k in shown}
+            line.update({k: getattr(turn, k) for k in ("refused", "normalised", "missing") if getattr(turn, k)})
+            self.out(json.dumps(line, ensure_ascii=False))
         return turn
+
+    @staticmethod
+    def _reply(turn: Turn, state: str) -> str:
+        if turn.asked_for:
+            return (ASK_AGAIN if turn.asked_for in turn.refused else ASK)[turn.asked_for]
+        reply = REPLIES.get(state, "好的。")
+        if turn.normalised:  # the server rewrote what the customer typed: say so, and what is kept
+            kept = ", ".join(f"{NAMES.get(n, n)}记为 {turn.fields.get(n)}" for n in turn.normalised)
+            reply = f"{kept}（已按格式整理）。{reply}"
+        return reply
 
     def _settle(self, session: Session, turn: Turn, facts: Any) -> None:
         """Decide the message (the model only when the rules ask for it), then check its tool."""
         point, message, notes = turn.point, turn.message, turn.notes
         answer = self._decide(session, point, input=turn.message, facts=facts)
+        self._saw(session, answer)
         params: dict[str, str] = {}
         if answer["needs_candidate"]:
             output = self.model.complete(self.prompt(point, answer["revision"], answer), message)
@@ -185,9 +244,10 @@ class AfterSalesAgent:
                 # read the session, only on this path, before replying to a conversation a person may own.
                 session.refresh()
                 notes.append("read the session after an unreadable model output")
+        self._saw(session, answer)
         turn.decision, turn.decided_by = answer["decision"], BY.get(str(answer["ruled_by"]), "nobody")
         if turn.decision in TOOLS and not session.handed_off:
-            turn.asked_for = self._missing(session, turn.decision, params, notes)
+            turn.asked_for = self._collect(session, TOOLS[turn.decision], params, turn)
 
     @staticmethod
     def _decide(session: Session, point: str, **request: Any) -> Any:
@@ -198,17 +258,54 @@ class AfterSalesAgent:
             # with apply); the refusal told the helper where it is: decide once more there.
             return session.decide(point, **request)
 
-    def _missing(self, session: Session, intent: str, params: Mapping[str, str], notes: list[str]) -> str | None:
-        """Check the intent's tool with the parameters known so far; the first one missing, if any.
-        The answer's ``missing`` is used when the server sends one, else the tool's own list."""
-        action, required = TOOLS[intent]
-        known = self.params.setdefault(session.session_id, {})
-        known.update(params)
-        try:
-            answer: Mapping[str, Any] = session.check_action(action, known)
-        except ActionNotAllowed:
-            notes.append(f"{action} is not allowed in {session.state}")
+    def _saw(self, session: Session, answer: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Keep the session object an answer (or a refusal's problem) carries; the last one kept."""
+        shown = answer.get("session")
+        if isinstance(shown, Mapping) and "missing" in shown:
+            self.seen[session.session_id] = shown
+        return self.seen.get(session.session_id, {})
+
+    def _collect(self, session: Session, tool: Tool, params: Mapping[str, str], turn: Turn) -> str | None:
+        """Write what the model extracted into the session's fields, then move into the tool's state
+        when nothing it requires is missing; the field to ask the customer for, if any."""
+        notes = turn.notes
+        shown = self.seen.get(session.session_id, {})
+        if params:
+            try:
+                updated = session.update_fields(dict(params))
+            except InvalidFields as refused:
+                # All or nothing: nothing was written, and the server recorded the anomaly field_invalid
+                # (counted toward the model-failure limit). Ask for the refused value again.
+                self._saw(session, refused.problem)
+                turn.refused = sorted(refused.errors)
+                notes.append(f"refused by the server (invalid_fields): {', '.join(turn.refused)}")
+                turn.missing = self._lacking(session, tool)
+                return None if session.handed_off else turn.refused[0]
+            shown = self._saw(session, updated)
+            turn.fields = {k: v for k, v in (updated.get("fields") or {}).items() if k in params}
+            turn.normalised = {k: list(v) for k, v in (updated.get("normalised") or {}).items()}
+            for name, how in turn.normalised.items():
+                notes.append(f"{name} normalised by the server ({', '.join(how)})")
+        turn.missing = self._lacking(session, tool)
+        if turn.missing:
+            return turn.missing[0]
+        if session.state == tool.state:
             return None
-        served = answer.get("missing")
-        missing = list(served) if isinstance(served, list) else [p for p in required if not known.get(p)]
-        return str(missing[0]) if missing else None
+        try:
+            moved = session.event(tool.event)
+        except FieldsMissing as refused:  # what we knew was stale: the server's word wins
+            self._saw(session, refused.problem)
+            turn.missing = [str(n) for n in refused.problem.get("missing") or []]
+            notes.append(f"{tool.event} refused (fields_missing): {', '.join(turn.missing)}")
+            return turn.missing[0] if turn.missing else None
+        shown = self._saw(session, moved)
+        held = ", ".join(sorted(shown.get("fields") or {}))
+        notes.append(f"{tool.event}: {moved['from']} → {moved['to']} with {held}")
+        # The session object says what may run here: no action check needed to know the tool may.
+        if tool.action in (shown.get("allowed_actions") or []):
+            notes.append(f"{tool.action} may run now")
+        return None
+
+    def _lacking(self, session: Session, tool: Tool) -> list[str]:
+        missing = self.seen.get(session.session_id, {}).get("missing") or {}
+        return [str(n) for n in missing.get(tool.state) or []]

@@ -2,9 +2,10 @@
 installation (the tests' and ``bin/agent-demo``'s own database), never to the demo file itself.
 
 The address change of seed 003 needs a point that routes its intents with ``change_address``'s machine
-(the demo routes only the after-sales one), and the order tool the agent checks before asking for
-what is missing (``update_order``; seed 003 §3.1, §3.3). A check is a question — may this tool run now,
-with these parameters? — so it is allowed while the parameters are being collected as well.
+(the demo routes only the after-sales one), and the order tool the agent runs once the session is in
+``executing`` (``update_order``; seed 003 §3.1, §3.3). What is missing before it may run is no longer
+asked of the tool: the demo machine's fields (``new_address``, ``receiver_phone``, required in
+``executing``) and the session's ``missing`` say it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ def agent_config_text(demo_text: str) -> str:
     for machine in document["machines"]:
         if machine["key"] == "change_address":
             actions = machine.setdefault("actions", {})
-            for state in ("collecting_params", "executing"):
-                if "update_order" not in actions.setdefault(state, []):
-                    actions[state].append("update_order")
+            if "update_order" not in actions.setdefault("executing", []):
+                actions["executing"].append("update_order")
     return yaml.safe_dump(document, allow_unicode=True, sort_keys=False)

@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 from arbiter_client import Arbiter, Session
 
+from examples.after_sales_agent.agent import Turn
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
 from examples.after_sales_agent.conversations import conversation_load, conversation_paths
 from examples.after_sales_agent.run import Outcome, Wait, conversation_run, summary
@@ -123,8 +124,19 @@ def transcript(outcome: Outcome) -> list[str]:
             f" ({turn.model_calls} LLM call{'s' if turn.model_calls != 1 else ''})"
         )
         lines.append(f"    Arbiter calls ({turn.arbiter_calls}): {', '.join(turn.calls)}")
+        if held := fields_line(turn):
+            lines.append(f"    fields: {held}")
         lines.append(f"    bot: {turn.reply if turn.reply is not None else '(silent: a person has the conversation)'}")
     return lines
+
+
+def fields_line(turn: Turn) -> str:
+    """What the turn did with the session's fields: refused, normalised, still missing."""
+    parts = [f"{name} refused (invalid_fields)" for name in turn.refused]
+    parts += [f"{name} normalised ({', '.join(how)})" for name, how in turn.normalised.items()]
+    if turn.missing:
+        parts.append(f"missing for the tool: {', '.join(turn.missing)}")
+    return "; ".join(parts)
 
 
 def summary_lines(outcomes: list[Outcome]) -> list[str]:

@@ -30,6 +30,7 @@ class Outcome:
     name: str
     turns: list[Turn]
     mismatches: list[str]
+    session_id: str = ""
 
 
 Wait = Callable[[Session, float], None]
@@ -75,7 +76,7 @@ def conversation_run(
                     mismatches.append(f"{spec['name']} turn {number}: {key} is {got!r}, expected {wanted!r}")
     finally:
         agent.close()
-    return Outcome(spec["name"], turns, mismatches)
+    return Outcome(spec["name"], turns, mismatches, session.session_id)
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, float]:

@@ -13,14 +13,16 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import arbiter_client as ac
 import pytest
 from django.utils import timezone
 
-from agents.sessions.models import Session
+from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
+from examples.after_sales_agent.agent import TOOLS, AfterSalesAgent
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
-from examples.after_sales_agent.conversations import HERE, conversation_paths
-from examples.after_sales_agent.llm import OpenAICompatibleModel
+from examples.after_sales_agent.conversations import HERE, conversation_load, conversation_paths
+from examples.after_sales_agent.llm import OpenAICompatibleModel, ScriptedModel
 from examples.after_sales_agent.run import conversation_run, summary
 from tests.support import DEMO_TEXT
 
@@ -48,18 +50,69 @@ def test_each_reference_conversation_comes_out_as_it_says(bot, path, capsys) -> 
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [p["arbiter_calls"] for p in printed] == [t.arbiter_calls for t in outcome.turns]
     # A turn the rules settle costs one call, one that needs the model two (the point read at most once
-    # more), a tool's check one more; an older server refuses the client's first expected_state once.
+    # more); a decide from a stale state is refused once (409) and made again; a tool's intent costs one
+    # more (the fields write), and the event into the tool's state one more.
     for turn in outcome.turns:
         assert len(turn.calls) == turn.arbiter_calls
         made = [c for c in turn.calls if not c.endswith(" 422")]
-        assert len(made) <= 1 + 2 * turn.model_calls + 1 + (turn.asked_for is not None), turn
+        tool = turn.decision in TOOLS
+        assert len(made) <= 1 + 2 * turn.model_calls + 1 + tool + (tool and turn.state == "executing"), turn
 
 
 def test_all_conversations_together_give_the_calls_per_turn(bot) -> None:
     outcomes = [conversation_run(bot, path, out=None, wait=sweep_later) for path in conversation_paths()]
     totals = summary(outcomes)
-    assert totals["turns"] == sum(len(o.turns) for o in outcomes) == 15
+    assert totals["turns"] == sum(len(o.turns) for o in outcomes) == 18
     assert totals["arbiter_calls_per_turn"] < 3.9
+
+
+def test_the_phone_is_collected_into_the_session_field(bot) -> None:
+    """change_address_with_phone through the agent: what the server kept, what it recorded, and what
+    the model was told (the state, collected and missing; not the conversation so far)."""
+    spec = conversation_load(HERE / "change_address_with_phone.yaml")
+    model = ScriptedModel([step["model"] for step in spec["turns"]])
+    outcome = conversation_run(bot, HERE / "change_address_with_phone.yaml", model=model, out=None)
+    assert outcome.mismatches == []
+    session = Session.objects.get(key=outcome.session_id)
+    assert (session.state, session.field_values) == (
+        "executing",
+        {"new_address": "杭州市西湖区文三路138号", "receiver_phone": "13800138000"},
+    )
+    # "abc" was the model's extraction: refused, nothing written, recorded as field_invalid (pii: no value).
+    (refused,) = Anomaly.objects.filter(session_id=session.key)
+    assert refused.code == "field_invalid" and "abc" not in refused.detail and "receiver_phone" in refused.detail
+    assert outcome.turns[1].calls[-1].endswith("/fields 422") and outcome.turns[1].reply is not None
+    assert "已按格式整理" in (outcome.turns[2].reply or "") and "13800138000" in (outcome.turns[2].reply or "")
+    kinds = list(Transition.objects.filter(session=session).order_by("seq").values_list("kind", "to_state"))
+    assert kinds[-1][1] == "executing" and [k for k, _ in kinds].count("fields") == 2
+
+    first, second, third = (system for system, _user in model.prompts)
+    assert "state awaiting_intent" in first and "Still missing" not in first  # nothing asked for yet
+    assert "Collected so far" in second and "杭州市西湖区文三路138号" in second
+    assert "executing: receiver_phone" in second and "executing: receiver_phone" in third
+    # The prompt is the state, not the history: the customer's earlier messages are not in it.
+    assert "我想把收货地址改成" not in second + third and "收货人电话是abc" not in third
+
+
+def test_executing_is_refused_while_a_required_field_is_missing(bot) -> None:
+    """After the address turn the phone is missing: an event or a move into executing is refused by the
+    server (fields_missing, naming it), whatever the runtime believes."""
+    model = ScriptedModel(
+        [{"decision": "change_address", "confidence": 0.93, "params": {"new_address": "杭州市西湖区文三路138号"}}]
+    )
+    agent = AfterSalesAgent(bot, model, out=None)
+    try:
+        s = agent.start(machine="change_address", session_id="needs-phone")
+        s.move("awaiting_intent")
+        turn = agent.turn(s, "我想把收货地址改成杭州市西湖区文三路138号", point="address_intent")
+    finally:
+        agent.close()
+    assert (turn.state, turn.asked_for, turn.missing) == ("collecting_params", "receiver_phone", ["receiver_phone"])
+    for attempt in (lambda: s.event("params_collected"), lambda: s.move("executing")):
+        with pytest.raises(ac.FieldsMissing) as missing:
+            attempt()
+        assert missing.value.problem["missing"] == ["receiver_phone"]
+        assert s.state == "collecting_params" == Session.objects.get(key="needs-phone").state
 
 
 class FakeOpenAI(BaseHTTPRequestHandler):
