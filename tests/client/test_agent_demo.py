@@ -1,7 +1,8 @@
 """``bin/agent-demo`` against a live server (ARBITER_URL, ARBITER_TOKEN): every reference conversation
 runs, the transcript names who decided each turn and the calls made, and the summary lines add up.
-The address conversation waits for collecting_params' timeout: when the script says so, this test runs
-the real timeout sweep on the server's database at a later time, and the script reads the handoff."""
+The address conversations collect the phone into the session's field (refused, then normalised); one
+waits for collecting_params' timeout: when the script says so, this test runs the real timeout sweep on
+the server's database at a later time, and the script reads the handoff."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ def test_agent_demo_runs_every_conversation_and_prints_the_summary(separate) -> 
     text = "\n".join(seen)
     assert [line for line in seen if line.startswith("== ")] == [
         "== change_address_no_phone",
+        "== change_address_with_phone",
         "== complaint",
         "== invalid_output",
         "== low_confidence",
@@ -74,8 +76,12 @@ def test_agent_demo_runs_every_conversation_and_prints_the_summary(separate) -> 
     ]
     assert "decided by rule: human_handoff → state human_handoff (0 LLM calls)" in text
     assert "bot: (silent: a person has the conversation)" in text
-    assert "POST /api/v1/sessions/" in text and "/actions 200" in text
-    assert "conversations: 7, turns: 15" in seen
-    assert "turns without an LLM call: 6 of 15 (40%)" in seen
+    # The address change: the phone is collected into the session's field, refused, then normalised.
+    assert "/fields 200" in text and "/fields 422" in text and "/events 200" in text
+    assert "    fields: receiver_phone refused (invalid_fields); missing for the tool: receiver_phone" in seen
+    assert "    fields: receiver_phone normalised (digits)" in seen
+    assert "decided by llm: change_address → state executing (1 LLM call)" in text
+    assert "conversations: 8, turns: 18" in seen
+    assert "turns without an LLM call: 6 of 18 (33%)" in seen
     per_turn = next(m for line in seen if (m := re.fullmatch(r"Arbiter calls per turn: (\d+\.\d\d)", line)))
     assert 1.0 <= float(per_turn.group(1)) < 3.0
