@@ -10,7 +10,7 @@ from agents.sessions.decide import decision_make
 from agents.sessions.interrupts import session_interrupt
 from agents.sessions.services import session_create, session_transition
 from rules.decisions.compute import DecideRequest
-from tests.support import DEMO, SESSIONS, agent_token, load_demo
+from tests.support import ADDRESS_FIELDS, DEMO, SESSIONS, agent_token, load_demo
 
 
 @pytest.fixture
@@ -32,8 +32,11 @@ def live_sessions(live_token) -> dict[str, str]:
     for key, (machine, moves) in SESSIONS.items():
         state = session_create(agent=agent, machine_key=machine, session_id=key).state
         for kind, to in moves:
-            move = session_interrupt if kind == "interrupt" else session_transition
-            state = move(agent=agent, session_id=key, to=to, expected_state=state).state
+            if kind == "interrupt":
+                state = session_interrupt(agent=agent, session_id=key, to=to, expected_state=state).state
+                continue
+            updates = ADDRESS_FIELDS if to == "executing" else None  # what the demo's executing requires
+            state = session_transition(agent=agent, session_id=key, to=to, expected_state=state, updates=updates).state
     made = decision_make(agent=agent, request=DecideRequest(point="refund_approval", session_id="s2"))
     assert made.record is not None
     return {"decision_id": str(made.record.pk)}
