@@ -32,7 +32,9 @@ import httpx
 from arbiter_client import (
     Arbiter,
     CandidateParseError,
+    EventNotAllowed,
     FieldsMissing,
+    GuardFailed,
     InvalidFields,
     Session,
     SessionHandedOff,
@@ -269,7 +271,6 @@ class AfterSalesAgent:
         """Write what the model extracted into the session's fields, then move into the tool's state
         when nothing it requires is missing; the field to ask the customer for, if any."""
         notes = turn.notes
-        shown = self.seen.get(session.session_id, {})
         if params:
             try:
                 updated = session.update_fields(dict(params))
@@ -281,16 +282,19 @@ class AfterSalesAgent:
                 notes.append(f"refused by the server (invalid_fields): {', '.join(turn.refused)}")
                 turn.missing = self._lacking(session, tool)
                 return None if session.handed_off else turn.refused[0]
-            shown = self._saw(session, updated)
+            self._saw(session, updated)
             turn.fields = {k: v for k, v in (updated.get("fields") or {}).items() if k in params}
             turn.normalised = {k: list(v) for k, v in (updated.get("normalised") or {}).items()}
             for name, how in turn.normalised.items():
                 notes.append(f"{name} normalised by the server ({', '.join(how)})")
+        shown = self.seen.get(session.session_id, {})
+        if session.state == tool.state or tool.state not in (shown.get("allowed_transitions") or []):
+            # Already there, or not a step away: ``missing`` covers only the next states, so it says
+            # nothing about the tool's. The decision's move got the conversation where it is.
+            return None
         turn.missing = self._lacking(session, tool)
         if turn.missing:
             return turn.missing[0]
-        if session.state == tool.state:
-            return None
         try:
             moved = session.event(tool.event)
         except FieldsMissing as refused:  # what we knew was stale: the server's word wins
@@ -298,6 +302,10 @@ class AfterSalesAgent:
             turn.missing = [str(n) for n in refused.problem.get("missing") or []]
             notes.append(f"{tool.event} refused (fields_missing): {', '.join(turn.missing)}")
             return turn.missing[0] if turn.missing else None
+        except (EventNotAllowed, GuardFailed) as refused:  # the machine's events or guards changed
+            self._saw(session, refused.problem)
+            notes.append(f"{tool.event} refused ({refused.problem.get('code')})")
+            return None
         shown = self._saw(session, moved)
         held = ", ".join(sorted(shown.get("fields") or {}))
         notes.append(f"{tool.event}: {moved['from']} → {moved['to']} with {held}")
