@@ -24,7 +24,9 @@ from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session, TransitionKind
 from agents.sessions.selectors import (
     STUCK_HELP,
+    SessionField,
     TimelineEntry,
+    session_fields_with_history,
     session_is_stuck,
     session_list,
     session_states,
@@ -207,6 +209,31 @@ def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
     return row
 
 
+def _value_text(value: Any) -> str:
+    """A field's value as one line of text: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _field_row(field: SessionField) -> dict[str, Any]:
+    """One field as the template shows it (values come masked from the selector; the template escapes)."""
+    return {
+        "field": field,
+        "value": _value_text(field.value) if field.present else None,
+        "changes": [
+            {
+                "change": c,
+                "kind_label": KIND_LABELS.get(c.kind, c.kind),
+                "old": _value_text(c.old) if c.old is not None else None,
+                "new": None if c.cleared else _value_text(c.new),
+                "decision_url": (
+                    reverse("admin:rules_decisionrecord_change", args=[c.decision_id]) if c.decision_id else None
+                ),
+            }
+            for c in reversed(field.history)  # the latest first, next to the value it left
+        ],
+    }
+
+
 def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any]:
     """What a session's page shows above its record: where it is now, and its timeline."""
     machine = session.machine
@@ -224,6 +251,7 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
         "stack": list(session.stack or []),
         "allowed_transitions": session_allowed_targets(session),
         "allowed_actions": [] if ended else session_allowed_actions(session),
+        "fields": [_field_row(f) for f in session_fields_with_history(session)],
         "timeline": [_entry_row(e) for e in entries[-TIMELINE_LIMIT:]],
         "timeline_cut": len(entries) > TIMELINE_LIMIT,
         "timeline_limit": TIMELINE_LIMIT,
