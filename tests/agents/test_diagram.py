@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+from django.utils import translation
 
 from rules.config.machine_diagram import machine_svg
 
@@ -177,6 +178,13 @@ ADDRESS = {
         "collecting": {"clarify": {"requires_decision": {"point": "intent_routing", "outcomes": ["unclear"]}}},
     },
 }
+
+
+@pytest.fixture(autouse=True)
+def english():
+    """The marks' words are gettext's: in English here, whatever an earlier test left active."""
+    with translation.override("en"):
+        yield
 
 
 def text_of(g: ET.Element, css: str) -> str | None:
