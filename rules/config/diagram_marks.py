@@ -87,10 +87,10 @@ def edge_marks(events: Any, guards: Any, moves: list[tuple[str, str]]) -> dict[t
     for event in events if isinstance(events, list | tuple) else []:
         if not isinstance(event, Mapping) or not isinstance(event.get("name"), str):
             continue
+        target = event.get("to")
         for source in _names(event.get("from")):
-            edge = (source, event.get("to"))
-            if edge in allowed:
-                named.setdefault(edge, []).append((event["name"], _guard_text(event.get("guard"))))  # type: ignore[arg-type]
+            if isinstance(target, str) and (edge := (source, target)) in allowed:
+                named.setdefault(edge, []).append((event["name"], _guard_text(event.get("guard"))))
     held: dict[tuple[str, str], str] = {}
     if isinstance(guards, Mapping):
         for source, targets in guards.items():

@@ -300,7 +300,7 @@ def machine_svg(
 
     # Coordinates: rows top to bottom, each row centred.
     looping = {a for a, _ in loops}
-    extra = {i: LOOP_W if slots[i].state in looping else 0 for i in range(len(slots))}
+    extra: dict[int, float] = {i: LOOP_W if slots[i].state in looping else 0 for i in range(len(slots))}
     for i, slot in enumerate(slots):  # a labelled loop's label sits right of it
         if slot.state in looping and (mark := marks.get((slot.state, slot.state))):
             extra[i] += 4 + label_width(mark.short, LABEL_SIZE)
