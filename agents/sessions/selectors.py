@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -309,7 +310,9 @@ class SessionField:
     history: tuple[FieldChange, ...]
 
 
-def _masker(machine: StateMachine) -> Any:
+def field_masker(machine: StateMachine) -> Callable[[str, Any], Any]:
+    """``shown(name, value)``: a field's value as staff may see it under ``machine`` as it is now (the
+    session page's fields and its timeline both use it)."""
     specs = machine_field_specs(machine)
 
     def shown(name: str, value: Any) -> Any:
@@ -333,7 +336,7 @@ def session_fields_with_history(session: Session, *, limit: int = FIELD_HISTORY_
     move than those has ``old_known=False``."""
     machine = session.machine
     specs = machine_field_specs(machine)
-    shown = _masker(machine)
+    shown = field_masker(machine)
     values = dict(session.field_values or {})
     moves = list(
         session.transitions.exclude(fields_changed={})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,6 +27,7 @@ from agents.sessions.selectors import (
     STUCK_HELP,
     SessionField,
     TimelineEntry,
+    field_masker,
     session_fields_with_history,
     session_is_stuck,
     session_list,
@@ -164,16 +166,20 @@ class SessionStateFilter(admin.SimpleListFilter):
         return queryset.filter(state=value) if value else queryset
 
 
-def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
-    """One timeline event as the template shows it (plain values; the template escapes them)."""
+def _entry_row(entry: TimelineEntry, shown: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """One timeline event as the template shows it (plain values; the template escapes them); field values
+    through ``shown`` (``field_masker``)."""
     row: dict[str, Any] = {"kind": entry.kind, "at": entry.at, "seq": entry.seq}
     if entry.transition is not None:
         t = entry.transition
         row.update(
             move=t,
             kind_label=KIND_LABELS.get(t.kind, t.kind),
-            # Written masked (agents.sessions.fields): a pii value was never stored here.
-            fields_changed=", ".join(f"{name}={'∅' if v is None else v}" for name, v in t.fields_changed.items()),
+            # Written masked (agents.sessions.fields), and masked again with the machine as it is now: a
+            # field made pii since was stored in clear.
+            fields_changed=", ".join(
+                f"{name}={'∅' if v is None else shown(name, v)}" for name, v in t.fields_changed.items()
+            ),
             decision_url=(
                 reverse("admin:rules_decisionrecord_change", args=[t.decision_id]) if t.decision_id else None
             ),
@@ -238,6 +244,7 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
     """What a session's page shows above its record: where it is now, and its timeline."""
     machine = session.machine
     entries = session_timeline(session, limit=TIMELINE_LIMIT + 1)
+    shown = field_masker(machine)
     ended = session.state in machine.terminal_states
     return {
         "session": session,
@@ -252,7 +259,7 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
         "allowed_transitions": session_allowed_targets(session),
         "allowed_actions": [] if ended else session_allowed_actions(session),
         "fields": [_field_row(f) for f in session_fields_with_history(session)],
-        "timeline": [_entry_row(e) for e in entries[-TIMELINE_LIMIT:]],
+        "timeline": [_entry_row(e, shown) for e in entries[-TIMELINE_LIMIT:]],
         "timeline_cut": len(entries) > TIMELINE_LIMIT,
         "timeline_limit": TIMELINE_LIMIT,
         "decisions_url": session_changelist_url(session.key),

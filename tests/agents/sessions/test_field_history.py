@@ -71,7 +71,7 @@ def test_each_field_has_its_value_and_the_moves_that_changed_it(actor):
     ]
 
 
-def test_a_field_made_personal_data_later_is_masked_in_its_history_too(actor):
+def test_a_field_made_personal_data_later_is_masked_in_its_history_too(actor, admin_client_):
     _, session = session_with_field_history(actor=actor)
     # The moves recorded the note in clear (it was not personal data then): the page must not show it now.
     assert Transition.objects.get(session=session, seq=1).fields_changed["note"] == "call after 6pm"
@@ -90,6 +90,10 @@ def test_a_field_made_personal_data_later_is_masked_in_its_history_too(actor):
         (MASKED, MASKED, False),
         (MASKED, None, True),
     ]
+    # Nowhere on the page: not in the fields table, not in the timeline's moves.
+    html = page(admin_client_, session)
+    for clear in ("call after 6pm", "after 7pm", "杭州市西湖区", "杭州市滨江区"):
+        assert clear not in html, clear
 
 
 def test_a_field_the_machine_no_longer_declares_is_listed_last_and_masked(actor):
