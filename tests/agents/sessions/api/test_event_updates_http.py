@@ -17,7 +17,11 @@ DOCUMENT = r"""
 version: 1
 thresholds: []
 keyword_lists: []
-points: []
+points:
+  - key: params_check
+    outcomes: [complete, incomplete]
+    default_outcome: complete
+    when_no_candidate: default
 machines:
   - key: address_updates
     states: [awaiting_intent, collecting_params, executing, completed, failed, human_handoff]
@@ -65,7 +69,7 @@ COLLECTING = ["params_collected"]
 @pytest.fixture
 def client():
     config_import(text=DOCUMENT, source="test", actor=None, reason="event updates test")
-    return agent_api(points=[])
+    return agent_api(points=["params_check"])
 
 
 def start(client, key="s1"):
@@ -209,3 +213,13 @@ def test_allowed_events_is_on_every_session_answer_and_empty_once_ended(client):
     # A refusal carries the session object too.
     refused = send(client, "action_success", "completed")
     assert refused.json()["code"] == "session_closed" and refused.json()["session"]["allowed_events"] == []
+
+
+def test_a_decide_answers_with_the_allowed_events_too(client):
+    """The decide path reads the session its own way (on PostgreSQL, once it knows the session's state,
+    in the statement that logs the decision): the machine's events come with that read."""
+    start(client)
+    for _ in range(2):  # the first may read the session, the second guesses its state
+        answer = post(client, "/api/v1/decisions", {"point": "params_check", "session_id": "s1", "input": "x"})
+        assert answer.status_code == 201, answer.json()
+        assert answer.json()["session"]["allowed_events"] == COLLECTING
