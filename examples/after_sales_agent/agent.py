@@ -12,7 +12,8 @@
    to the session's fields (``update_fields``: the server checks and normalises them, and keeps them —
    not the model's context window); a refused value is asked for again, the first field still
    ``missing`` for the tool's state is asked for, and once none is the machine's event moves the
-   session into that state (the server refuses the move, ``fields_missing``, while one is lacking);
+   session into that state — with the parameters as its ``updates`` when they are what completes it,
+   one call (the server refuses the move, ``fields_missing``, while one is lacking);
 4. the reply is generated after the state is settled, from the state the session is in. Once a person
    has the conversation (handed off), the bot stops replying.
 The model's prompt carries the state summary, the fields collected and the ones missing (from the
@@ -268,51 +269,70 @@ class AfterSalesAgent:
         return self.seen.get(session.session_id, {})
 
     def _collect(self, session: Session, tool: Tool, params: Mapping[str, str], turn: Turn) -> str | None:
-        """Write what the model extracted into the session's fields, then move into the tool's state
-        when nothing it requires is missing; the field to ask the customer for, if any."""
-        notes = turn.notes
+        """Write what the model extracted into the session's fields, and move into the tool's state when
+        nothing it requires is missing (with the event, in one call when these parameters complete it);
+        the field to ask the customer for, if any."""
+        shown = self.seen.get(session.session_id, {})
+        # ``missing`` covers the current state and the next ones only: a tool's state further away (or
+        # the one the session is in) is not this turn's to enter.
+        one_step = session.state != tool.state and tool.state in (shown.get("allowed_transitions") or [])
+        lacking = self._lacking(session, tool) if one_step else []
+        if params and lacking and set(lacking) <= set(params):
+            # These parameters complete it: set them with the event's move, all or nothing (seed 000's
+            # TransitionResult: no fields changed without the state, nor the other way round).
+            return self._enter(session, tool, turn, dict(params))
         if params:
             try:
                 updated = session.update_fields(dict(params))
             except InvalidFields as refused:
-                # All or nothing: nothing was written, and the server recorded the anomaly field_invalid
-                # (counted toward the model-failure limit). Ask for the refused value again.
-                self._saw(session, refused.problem)
-                turn.refused = sorted(refused.errors)
-                notes.append(f"refused by the server (invalid_fields): {', '.join(turn.refused)}")
-                turn.missing = self._lacking(session, tool)
-                return None if session.handed_off else turn.refused[0]
-            self._saw(session, updated)
-            turn.fields = {k: v for k, v in (updated.get("fields") or {}).items() if k in params}
-            turn.normalised = {k: list(v) for k, v in (updated.get("normalised") or {}).items()}
-            for name, how in turn.normalised.items():
-                notes.append(f"{name} normalised by the server ({', '.join(how)})")
-        shown = self.seen.get(session.session_id, {})
-        if session.state == tool.state or tool.state not in (shown.get("allowed_transitions") or []):
-            # Already there, or not a step away: ``missing`` covers only the next states, so it says
-            # nothing about the tool's. The decision's move got the conversation where it is.
+                return self._refused(session, tool, turn, refused)
+            self._took(session, updated, params, turn)
+        if not one_step:
             return None
         turn.missing = self._lacking(session, tool)
-        if turn.missing:
-            return turn.missing[0]
+        return turn.missing[0] if turn.missing else self._enter(session, tool, turn, None)
+
+    def _enter(self, session: Session, tool: Tool, turn: Turn, updates: dict[str, str] | None) -> str | None:
+        """Send the tool's event (with ``updates`` when given); the field to ask for when refused."""
         try:
-            moved = session.event(tool.event)
+            moved = session.event(tool.event, updates=updates)
+        except InvalidFields as refused:
+            return self._refused(session, tool, turn, refused)
         except FieldsMissing as refused:  # what we knew was stale: the server's word wins
             self._saw(session, refused.problem)
             turn.missing = [str(n) for n in refused.problem.get("missing") or []]
-            notes.append(f"{tool.event} refused (fields_missing): {', '.join(turn.missing)}")
+            turn.notes.append(f"{tool.event} refused (fields_missing): {', '.join(turn.missing)}")
             return turn.missing[0] if turn.missing else None
         except (EventNotAllowed, GuardFailed) as refused:  # the machine's events or guards changed
             self._saw(session, refused.problem)
-            notes.append(f"{tool.event} refused ({refused.problem.get('code')})")
+            turn.notes.append(f"{tool.event} refused ({refused.problem.get('code')})")
             return None
-        shown = self._saw(session, moved)
+        shown = self._took(session, moved, updates or {}, turn)
+        turn.missing = []
         held = ", ".join(sorted(shown.get("fields") or {}))
-        notes.append(f"{tool.event}: {moved['from']} → {moved['to']} with {held}")
+        turn.notes.append(f"{tool.event}: {moved['from']} → {moved['to']} with {held}")
         # The session object says what may run here: no action check needed to know the tool may.
         if tool.action in (shown.get("allowed_actions") or []):
-            notes.append(f"{tool.action} may run now")
+            turn.notes.append(f"{tool.action} may run now")
         return None
+
+    def _refused(self, session: Session, tool: Tool, turn: Turn, refused: InvalidFields) -> str | None:
+        """All or nothing: nothing was written, and the server recorded the anomaly field_invalid
+        (counted toward the model-failure limit). The refused value is asked for again."""
+        self._saw(session, refused.problem)
+        turn.refused = sorted(refused.errors)
+        turn.notes.append(f"refused by the server (invalid_fields): {', '.join(turn.refused)}")
+        turn.missing = self._lacking(session, tool)
+        return None if session.handed_off else turn.refused[0]
+
+    def _took(self, session: Session, answer: Mapping[str, Any], params: Mapping[str, Any], turn: Turn) -> Any:
+        """Record what a write with fields kept and normalised; the session object it carried."""
+        shown = self._saw(session, answer)
+        turn.fields = {k: v for k, v in (shown.get("fields") or {}).items() if k in params}
+        turn.normalised = {k: list(v) for k, v in (answer.get("normalised") or {}).items()}
+        for name, how in turn.normalised.items():
+            turn.notes.append(f"{name} normalised by the server ({', '.join(how)})")
+        return shown
 
     def _lacking(self, session: Session, tool: Tool) -> list[str]:
         missing = self.seen.get(session.session_id, {}).get("missing") or {}

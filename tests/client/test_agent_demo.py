@@ -77,7 +77,7 @@ def test_agent_demo_runs_every_conversation_and_prints_the_summary(separate) -> 
     assert "decided by rule: human_handoff → state human_handoff (0 LLM calls)" in text
     assert "bot: (silent: a person has the conversation)" in text
     # The address change: the phone is collected into the session's field, refused, then normalised.
-    assert "/fields 200" in text and "/fields 422" in text and "/events 200" in text
+    assert "/fields 200" in text and "/events 422" in text and "/events 200" in text
     assert "    fields: receiver_phone refused (invalid_fields); missing for the tool: receiver_phone" in seen
     assert "    fields: receiver_phone normalised (digits)" in seen
     assert "decided by llm: change_address → state executing (1 LLM call)" in text

@@ -81,10 +81,11 @@ def test_the_phone_is_collected_into_the_session_field(bot) -> None:
     # "abc" was the model's extraction: refused, nothing written, recorded as field_invalid (pii: no value).
     (refused,) = Anomaly.objects.filter(session_id=session.key)
     assert refused.code == "field_invalid" and "abc" not in refused.detail and "receiver_phone" in refused.detail
-    assert outcome.turns[1].calls[-1].endswith("/fields 422") and outcome.turns[1].reply is not None
+    assert outcome.turns[1].calls[-1].endswith("/events 422") and outcome.turns[1].reply is not None
     assert "已按格式整理" in (outcome.turns[2].reply or "") and "13800138000" in (outcome.turns[2].reply or "")
     kinds = list(Transition.objects.filter(session=session).order_by("seq").values_list("kind", "to_state"))
-    assert kinds[-1][1] == "executing" and [k for k, _ in kinds].count("fields") == 2
+    # The address on its own (a fields move); the phone with the event into executing, one move.
+    assert kinds[-1][1] == "executing" and [k for k, _ in kinds].count("fields") == 1
 
     first, second, third = (system for system, _user in model.prompts)
     assert "state awaiting_intent" in first and "Still missing" not in first  # nothing asked for yet
