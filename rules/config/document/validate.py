@@ -347,7 +347,15 @@ class _Checker(MachineReader):
         rule_items = self.sequence(or_default(record, "rules", []), (*path, "rules"))
         for index, rule_item in enumerate(rule_items or []):
             rule_path: Path = (*path, "rules", index)
-            rule = self.rule(rule_item, rule_path, point=label, facts=facts, outcomes=outcomes)
+            rule = self.rule(
+                rule_item,
+                rule_path,
+                point=label,
+                facts=facts,
+                outcomes=outcomes,
+                machine=machine or "",
+                session_fields=self.machine_fields.get(machine) if machine else {},
+            )
             if isinstance(rule_item, dict) and isinstance(rule_item.get("key"), str):
                 keyed.append((rule_path, rule_item["key"]))
             if rule is not None:
@@ -411,7 +419,15 @@ class _Checker(MachineReader):
         return facts if ok else None
 
     def rule(
-        self, item: Any, path: Path, *, point: str, facts: dict[str, str] | None, outcomes: list[str] | None
+        self,
+        item: Any,
+        path: Path,
+        *,
+        point: str,
+        facts: dict[str, str] | None,
+        outcomes: list[str] | None,
+        machine: str = "",
+        session_fields: dict[str, str] | None = None,
     ) -> dict[str, Any] | None:
         record = self.mapping(item, path, RULE_KEYS, RULE_REQUIRED, what="a rule (a mapping)")
         if record is None:
@@ -438,7 +454,13 @@ class _Checker(MachineReader):
         condition_items = self.sequence(record["conditions"], (*path, "conditions")) if "conditions" in record else []
         for index, condition_item in enumerate(condition_items or []):
             condition = self.condition(
-                condition_item, (*path, "conditions", index), point=point, facts=facts, outcomes=outcomes
+                condition_item,
+                (*path, "conditions", index),
+                point=point,
+                facts=facts,
+                outcomes=outcomes,
+                machine=machine,
+                session_fields=session_fields,
             )
             if condition is not None:
                 conditions.append(condition)
@@ -463,7 +485,15 @@ class _Checker(MachineReader):
         )
 
     def condition(
-        self, item: Any, path: Path, *, point: str, facts: dict[str, str] | None, outcomes: list[str] | None
+        self,
+        item: Any,
+        path: Path,
+        *,
+        point: str,
+        facts: dict[str, str] | None,
+        outcomes: list[str] | None,
+        machine: str = "",
+        session_fields: dict[str, str] | None = None,
     ) -> dict[str, Any] | None:
         kinds_help = f"a condition (a mapping with one of: {one_of(CONDITION_KINDS)})"
         if not isinstance(item, dict):
@@ -486,6 +516,8 @@ class _Checker(MachineReader):
             outcomes=outcomes,
             thresholds=frozenset(self.threshold_keys),
             keyword_lists=frozenset(self.list_keys),
+            machine=machine,
+            session_fields=session_fields,
         )
         return ADAPTERS[kinds[0]].read(self, item, path, context)
 
