@@ -237,7 +237,9 @@ class _View:
         read: dict[str, str] = {}
         for point_key, point in self.points.items():
             indexed = self.point(point_key) if point.get("machine") == machine_key else None
-            for rule_key, rule in indexed.rules.items() if indexed is not None else ():
+            if indexed is None:
+                continue
+            for rule_key, rule in indexed.rules.items():
                 if rule.get("mode", "enforce") == "off" or not (rule_key in indexed.risk or rule_key in indexed.guards):
                     continue
                 for c in rule.get("conditions", []):
