@@ -137,3 +137,26 @@ def test_the_session_data_comes_with_the_session_read_and_is_never_guessed(clien
         assert verbs == [*_read(), "INSERT"], [q["sql"][:120] for q in captured.captured_queries]
         assert "keyword_hits" in captured.captured_queries[0]["sql"]
         assert body["rule"]["key"] == "complained_before"
+
+
+def test_the_impact_preview_and_a_pinned_case_decide_on_what_the_row_recorded(client):
+    from rules.config.selectors import config_document
+    from rules.engine import compile_config
+    from rules.governance.impact import impact_compute
+    from rules.governance.regressions import case_evaluate, regression_case_pin
+
+    _fields(client, {"retry_count": 3})
+    body = _decide(client)
+    assert body["rule"]["key"] == "too_many_retries"
+    _fields(client, {"retry_count": 0})  # the session moves on; the row keeps what the rule read
+    live = config_document()
+    raised = {**live, "thresholds": [{**t, "value": 4} if t["key"] == "max_retries" else t for t in live["thresholds"]]}
+    impact = impact_compute(live_document=live, proposed_document=raised)
+    assert impact["points"] == [POINT]
+    # 3 retries no longer reach the raised limit: that decision (and only it) changes; nothing is an estimate.
+    assert impact["changed"] == 1 and impact["matrix"] == {"human_handoff": {"ask_phone": 1}}
+    assert impact["masked_facts"] == 0
+    case = regression_case_pin(record=_row(body), actor=None)
+    assert case.session_read == {"fields": {"retry_count": 3}, "recent": []}
+    assert case_evaluate(case, compile_config(raised, revision=0).point(POINT)) == "ask_phone"
+    assert case_evaluate(case, compile_config(live, revision=0).point(POINT)) == "human_handoff"
