@@ -60,6 +60,27 @@ points:
         category: business
         outcome: ask_phone
         conditions: []
+  - key: complaint_watch
+    description: Reads the session's latest decisions and its state, no field.
+    outcomes: [human_handoff, carry_on]
+    default_outcome: carry_on
+    when_no_candidate: default
+    machine: address
+    rules:
+      - key: complaint_now
+        priority: 10
+        category: compliance
+        outcome: human_handoff
+        conditions:
+          - input_contains: complaint
+      - key: complained_before
+        priority: 20
+        category: risk
+        outcome: human_handoff
+        conditions:
+          - session_keyword_seen: complaint
+            last: 3
+          - session_state_in: [collecting_params]
 machines:
   - key: address
     states: [collecting_params, executing, handoff, completed]

@@ -19,7 +19,7 @@ POINT = "address_check"
 @pytest.fixture
 def client(db):
     session_rules_import()
-    client = agent_api(points=[POINT])
+    client = agent_api(points=[POINT, "complaint_watch"])
     answer = post(client, "/api/v1/sessions", {"machine": "address", "session_id": "s1"})
     assert answer.status_code == 201, answer.json()
     return client
@@ -32,8 +32,8 @@ def _fields(client, updates, expected_state="collecting_params"):
     assert answer.status_code == 200, answer.json()
 
 
-def _decide(client, text="", **extra):
-    answer = decide(client, {"point": POINT, "input": text, "session_id": "s1", **extra})
+def _decide(client, text="", point=POINT, **extra):
+    answer = decide(client, {"point": point, "input": text, "session_id": "s1", **extra})
     assert answer.status_code == 201, answer.json()
     return answer.json()
 
@@ -124,12 +124,14 @@ def _read() -> list[str]:
     return ["SELECT", "SELECT"]  # SQLite reads the feedback apart (the lists come with the session)
 
 
-def test_the_session_data_comes_with_the_session_read_and_is_never_guessed(client, settings):
+# address_check reads fields and the latest decisions; complaint_watch the latest decisions and the state only.
+@pytest.mark.parametrize("point", [POINT, "complaint_watch"])
+def test_the_session_data_comes_with_the_session_read_and_is_never_guessed(client, settings, point):
     settings.ARBITER_REVISION_CHECK_SECONDS = 3600.0
-    _decide(client, "我要投诉")  # warms the engine, the token cache and this process's guess of the state
+    _decide(client, "我要投诉", point=point)  # warms the engine, the token cache and this process's guess
     for _ in range(2):
         with CaptureQueriesContext(connection) as captured:
-            body = _decide(client, "地址")
+            body = _decide(client, "地址", point=point)
         verbs = [q["sql"].split(None, 1)[0].upper() for q in captured.captured_queries]
         verbs = [v for v in verbs if v not in {"SAVEPOINT", "RELEASE"}]
         # Read (with the lists, in the session's own statement), then the log row: never a guess of the
