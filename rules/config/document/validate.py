@@ -130,6 +130,7 @@ class _Checker(MachineReader):
         super().__init__(loaded)
         self.threshold_keys: set[str] = set()
         self.list_keys: set[str] = set()
+        self.point_machine = ""  # the machine of the point whose rules are being read
 
     def document(self, data: Any) -> dict[str, Any] | None:
         root = self.mapping(data, (), TOP_KEYS, TOP_KEYS, what="a mapping with the keys " + one_of(TOP_KEYS))
@@ -345,17 +346,10 @@ class _Checker(MachineReader):
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(or_default(record, "rules", []), (*path, "rules"))
+        self.point_machine = machine or ""  # what its session_field conditions are read against
         for index, rule_item in enumerate(rule_items or []):
             rule_path: Path = (*path, "rules", index)
-            rule = self.rule(
-                rule_item,
-                rule_path,
-                point=label,
-                facts=facts,
-                outcomes=outcomes,
-                machine=machine or "",
-                session_fields=self.machine_fields.get(machine) if machine else {},
-            )
+            rule = self.rule(rule_item, rule_path, point=label, facts=facts, outcomes=outcomes)
             if isinstance(rule_item, dict) and isinstance(rule_item.get("key"), str):
                 keyed.append((rule_path, rule_item["key"]))
             if rule is not None:
@@ -419,15 +413,7 @@ class _Checker(MachineReader):
         return facts if ok else None
 
     def rule(
-        self,
-        item: Any,
-        path: Path,
-        *,
-        point: str,
-        facts: dict[str, str] | None,
-        outcomes: list[str] | None,
-        machine: str = "",
-        session_fields: dict[str, str] | None = None,
+        self, item: Any, path: Path, *, point: str, facts: dict[str, str] | None, outcomes: list[str] | None
     ) -> dict[str, Any] | None:
         record = self.mapping(item, path, RULE_KEYS, RULE_REQUIRED, what="a rule (a mapping)")
         if record is None:
@@ -454,13 +440,7 @@ class _Checker(MachineReader):
         condition_items = self.sequence(record["conditions"], (*path, "conditions")) if "conditions" in record else []
         for index, condition_item in enumerate(condition_items or []):
             condition = self.condition(
-                condition_item,
-                (*path, "conditions", index),
-                point=point,
-                facts=facts,
-                outcomes=outcomes,
-                machine=machine,
-                session_fields=session_fields,
+                condition_item, (*path, "conditions", index), point=point, facts=facts, outcomes=outcomes
             )
             if condition is not None:
                 conditions.append(condition)
@@ -485,15 +465,7 @@ class _Checker(MachineReader):
         )
 
     def condition(
-        self,
-        item: Any,
-        path: Path,
-        *,
-        point: str,
-        facts: dict[str, str] | None,
-        outcomes: list[str] | None,
-        machine: str = "",
-        session_fields: dict[str, str] | None = None,
+        self, item: Any, path: Path, *, point: str, facts: dict[str, str] | None, outcomes: list[str] | None
     ) -> dict[str, Any] | None:
         kinds_help = f"a condition (a mapping with one of: {one_of(CONDITION_KINDS)})"
         if not isinstance(item, dict):
@@ -516,8 +488,8 @@ class _Checker(MachineReader):
             outcomes=outcomes,
             thresholds=frozenset(self.threshold_keys),
             keyword_lists=frozenset(self.list_keys),
-            machine=machine,
-            session_fields=session_fields,
+            machine=self.point_machine,
+            session_fields=self.machine_fields.get(self.point_machine) if self.point_machine else {},
         )
         return ADAPTERS[kinds[0]].read(self, item, path, context)
 
