@@ -258,6 +258,7 @@ class SessionEventApi(SessionApi):
         event = StrictCharField(max_length=64)
         expected_state = StrictCharField(max_length=64)
         decision_id = StrictUUIDField(required=False, allow_null=True)
+        updates = serializers.DictField(required=False, allow_empty=True)
         proposed_by = serializers.ChoiceField(choices=PROPOSED_BY, required=False, default="runtime")
 
     def post(self, request: Request, session_id: str) -> Response:
@@ -272,11 +273,14 @@ class SessionEventApi(SessionApi):
             decision_id=data.get("decision_id"),
             proposed_by=data["proposed_by"],
             idempotency_key=idempotency_key(request),
+            updates=data.get("updates"),
         )
         move = sent.move
-        return Response(
-            {"event": sent.event, "from": move.from_state, "to": move.state, "seq": move.seq, "session": move.session}
-        )
+        body = {"event": sent.event, "from": move.from_state, "to": move.state, "seq": move.seq}
+        body["session"] = move.session
+        if move.normalised is not None:  # an event with field updates says which values were normalised
+            body["normalised"] = move.normalised
+        return Response(body)
 
 
 class SessionActionApi(SessionApi):

@@ -6,8 +6,11 @@ every invariant of ``agents.sessions.services`` holds: the session's lock, the c
 ``seq``, one ``Transition`` row per move, the agent's Idempotency-Key. In order, a request is refused when
 the session is not in ``expected_state`` (``state_mismatch``), has ended, is with a person, when the
 event is unknown or not sendable in this state (``event_not_allowed``, always an anomaly: the events one
-may send are in the machine), or when a guard refuses — the edge's, then the event's own
-(``guard_failed``, an anomaly when the move was the model's proposal).
+may send are in the machine; the session object's ``allowed_events`` lists them), when the event's
+``updates`` are refused or leave its target's required fields missing (``invalid_fields``,
+``fields_missing``: ``agents.sessions.field_updates``), or when a guard refuses — the edge's, then the
+event's own, both judging the fields as the updates leave them (``guard_failed``, an anomaly when the
+move was the model's proposal). The updates are written with the move or not at all.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from django.db import transaction
 
 from agents.errors import EventNotAllowed, IllegalTransition
 from agents.sessions.codes import EVENT_NOT_ALLOWED, PROPOSED_BY_MODEL
-from agents.sessions.field_updates import fields_apply
 from agents.sessions.guards import edge_guard
 from agents.sessions.keys import WriteKey, keyed
-from agents.sessions.models import Session, TransitionKind
+from agents.sessions.models import Session
+from agents.sessions.presenters import session_allowed_events  # the session object's list: one definition
 from agents.sessions.services import (
     AgentRef,
     Move,
@@ -37,10 +40,9 @@ from agents.sessions.services import (
     _move_replayed,
     _refuse_after_commit,
     anomaly_record,
-    guard_refusal,
+    guarded_move,
     session_allowed_targets,
     session_handed_off,
-    session_move,
 )
 from decision_service.errors import DomainError
 
@@ -49,13 +51,6 @@ from decision_service.errors import DomainError
 class EventMove:
     event: str
     move: Move
-
-
-def session_allowed_events(session: Session) -> list[str]:
-    """The events that may be sent in the session's state, in the machine's order (none once it ended)."""
-    if session.state in session.machine.terminal_states:
-        return []
-    return [e["name"] for e in session.machine.events or [] if session.state in e.get("from", [])]
 
 
 def session_event(
@@ -67,11 +62,15 @@ def session_event(
     decision_id: Any = None,
     proposed_by: str = "runtime",
     idempotency_key: str = "",
+    updates: Mapping[str, Any] | None = None,
 ) -> EventMove:
     """Send ``event`` to the session: the move the event names, if it is in ``expected_state``, the event
-    may be sent there and the guards let it through."""
+    may be sent there and the guards let it through; with ``updates``, those fields set in the same move,
+    as a transition's (``agents.sessions.services.guarded_move``)."""
     marked = {"proposed_by": proposed_by} if proposed_by == PROPOSED_BY_MODEL else {}
-    digest = _digest({"event": event, "expected_state": expected_state, "decision_id": str(decision_id), **marked})
+    body = {"event": event, "expected_state": expected_state, "decision_id": str(decision_id), **marked}
+    # The updates join the digest only when sent, so a key stored before events took them still replays.
+    digest = _digest({**body, "updates": dict(updates)} if updates else body)
     key = WriteKey(agent.pk, idempotency_key, "event", digest, session_id)
 
     def attempt() -> Move:
@@ -81,7 +80,7 @@ def session_event(
                 return _move_replayed(session, earlier)
             if decision_id is not None:
                 _check_decision(agent, session, decision_id)
-            outcome = _event_locked(session, agent, event, expected_state, decision_id, proposed_by, key)
+            outcome = _event_locked(session, agent, event, expected_state, decision_id, proposed_by, key, updates)
             outcome = _made(session, key, outcome)
         return _refuse_after_commit(outcome)
 
@@ -100,6 +99,7 @@ def _event_locked(
     decision_id: Any,
     proposed_by: str,
     key: WriteKey,
+    updates: Mapping[str, Any] | None,
 ) -> Move | DomainError:
     if session.state != expected_state:
         return _mismatch(session, expected_state)
@@ -121,21 +121,15 @@ def _event_locked(
     if to not in session_allowed_targets(session):
         # The validator keeps every event on an edge of the transition table; the table has the last word.
         return IllegalTransition(f"'{session.state}' → '{to}' is not allowed.", extra=_extra(session))
-    # The target's required fields hold for an event as for any move (no updates ride on an event yet).
-    applied = fields_apply(session=session, agent=agent, updates=None, entering=to)
-    if isinstance(applied, DomainError):
-        return applied
-    for guard, on in ((edge_guard(session, to), to), (event.get("guard") or {}, f"event {name}")):
-        refusal = guard_refusal(session, agent, guard, decision_id=decision_id, proposed_by=proposed_by, on=on)
-        if refusal is not None:
-            return refusal
-    return session_move(
+    return guarded_move(
         session,
+        agent,
         to=to,
-        kind=TransitionKind.MOVE,
-        actor=agent.name,
+        guards=[(edge_guard(session, to), to), (event.get("guard") or {}, f"event {name}")],
+        updates=updates,
         reason=f"event {name}",
         decision_id=decision_id,
+        proposed_by=proposed_by,
         idempotency_key=key.key,
-        request_digest=key.digest,
+        digest=key.digest,
     )

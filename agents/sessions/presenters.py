@@ -22,6 +22,7 @@ class SessionState(TypedDict):
     seq: int
     allowed_transitions: list[str]
     allowed_actions: list[str]
+    allowed_events: list[str]
     handed_off: bool
     handoff_reason: str | None
     claimed_by: str | None
@@ -30,12 +31,20 @@ class SessionState(TypedDict):
     missing: dict[str, list[str]]
 
 
+def session_allowed_events(session: Session) -> list[str]:
+    """The events that may be sent in the session's state, in the machine's order (none once it ended).
+    A column of the machine the session is read with: no statement."""
+    if session.state in session.machine.terminal_states:
+        return []
+    return [e["name"] for e in session.machine.events or [] if session.state in e.get("from", [])]
+
+
 def session_state(session: Session, *, feedback: list[str] | None = None) -> SessionState:
     """``session`` as answers show it. ``feedback``: the hints when the caller has them already (the
     decide path counts them from what it read); otherwise they are read now (one statement).
 
     ``claimed_by`` costs a read only when a person has claimed the session (then it is handed off).
-    ``fields`` and ``missing`` cost none: the values are a column of the session's row
+    ``allowed_events``, ``fields`` and ``missing`` cost none: the values are a column of the session's row
     (``agents.sessions.fields``); ``missing`` names, for the current state and each state the session
     may move to next, the required fields it lacks (``{}`` when nothing is missing) — what a runtime's
     prompt asks the user for."""
@@ -51,6 +60,7 @@ def session_state(session: Session, *, feedback: list[str] | None = None) -> Ses
         "seq": session.seq,
         "allowed_transitions": targets,
         "allowed_actions": list(machine.actions.get(session.state, [])),
+        "allowed_events": session_allowed_events(session),
         "handed_off": reason is not None,
         "handoff_reason": reason,
         "claimed_by": claimed_by.get_username() if claimed_by is not None else None,

@@ -225,7 +225,9 @@ def _json_value(value: Any) -> Any:
 def _session_shown(agent_id: Any, key: str, state: str, columns: tuple[Any, ...]) -> Session:
     """The session and its machine from the columns ``statements.session_log_if_state`` selects for the
     answer: enough for ``agents.sessions.presenters``, nothing more."""
-    seq, handoff_reason, values, claimed_by_id, machine_key, transitions, actions, terminal, handoff, fields = columns
+    seq, handoff_reason, values, claimed_by_id, machine_key, transitions, actions, terminal, handoff, fields, events = (
+        columns
+    )
     machine = StateMachine(
         key=machine_key,
         transitions=_json_value(transitions),
@@ -233,6 +235,7 @@ def _session_shown(agent_id: Any, key: str, state: str, columns: tuple[Any, ...]
         terminal_states=_json_value(terminal),
         handoff_state=handoff,
         fields=_json_value(fields),
+        events=_json_value(events),
     )
     session = Session(
         agent_id=agent_id,

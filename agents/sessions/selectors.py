@@ -1,11 +1,12 @@
 """Reads of sessions: for an agent, for the admin's lists (open, ended, stuck, in a handoff state), one
-session's timeline."""
+session's timeline and its fields with their history."""
 
 from __future__ import annotations
 
 import datetime as dt
 import heapq
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -15,8 +16,10 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from agents.errors import UnknownSession
+from agents.sessions.fields import fields_missing_in, machine_field_specs
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.services import AgentRef
+from rules.engine.masking import WHOLE
 from rules.models import DecisionRecord, StateMachine
 
 
@@ -259,3 +262,125 @@ def session_pk(*, agent_id: int | None, session_id: str) -> int | None:
     if agent_id is None or not session_id:
         return None
     return Session.objects.filter(agent_id=agent_id, key=session_id).values_list("pk", flat=True).first()
+
+
+# --- one session's fields and where each value came from ---------------------------------------------------
+#
+# The history is read from the moves' rows (``Transition.fields_changed``): every write of a field is a
+# move — a PATCH …/fields is one of kind ``fields`` that stays in its state — and each row names what it
+# set (``None``: cleared), pii values already masked when written. A field's previous value is the one the
+# move before it recorded. Values are masked again here with the machine as it is now (a field made
+# ``pii`` after it was set, or no longer declared so nobody can say it is not personal data): the admin
+# never shows what the declaration now calls personal data.
+
+FIELD_HISTORY_LIMIT = 500  # field-setting moves read for one session page, the latest ones
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One move that set (``new``) or cleared (``cleared``) a field; ``old`` is the value before it, when
+    known (``old_known``: the move that set it is among those read, or this is the field's first)."""
+
+    seq: int
+    at: dt.datetime
+    kind: str
+    actor: str
+    from_state: str
+    to_state: str
+    decision_id: Any
+    old: Any
+    old_known: bool
+    new: Any
+    cleared: bool
+
+
+@dataclass(frozen=True)
+class SessionField:
+    """A field of the session as staff may see it: declared by its machine or only held (no longer
+    declared), its value masked where personal data, and its changes, oldest first."""
+
+    name: str
+    declared: bool
+    type: str
+    pii: bool
+    present: bool
+    value: Any
+    required_in: tuple[str, ...]
+    missing_here: bool  # the current state requires it and it is absent or invalid
+    history: tuple[FieldChange, ...]
+
+
+def field_masker(machine: StateMachine) -> Callable[[str, Any], Any]:
+    """``shown(name, value)``: a field's value as staff may see it under ``machine`` as it is now (the
+    session page's fields and its timeline both use it)."""
+    specs = machine_field_specs(machine)
+
+    def shown(name: str, value: Any) -> Any:
+        if value is None:  # unset or cleared: that is no personal data
+            return None
+        spec = specs.get(name)
+        return WHOLE if spec is None or spec.pii else value
+
+    return shown
+
+
+def _in_order(states: frozenset[str], order: list[str]) -> tuple[str, ...]:
+    return (*(s for s in order if s in states), *sorted(states.difference(order)))
+
+
+def session_fields_with_history(session: Session, *, limit: int = FIELD_HISTORY_LIMIT) -> list[SessionField]:
+    """The session's fields (declared ones in declaration order, then any it holds that its machine no
+    longer declares) with their current values and the moves that changed them, all masked for staff.
+
+    Reads the latest ``limit`` moves that set a field; a change whose previous value was set by an older
+    move than those has ``old_known=False``."""
+    machine = session.machine
+    specs = machine_field_specs(machine)
+    shown = field_masker(machine)
+    values = dict(session.field_values or {})
+    moves = list(
+        session.transitions.exclude(fields_changed={})
+        .order_by("-seq")
+        .only("seq", "created_at", "kind", "actor", "from_state", "to_state", "decision_id", "fields_changed")[
+            : limit + 1
+        ]
+    )
+    complete = len(moves) <= limit  # every field-setting move is read: a first change had no value before
+    moves = list(reversed(moves[:limit]))
+    history: dict[str, list[FieldChange]] = {}
+    last: dict[str, Any] = {}
+    for move in moves:
+        for name, recorded in (move.fields_changed or {}).items():
+            known = name in last or complete
+            history.setdefault(name, []).append(
+                FieldChange(
+                    seq=move.seq,
+                    at=move.created_at,
+                    kind=move.kind,
+                    actor=move.actor,
+                    from_state=move.from_state,
+                    to_state=move.to_state,
+                    decision_id=move.decision_id,
+                    old=shown(name, last.get(name)),
+                    old_known=known,
+                    new=shown(name, recorded),
+                    cleared=recorded is None,
+                )
+            )
+            last[name] = recorded
+    missing = set(fields_missing_in(machine, values, session.state))
+    names = [*specs, *sorted(n for n in {*values, *history} if n not in specs)]
+    return [
+        SessionField(
+            name=name,
+            declared=name in specs,
+            type=specs[name].type if name in specs else "",
+            pii=specs[name].pii if name in specs else False,
+            present=values.get(name) is not None,
+            value=shown(name, values.get(name)),
+            required_in=_in_order(specs[name].required_in, machine.states) if name in specs else (),
+            missing_here=name in missing,
+            history=tuple(history.get(name, ())),
+        )
+        for name in names
+    ]

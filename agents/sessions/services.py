@@ -237,15 +237,48 @@ def _transition_locked(
             detail + ".",
             extra=_extra(session, allowed_transitions=session_allowed_targets(session), handed_off=handoff is not None),
         )
+    return guarded_move(
+        session,
+        agent,
+        to=to,
+        guards=[(edge_guard(session, to), to)],
+        updates=updates,
+        reason=reason,
+        decision_id=decision_id,
+        proposed_by=proposed_by,
+        idempotency_key=idempotency_key,
+        digest=digest,
+    )
+
+
+def guarded_move(
+    session: Session,
+    agent: AgentRef,
+    *,
+    to: str,
+    guards: list[tuple[Mapping[str, Any], str]],
+    updates: Mapping[str, Any] | None,
+    reason: str,
+    decision_id: Any,
+    proposed_by: str,
+    idempotency_key: str,
+    digest: str,
+) -> Move | DomainError:
+    """An agent's move along an edge the caller found legal (a transition, an event), under its lock:
+    ``updates`` checked (all or nothing, with ``to``'s required fields as the updates leave them), then
+    each guard in ``guards`` (the guard, and what it guards for the refusal: the target or the event) on
+    those same values, then the move written with its updates — or the first refusal, nothing moved.
+
+    The one place a move's fields and its guards meet, so a transition and an event cannot differ."""
     applied = fields_apply(session=session, agent=agent, updates=updates, entering=to)
     if isinstance(applied, DomainError):
         return applied
-    guard = edge_guard(session, to)
-    refusal = guard_refusal(
-        session, agent, guard, decision_id=decision_id, proposed_by=proposed_by, on=to, values=applied.values
-    )
-    if refusal is not None:
-        return refusal
+    for guard, on in guards:
+        refusal = guard_refusal(
+            session, agent, guard, decision_id=decision_id, proposed_by=proposed_by, on=on, values=applied.values
+        )
+        if refusal is not None:
+            return refusal
     move = session_move(
         session,
         to=to,

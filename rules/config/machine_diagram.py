@@ -16,7 +16,9 @@ The states are boxes: the initial state has a start dot leading into it, the han
 orange, terminal states are grey with a double border, and states the initial one cannot reach are
 dashed red (a saved machine has none: validation refuses them). Each state is a ``<g class="state">``
 and each allowed move a ``<g class="edge">``, with ``data-state`` / ``data-from`` / ``data-to`` naming
-them. Every label is escaped, so the result can be embedded in an HTML page as it is.
+them. A state some field is required to enter names those fields in its box (class ``needs``); a move
+an event takes or a guard holds carries a label (class ``labelled``). Every label is escaped, so the
+result can be embedded in an HTML page as it is.
 
 The definition may be invalid (the admin draws what was typed when validation refuses it): anything
 that is not a state is left out rather than refused.
@@ -32,7 +34,11 @@ from xml.sax.saxutils import escape, quoteattr
 
 from django.utils.translation import gettext
 
+from rules.config.diagram_marks import LABEL_SIZE, Mark, edge_marks, label_svg, label_width, state_requirements
+
 BOX_H = 36
+LABEL_GAP = 16  # added between rows when moves carry labels
+NEEDS_H = 16  # added to every box when some state requires fields: the line naming them
 DUMMY_W = 12  # the width of a lane a long move passes through
 ROW_GAP = 54  # between rows: room for the moves' curves
 SLOT_GAP = 32  # between boxes in one row: room for a move from a state to itself
@@ -166,8 +172,23 @@ def _layers(order: list[str], arcs: list[tuple[str, str]]) -> dict[str, int]:
     return layer
 
 
-def _box_width(label: str) -> float:
-    return max(MIN_BOX_W, round(len(label) * CHAR_W + 28))
+def _box_width(label: str, needs: Mark | None = None) -> float:
+    wanted = len(label) * CHAR_W + 28
+    if needs is not None:
+        wanted = max(wanted, label_width(needs.short, LABEL_SIZE) + 20)
+    return max(MIN_BOX_W, round(wanted))
+
+
+def _bezier(p0: tuple[float, float], p1: tuple[float, float], t: float) -> tuple[float, float]:
+    """The point at ``t`` on ``_curve``'s vertical-tangent curve from ``p0`` to ``p1``."""
+    (x1, y1), (x2, y2) = p0, p1
+    if abs(x2 - x1) < 0.5:
+        return x1, y1 + (y2 - y1) * t
+    my = (y1 + y2) / 2
+    u = 1 - t
+    x = u**3 * x1 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x2
+    y = u**3 * y1 + 3 * u * u * t * my + 3 * u * t * t * my + t**3 * y2
+    return x, y
 
 
 def _order_layers(columns: list[list[int]], segments: list[tuple[int, int]], slots: list[_Slot]) -> None:
@@ -228,14 +249,26 @@ def machine_svg(
     terminal_states: Any,
     transitions: Any,
     title: str = "",
+    fields: Any = None,
+    events: Any = None,
+    guards: Any = None,
 ) -> str:
-    """The machine as a standalone ``<svg>`` element (no XML declaration, so it can be inlined in HTML)."""
+    """The machine as a standalone ``<svg>`` element (no XML declaration, so it can be inlined in HTML).
+
+    With ``fields``, each state's box names the fields required to enter it; with ``events`` and
+    ``guards``, each move is labelled with the events that take it and its guard
+    (``rules.config.diagram_marks``)."""
     names = _strings(states)
     declared = set(names)
+    needs = state_requirements(fields, names)
+
     initial = initial_state if isinstance(initial_state, str) and initial_state in declared else None
     handoff = handoff_state if isinstance(handoff_state, str) else None
     terminal = set(_strings(terminal_states))
     moves = _moves(transitions, declared)
+    marks = edge_marks(events, guards, moves)
+    box_h = BOX_H + NEEDS_H if needs else BOX_H
+    row_gap = ROW_GAP + LABEL_GAP if marks else ROW_GAP
     loops = [(a, b) for a, b in moves if a == b]
     arrows = [(a, b) for a, b in moves if a != b]
     out: dict[str, list[str]] = {s: [] for s in names}
@@ -247,14 +280,14 @@ def machine_svg(
     layer = _layers(order, arcs)
 
     # Slots: one per state, then one per row a long move passes through.
-    slots = [_Slot(s, layer[s], _box_width(s), BOX_H) for s in order]
+    slots = [_Slot(s, layer[s], _box_width(s, needs.get(s)), box_h) for s in order]
     index = {s: i for i, s in enumerate(order)}
     chains: list[tuple[str, str, list[int]]] = []  # (from, to, slots from the top row down)
     segments: list[tuple[int, int]] = []
     for (a, b), (upper, lower) in zip(arrows, arcs, strict=True):
         chain = [index[upper]]
         for k in range(layer[upper] + 1, layer[lower]):
-            slots.append(_Slot(None, k, DUMMY_W, BOX_H))
+            slots.append(_Slot(None, k, DUMMY_W, box_h))
             chain.append(len(slots) - 1)
         chain.append(index[lower])
         segments.extend(pairwise(chain))
@@ -267,7 +300,10 @@ def machine_svg(
 
     # Coordinates: rows top to bottom, each row centred.
     looping = {a for a, _ in loops}
-    extra = {i: LOOP_W if slots[i].state in looping else 0 for i in range(len(slots))}
+    extra: dict[int, float] = {i: LOOP_W if slots[i].state in looping else 0 for i in range(len(slots))}
+    for i, slot in enumerate(slots):  # a labelled loop's label sits right of it
+        if slot.state in looping and (mark := marks.get((slot.state, slot.state))):
+            extra[i] += 4 + label_width(mark.short, LABEL_SIZE)
     row_w = [sum(slots[i].width + extra[i] for i in row) + SLOT_GAP * max(len(row) - 1, 0) for row in rows]
     unreachable_any = any(s not in reachable for s in names)
     legend_w = _legend(0, 0, unreachable_any)[1]
@@ -280,8 +316,8 @@ def machine_svg(
             slot = slots[i]
             slot.x, slot.y = x, y
             x += slot.width + extra[i] + SLOT_GAP
-        y += BOX_H + ROW_GAP
-    body_bottom = y - ROW_GAP if rows else float(top)
+        y += box_h + row_gap
+    body_bottom = y - row_gap if rows else float(top)
     width = body_w + 2 * MARGIN
     height = body_bottom + MARGIN + LEGEND_H
 
@@ -313,6 +349,7 @@ def machine_svg(
         parts.append(f'<text x="{MARGIN}" y="{MARGIN + 12}" font-weight="bold" fill="#333333">{escape(title)}</text>')
 
     # Moves first, so the boxes are drawn over their ends.
+    labelled_from: dict[str, int] = {}
     for n, (a, b, chain) in enumerate(chains):
         points: list[tuple[float, float]] = []
         for pos, i in enumerate(chain):
@@ -328,10 +365,17 @@ def machine_svg(
             points.reverse()
         css = "edge back" if backwards else "edge"
         dashes = " stroke-dasharray=" + quoteattr("5 3") if backwards else ""
+        mark = marks.get((a, b))
+        label = ""
+        if mark is not None:  # on the move's first stretch, near its source; staggered when several leave it
+            css += " labelled"
+            rank = labelled_from[a] = labelled_from.get(a, -1) + 1
+            lx, ly = _bezier(points[0], points[1], (0.5, 0.28, 0.72)[rank % 3])
+            label = label_svg(mark, lx, ly, anchor="middle", width=width, margin=MARGIN / 2)
         parts.append(
-            f"<g {_attrs(class_=css, data_from=a, data_to=b)}><title>{escape(a)} → {escape(b)}</title>"
-            f'<path d="{_curve(points)}" fill="none" stroke="{EDGE_COLOUR}" stroke-width="1.4"{dashes} '
-            'marker-end="url(#arbiter-arrow)"/></g>'
+            f"<g {_attrs(class_=css, data_from=a, data_to=b)}><title>{escape(mark.full if mark else f'{a} → {b}')}"
+            f'</title><path d="{_curve(points)}" fill="none" stroke="{EDGE_COLOUR}" stroke-width="1.4"{dashes} '
+            f'marker-end="url(#arbiter-arrow)"/>{label}</g>'
         )
     for a, _ in loops:
         slot = slots[index[a]]
@@ -340,10 +384,13 @@ def machine_svg(
             f"M{right:.1f},{cy - 9:.1f} C{right + LOOP_W:.1f},{cy - 22:.1f} "
             f"{right + LOOP_W:.1f},{cy + 22:.1f} {right:.1f},{cy + 9:.1f}"
         )
+        mark = marks.get((a, a))
+        label = label_svg(mark, right + LOOP_W + 2, cy, anchor="start", width=width, margin=MARGIN / 2) if mark else ""
+        css = "edge loop labelled" if mark else "edge loop"
         parts.append(
-            f"<g {_attrs(class_='edge loop', data_from=a, data_to=a)}><title>{escape(a)} → {escape(a)}</title>"
-            f'<path d="{d}" fill="none" stroke="{EDGE_COLOUR}" stroke-width="1.4" '
-            'marker-end="url(#arbiter-arrow)"/></g>'
+            f"<g {_attrs(class_=css, data_from=a, data_to=a)}><title>{escape(mark.full if mark else f'{a} → {a}')}"
+            f'</title><path d="{d}" fill="none" stroke="{EDGE_COLOUR}" stroke-width="1.4" '
+            f'marker-end="url(#arbiter-arrow)"/>{label}</g>'
         )
 
     for slot in slots:
@@ -360,7 +407,7 @@ def machine_svg(
             )
             if on
         ]
-        parts.append(_state(state, slot, kinds, start=state == initial))
+        parts.append(_state(state, slot, kinds, start=state == initial, needs=needs.get(state)))
     parts.append(_legend(MARGIN, body_bottom + MARGIN + 6, unreachable_any)[0])
     if not names:
         parts.append(f'<text x="{MARGIN}" y="{top + 14}" fill="#666666">No states to draw.</text>')
@@ -372,7 +419,7 @@ def _rect(x: float, y: float, w: float, h: float, style: str, *, rx: float = 8) 
     return f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="{rx:g}" {style}/>'
 
 
-def _state(state: str, slot: _Slot, kinds: list[str], *, start: bool) -> str:
+def _state(state: str, slot: _Slot, kinds: list[str], *, start: bool, needs: Mark | None) -> str:
     """One state's box; its look is that of its most telling kind (unreachable > handoff > terminal > initial)."""
     look = next((k for k in ("unreachable", "handoff", "terminal", "initial") if k in kinds), "normal")
     inner = []
@@ -389,12 +436,22 @@ def _state(state: str, slot: _Slot, kinds: list[str], *, start: bool) -> str:
             'marker-end="url(#arbiter-arrow)"/>'
         )
     weight = ' font-weight="bold"' if "initial" in kinds else ""
+    # With a "needs" line in the machine, the name sits in the box's top row (the same in every box).
+    name_y = slot.cy if slot.height == BOX_H else slot.y + BOX_H / 2
     inner.append(
-        f'<text x="{slot.x + slot.width / 2:.1f}" y="{slot.cy:.1f}" text-anchor="middle" '
+        f'<text x="{slot.x + slot.width / 2:.1f}" y="{name_y:.1f}" text-anchor="middle" '
         f'dominant-baseline="central" fill="#222222"{weight}>{escape(state)}</text>'
     )
+    if needs is not None:
+        inner.append(
+            f'<text class="needs" x="{slot.x + slot.width / 2:.1f}" y="{slot.y + slot.height - 12:.1f}" '
+            f'text-anchor="middle" dominant-baseline="central" font-size="{LABEL_SIZE}" font-style="italic" '
+            f'fill="#6a1b9a">{escape(needs.short)}</text>'
+        )
     label = f"{state} ({', '.join(_kind_names().get(k, k) for k in kinds)})" if kinds else state
-    css = " ".join(["state", *kinds])
+    if needs is not None:
+        label += "\n" + needs.full
+    css = " ".join(["state", *kinds, "needs"] if needs is not None else ["state", *kinds])
     return f"<g {_attrs(class_=css, data_state=state)}><title>{escape(label)}</title>{''.join(inner)}</g>"
 
 
@@ -425,7 +482,7 @@ def _legend(x: float, y: float, unreachable: bool) -> tuple[str, float]:
             f'<text x="{x + 28:.1f}" y="{y + 7:.1f}" dominant-baseline="central" fill="#555555" '
             f'font-size="12">{escape(text)}</text>'
         )
-        x += 36 + _text_width(text)
+        x += 36 + label_width(text, 12)
     parts.append(
         f'<path d="M{x:.1f},{y + 7:.1f} L{x + 26:.1f},{y + 7:.1f}" stroke="{EDGE_COLOUR}" stroke-width="1.4" '
         'stroke-dasharray="5 3" marker-end="url(#arbiter-arrow)"/>'
@@ -433,12 +490,7 @@ def _legend(x: float, y: float, unreachable: bool) -> tuple[str, float]:
         f"{escape(loop)}</text>"
     )
     parts.append("</g>")
-    return "".join(parts), x + 34 + _text_width(loop) - x0
-
-
-def _text_width(text: str) -> float:
-    """Roughly how wide ``text`` is at the legend's 12 px: a CJK character is about twice a Latin one."""
-    return sum(12.0 if ord(ch) >= 0x2E80 else 7.0 for ch in text)
+    return "".join(parts), x + 34 + label_width(loop, 12) - x0
 
 
 __all__ = ["machine_svg"]

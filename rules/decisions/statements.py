@@ -252,7 +252,7 @@ def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:
     """PostgreSQL: the session (``agent_id``, ``key``) as committed — its state, its two feedback
     columns, then what the answer's session object shows (``seq``, ``handoff_reason``, ``field_values``,
     ``claimed_by_id``, and of its machine ``key``, ``transitions``, ``actions``, ``terminal_states``,
-    ``handoff_state``, ``fields``) —
+    ``handoff_state``, ``fields``, ``events``) —
     and the log row (``log_*``) inserted only if that state is ``state``; the last column counts the rows
     inserted (0 or 1).
 
@@ -271,7 +271,7 @@ def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:
             + [f"s.{column['claimed_by']} AS claimed_by_id"]
             + [
                 f"m.{machine[name]} AS machine_{name}"
-                for name in ("key", "transitions", "actions", "terminal_states", "handoff_state", "fields")
+                for name in ("key", "transitions", "actions", "terminal_states", "handoff_state", "fields", "events")
             ]
         )
         return (

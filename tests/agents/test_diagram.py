@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+from django.utils import translation
 
 from rules.config.machine_diagram import machine_svg
 
@@ -147,3 +148,132 @@ def test_a_larger_machine_keeps_boxes_apart():
     for i, (x1, y1, w1, h1) in enumerate(boxes):
         for x2, y2, w2, h2 in boxes[i + 1 :]:
             assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
+
+
+# --- fields and events on the picture ---------------------------------------------------------------------
+
+ADDRESS = {
+    "states": ["collecting", "clarify", "executing", "handoff", "done"],
+    "initial_state": "collecting",
+    "handoff_state": "handoff",
+    "terminal_states": ["done"],
+    "transitions": {
+        "collecting": ["executing", "clarify", "handoff", "collecting"],
+        "clarify": ["executing", "handoff"],
+        "executing": ["done", "handoff"],
+    },
+    "fields": [
+        {"name": "receiver_phone", "type": "string", "required_in": ["executing"], "pii": True},
+        {"name": "new_address", "type": "string", "required_in": ["executing", "ghost"]},
+        {"name": "note", "type": "string"},
+    ],
+    "events": [
+        {"name": "confirm", "from": ["collecting", "clarify"], "to": "executing"},
+        {"name": "retry", "from": ["collecting"], "to": "collecting"},
+        {"name": "not_a_move", "from": ["executing"], "to": "collecting"},
+        {"name": "escalate", "from": ["collecting"], "to": "handoff", "guard": {"requires_fields": ["note"]}},
+    ],
+    "guards": {
+        "clarify": {"executing": {"requires_fields": ["new_address"]}},
+        "collecting": {"clarify": {"requires_decision": {"point": "intent_routing", "outcomes": ["unclear"]}}},
+    },
+}
+
+
+@pytest.fixture(autouse=True)
+def english():
+    """The marks' words are gettext's: in English here, whatever an earlier test left active."""
+    with translation.override("en"):
+        yield
+
+
+def text_of(g: ET.Element, css: str) -> str | None:
+    found = [t.text for t in g.iter(f"{SVG}text") if css in (t.get("class") or "").split()]
+    return found[0] if found else None
+
+
+def test_a_state_names_the_fields_required_to_enter_it():
+    root = draw(**ADDRESS)
+    states = {g.get("data-state"): g for g in groups(root, "state")}
+    assert {s for s, g in states.items() if "needs" in g.get("class").split()} == {"executing"}
+    assert text_of(states["executing"], "needs") == "needs receiver_phone, new_address"
+    assert "Fields required to enter: receiver_phone, new_address" in states["executing"].find(f"{SVG}title").text
+    # Every box grows by the same line, so the rows stay even; the name stays inside its box.
+    heights = {float(g.find(f"{SVG}rect").get("height")) for g in states.values()}
+    assert len(heights) == 1
+
+
+def test_moves_carry_their_events_and_guards():
+    root = draw(**ADDRESS)
+    edges = {(g.get("data-from"), g.get("data-to")): g for g in groups(root, "edge")}
+    labelled = {edge for edge, g in edges.items() if "labelled" in g.get("class").split()}
+    # not_a_move names no allowed move: left out (validation refuses it; the picture draws what it can).
+    assert labelled == {
+        ("collecting", "executing"),
+        ("clarify", "executing"),
+        ("collecting", "collecting"),
+        ("collecting", "handoff"),
+        ("collecting", "clarify"),
+    }
+    assert text_of(edges[("collecting", "executing")], "edge-label") == "confirm"
+    assert text_of(edges[("clarify", "executing")], "edge-label") == "confirm [fields new_address]"
+    assert text_of(edges[("collecting", "collecting")], "edge-label") == "retry"
+    assert text_of(edges[("collecting", "clarify")], "edge-label") == "[decision intent_routing: unclear]"
+    escalate = edges[("collecting", "handoff")]
+    assert text_of(escalate, "edge-label") == "escalate"
+    assert escalate.find(f"{SVG}title").text == "collecting → handoff\nevent escalate (fields note)"
+    assert "labelled" not in edges[("executing", "done")].get("class").split()
+    # Labels stay inside the picture.
+    width = float(root.get("width"))
+    for t in root.iter(f"{SVG}text"):
+        if t.get("class") == "edge-label" and t.get("text-anchor") == "middle":
+            assert 0 <= float(t.get("x")) <= width
+
+
+def test_a_machine_without_fields_or_events_is_drawn_as_before():
+    plain = {k: v for k, v in ADDRESS.items() if k not in ("fields", "events", "guards")}
+    assert machine_svg(**plain) == machine_svg(**plain, fields=[], events=[], guards={})
+    root = draw(**plain)
+    assert not [t for t in root.iter(f"{SVG}text") if t.get("class") in ("needs", "edge-label")]
+
+
+def test_long_lists_are_cut_short_on_the_picture_and_whole_in_the_tooltip():
+    fields = [{"name": f"field_{i}", "type": "string", "required_in": ["executing"]} for i in range(5)]
+    events = [{"name": f"event_number_{i}", "from": ["collecting"], "to": "executing"} for i in range(4)]
+    root = draw(**{**ADDRESS, "fields": fields, "events": events, "guards": {}})
+    executing = next(g for g in groups(root, "state") if g.get("data-state") == "executing")
+    assert text_of(executing, "needs") == "needs field_0, field_1, field_2 +2"
+    assert "field_4" in executing.find(f"{SVG}title").text
+    edge = next(
+        g for g in groups(root, "edge") if (g.get("data-from"), g.get("data-to")) == ("collecting", "executing")
+    )
+    label = text_of(edge, "edge-label")
+    assert len(label) == 40 and label.endswith("…")
+    assert "event event_number_3" in edge.find(f"{SVG}title").text
+
+
+@pytest.mark.parametrize(
+    "marks",
+    [
+        {"fields": "nope", "events": {"a": 1}, "guards": ["x"]},
+        {"fields": [{"required_in": ["executing"]}, 3], "events": [{"from": "collecting"}, None], "guards": {"a": 1}},
+        {"fields": [{"name": "x", "required_in": "executing"}], "events": [{"name": "e", "from": ["collecting"]}]},
+    ],
+)
+def test_malformed_fields_and_events_are_left_out(marks):
+    root = draw(**{**{k: v for k, v in ADDRESS.items() if k not in ("fields", "events", "guards")}, **marks})
+    assert not [t for t in root.iter(f"{SVG}text") if t.get("class") in ("needs", "edge-label")]
+
+
+def test_field_and_event_labels_are_escaped():
+    nasty = "<script>alert(1)</script>"
+    svg = machine_svg(
+        **{k: v for k, v in ADDRESS.items() if k not in ("fields", "events", "guards")},
+        fields=[{"name": nasty, "required_in": ["executing"]}],
+        events=[{"name": nasty, "from": ["collecting"], "to": "executing"}],
+        guards={"clarify": {"executing": {"requires_decision": {"point": nasty, "outcomes": [nasty]}}}},
+    )
+    assert "<script>" not in svg
+    root = ET.fromstring(svg)  # noqa: S314 - our own output, not untrusted input
+    labels = [t.text for t in root.iter(f"{SVG}text") if t.get("class") in ("needs", "edge-label")]
+    assert any(nasty in (text or "") for text in labels)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,7 +25,10 @@ from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session, TransitionKind
 from agents.sessions.selectors import (
     STUCK_HELP,
+    SessionField,
     TimelineEntry,
+    field_masker,
+    session_fields_with_history,
     session_is_stuck,
     session_list,
     session_states,
@@ -162,16 +166,20 @@ class SessionStateFilter(admin.SimpleListFilter):
         return queryset.filter(state=value) if value else queryset
 
 
-def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
-    """One timeline event as the template shows it (plain values; the template escapes them)."""
+def _entry_row(entry: TimelineEntry, shown: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """One timeline event as the template shows it (plain values; the template escapes them); field values
+    through ``shown`` (``field_masker``)."""
     row: dict[str, Any] = {"kind": entry.kind, "at": entry.at, "seq": entry.seq}
     if entry.transition is not None:
         t = entry.transition
         row.update(
             move=t,
             kind_label=KIND_LABELS.get(t.kind, t.kind),
-            # Written masked (agents.sessions.fields): a pii value was never stored here.
-            fields_changed=", ".join(f"{name}={'∅' if v is None else v}" for name, v in t.fields_changed.items()),
+            # Written masked (agents.sessions.fields), and masked again with the machine as it is now: a
+            # field made pii since was stored in clear.
+            fields_changed=", ".join(
+                f"{name}={'∅' if v is None else shown(name, v)}" for name, v in t.fields_changed.items()
+            ),
             decision_url=(
                 reverse("admin:rules_decisionrecord_change", args=[t.decision_id]) if t.decision_id else None
             ),
@@ -207,10 +215,36 @@ def _entry_row(entry: TimelineEntry) -> dict[str, Any]:
     return row
 
 
+def _value_text(value: Any) -> str:
+    """A field's value as one line of text: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _field_row(field: SessionField) -> dict[str, Any]:
+    """One field as the template shows it (values come masked from the selector; the template escapes)."""
+    return {
+        "field": field,
+        "value": _value_text(field.value) if field.present else None,
+        "changes": [
+            {
+                "change": c,
+                "kind_label": KIND_LABELS.get(c.kind, c.kind),
+                "old": _value_text(c.old) if c.old is not None else None,
+                "new": None if c.cleared else _value_text(c.new),
+                "decision_url": (
+                    reverse("admin:rules_decisionrecord_change", args=[c.decision_id]) if c.decision_id else None
+                ),
+            }
+            for c in reversed(field.history)  # the latest first, next to the value it left
+        ],
+    }
+
+
 def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any]:
     """What a session's page shows above its record: where it is now, and its timeline."""
     machine = session.machine
     entries = session_timeline(session, limit=TIMELINE_LIMIT + 1)
+    shown = field_masker(machine)
     ended = session.state in machine.terminal_states
     return {
         "session": session,
@@ -224,7 +258,8 @@ def session_page_context(session: Session, *, now: dt.datetime) -> dict[str, Any
         "stack": list(session.stack or []),
         "allowed_transitions": session_allowed_targets(session),
         "allowed_actions": [] if ended else session_allowed_actions(session),
-        "timeline": [_entry_row(e) for e in entries[-TIMELINE_LIMIT:]],
+        "fields": [_field_row(f) for f in session_fields_with_history(session)],
+        "timeline": [_entry_row(e, shown) for e in entries[-TIMELINE_LIMIT:]],
         "timeline_cut": len(entries) > TIMELINE_LIMIT,
         "timeline_limit": TIMELINE_LIMIT,
         "decisions_url": session_changelist_url(session.key),

@@ -63,6 +63,9 @@ class StateMachineAdmin(ConfigAdmin):
             terminal_states=obj.terminal_states,
             transitions=obj.transitions,
             title=obj.key,
+            fields=obj.fields,
+            events=obj.events,
+            guards=obj.guards,
         )
         # machine_svg escapes every label and attribute itself (xml.sax.saxutils), so its markup is safe.
         return format_html('<div class="arbiter-diagram">{}</div>', mark_safe(svg))  # noqa: S308

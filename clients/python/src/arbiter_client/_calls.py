@@ -179,11 +179,15 @@ def session_event(
     event: str,
     *,
     expected_state: str,
+    updates: dict[str, Any] | None = None,
     decision_id: str | None = None,
     proposed_by: str | None = None,
     idempotency_key: str | None = None,
 ) -> Call[EventMove]:
-    body = _body(event=event, expected_state=expected_state, decision_id=decision_id, proposed_by=proposed_by)
+    """Send the machine's event ``event``; ``updates`` set fields with its move (all or nothing)."""
+    body = _body(
+        event=event, expected_state=expected_state, updates=updates, decision_id=decision_id, proposed_by=proposed_by
+    )
     return Call("POST", f"{API}/sessions/{_segment(session_id)}/events", json=body, headers=_key(idempotency_key))
 
 

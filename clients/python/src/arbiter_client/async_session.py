@@ -137,17 +137,20 @@ class AsyncSession(SessionState):
         self,
         name: str,
         *,
+        updates: dict[str, Any] | None = None,
         decision_id: str | None = None,
         proposed_by: str | None = None,
         idempotency_key: str | None = None,
     ) -> EventMove:
-        """Send the machine's event ``name`` from the state this session is in; a refusal
+        """Send the machine's event ``name`` from the state this session is in (``updates`` set fields with
+        its move, all or nothing); a refusal
         (``EventNotAllowed``, ``GuardFailed``, ``StateMismatch``, …) is raised after the state it carries is taken."""
         try:
             answer = await self.arbiter.session_event(
                 self.session_id,
                 name,
                 expected_state=self.state,
+                updates=updates,
                 decision_id=decision_id,
                 proposed_by=proposed_by,
                 idempotency_key=idempotency_key,

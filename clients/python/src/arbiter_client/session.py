@@ -7,8 +7,8 @@ so a runtime never needs a read just to know where it is:
 - a move answers ``{from, state, seq}``; a decide with ``apply`` carries the same in ``session``;
 - a refusal about the session (``StateMismatch``, ``IllegalTransition`` …) carries ``state`` and ``seq``.
 Where an answer or a refusal's problem carries a ``session`` object (issue 23's complete answers:
-``{session_id, machine, state, seq, allowed_transitions, allowed_actions, handed_off, handoff_reason,
-claimed_by, feedback}``) its members win over the answer's own, so the richer answers need no new
+``{session_id, machine, state, seq, allowed_transitions, allowed_actions, allowed_events, handed_off,
+handoff_reason, claimed_by, feedback, …}``) its members win over the answer's own, so the richer answers need no new
 client. ``follow`` moves through the point's outcome → state map: the one the caller gives, or the
 ``state_map`` the point's answer serves.
 """
@@ -39,6 +39,7 @@ _TRACKED = (
     "seq",
     "allowed_transitions",
     "allowed_actions",
+    "allowed_events",
     "handed_off",
     "handoff_reason",
     "claimed_by",
@@ -58,6 +59,7 @@ class SessionState:
         self.seq: int = answer["seq"]
         self.allowed_transitions: list[str] | None = None
         self.allowed_actions: list[str] | None = None
+        self.allowed_events: list[str] | None = None  # the machine's events sendable now (servers since #24)
         self.handed_off = False
         self.handoff_reason: str | None = None
         self.claimed_by: str | None = None
@@ -82,7 +84,7 @@ class SessionState:
             return  # an answer older than what we know (a replayed idempotent move)
         if "state" in seen and seen["state"] != self.state:
             # Moved: what was allowed in the old state says nothing about the new one.
-            self.allowed_transitions = self.allowed_actions = None
+            self.allowed_transitions = self.allowed_actions = self.allowed_events = None
         feedback = seen.pop("feedback", None)
         if isinstance(feedback, list):
             self.feedback = feedback
@@ -265,17 +267,20 @@ class Session(SessionState):
         self,
         name: str,
         *,
+        updates: dict[str, Any] | None = None,
         decision_id: str | None = None,
         proposed_by: str | None = None,
         idempotency_key: str | None = None,
     ) -> EventMove:
-        """Send the machine's event ``name`` from the state this session is in; a refusal
+        """Send the machine's event ``name`` from the state this session is in (``updates`` set fields with
+        its move, all or nothing); a refusal
         (``EventNotAllowed``, ``GuardFailed``, ``StateMismatch``, …) is raised after the state it carries is taken."""
         try:
             answer = self.arbiter.session_event(
                 self.session_id,
                 name,
                 expected_state=self.state,
+                updates=updates,
                 decision_id=decision_id,
                 proposed_by=proposed_by,
                 idempotency_key=idempotency_key,

@@ -17,6 +17,7 @@ SessionState = TypedDict(
         "seq": int,
         "allowed_transitions": Any,
         "allowed_actions": Any,
+        "allowed_events": Any,
         "handed_off": bool,
         "handoff_reason": str | None,
         "claimed_by": str | None,
@@ -243,7 +244,17 @@ class DecisionRecord(TypedDict):
     tokens: dict[str, Any]
 
 
-EventMove = TypedDict("EventMove", {"event": str, "from": str, "to": str, "seq": int, "session": Any})
+EventMove = TypedDict(
+    "EventMove",
+    {
+        "event": str,
+        "from": str,
+        "to": str,
+        "seq": int,
+        "session": Any,
+        "normalised": NotRequired[Any],
+    },
+)
 
 
 class FieldsUpdated(TypedDict):

@@ -19,6 +19,7 @@ SESSION_KEYS = {
     "seq",
     "allowed_transitions",
     "allowed_actions",
+    "allowed_events",
     "handed_off",
     "handoff_reason",
     "claimed_by",
