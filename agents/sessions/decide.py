@@ -36,7 +36,13 @@ from agents.sessions.feedback import FeedbackBasis, session_feedback
 from agents.sessions.fields import fields_missing_in
 from agents.sessions.models import Session
 from agents.sessions.presenters import session_state
-from agents.sessions.reads import session_lock, session_log_if_state, session_read, session_state_seen
+from agents.sessions.reads import (
+    Recent,
+    session_lock_with_recent,
+    session_log_if_state,
+    session_read_with_recent,
+    session_state_seen,
+)
 from agents.sessions.selectors import session_get_for_agent
 from agents.sessions.services import (
     _extra,
@@ -60,6 +66,7 @@ from rules.decisions.decide import (
     point_current,
 )
 from rules.decisions.selectors import decision_get_by_idempotency_key
+from rules.decisions.session_data import session_view
 from rules.engine import CompiledPoint
 from rules.models import DecisionRecord, RuledBy
 
@@ -147,25 +154,25 @@ def _path_under_lock(turn: _Turn, apply: bool) -> DecideResult:
     transaction. A session a person has is refused after the attempt is committed as an anomaly."""
     principal, request, point = turn.principal, turn.request, turn.point
     with transaction.atomic():
-        session = _session_for(principal, request.session_id, point, apply)
+        session, recent = _session_for(principal, request.session_id, point, apply)
         refused: Exception | None = None
         if apply and session is not None and request.expected_state and session.state != request.expected_state:
-            refused = _stale(turn, session)
+            refused = _stale(turn, session, recent)
         elif apply and session is not None:
             # A person has it: nothing is decided or logged, and the attempt is kept as an anomaly (committed).
             refused = session_handed_off(
                 session, principal, f"a decision of {point.spec.key} with apply", point=point.spec.key
             )
         if refused is None:
-            return _decide_locked(turn, session, apply)
+            return _decide_locked(turn, session, recent, apply)
     raise refused
 
 
-def _stale(turn: _Turn, session: Session) -> StateMismatch:
+def _stale(turn: _Turn, session: Session, recent: Recent) -> StateMismatch:
     """``apply`` with an ``expected_state`` the session has left: decided in the state it is in and logged
     (an answered decision is always in the log; its id is in the refusal), its anomalies recorded, but the
     session is not moved. Not kept under the Idempotency-Key: a retry with the key is decided again."""
-    evaluated = replace(turn, idempotency_key="").evaluate(session.state, save=True)
+    evaluated = replace(turn, idempotency_key="").evaluate(session.state, save=True, session=session, recent=recent)
     extra: dict[str, Any] = {}
     if evaluated.record is not None:
         _record_anomalies(evaluated, session, turn.principal, turn.request, turn.point, evaluated.record)
@@ -177,10 +184,10 @@ def _stale(turn: _Turn, session: Session) -> StateMismatch:
     )
 
 
-def _decide_locked(turn: _Turn, session: Session | None, apply: bool) -> DecideResult:
+def _decide_locked(turn: _Turn, session: Session | None, recent: Recent, apply: bool) -> DecideResult:
     """Decide under the session's lock (held by the caller's transaction), log, and move with ``apply``."""
     principal, request, point = turn.principal, turn.request, turn.point
-    evaluated = turn.evaluate(session.state if session else None, save=True)
+    evaluated = turn.evaluate(session.state if session else None, save=True, session=session, recent=recent)
     record = evaluated.record
     if record is None:
         return _unlogged(
@@ -244,7 +251,17 @@ class _Turn:
     idempotency_key: str
     digest: str
 
-    def evaluate(self, session_state: str | None, *, save: bool, count: bool = True) -> Evaluated:
+    def evaluate(
+        self,
+        session_state: str | None,
+        *,
+        save: bool,
+        count: bool = True,
+        session: Session | None = None,
+        recent: Recent = (),
+    ) -> Evaluated:
+        """Evaluate in ``session_state``; with the ``session`` read (and the keyword lists of its ``recent``
+        decisions), its rules see what they read of it (``rules.decisions.session_data``)."""
         return decision_evaluate(
             agent_id=self.principal.pk,
             agent_name=self.principal.name,
@@ -258,6 +275,7 @@ class _Turn:
             digest=self.digest,
             save=save,
             count=count,
+            session=session_view(self.point, session.field_values, recent) if session is not None else None,
         )
 
 
@@ -302,8 +320,9 @@ def _path_reading_session(turn: _Turn) -> DecideResult | _UnderLock:
         if guessed is not None:
             return guessed
     metrics.decide_session_read(read="read")
-    session, basis = session_read(agent_id=agent_id, key=key)
-    return _decide_in(turn, session, basis)
+    # A point whose rules read the session's latest decisions gets their keyword lists in the same statement.
+    session, basis, recent = session_read_with_recent(agent_id=agent_id, key=key, history=turn.point.history_depth)
+    return _decide_in(turn, session, basis, recent)
 
 
 def _path_guessed(turn: _Turn, seen: SessionSeen) -> DecideResult | _UnderLock | None:
@@ -342,12 +361,15 @@ def _unlogged(
     )
 
 
-def _decide_in(turn: _Turn, session: Session | None, basis: FeedbackBasis) -> DecideResult | _UnderLock:
-    """Decide in ``session``'s state, read as last committed with ``basis``, and log the row (see above).
+def _decide_in(
+    turn: _Turn, session: Session | None, basis: FeedbackBasis, recent: Recent = ()
+) -> DecideResult | _UnderLock:
+    """Decide in ``session``'s state, read as last committed with ``basis`` (and ``recent``, the keyword
+    lists of its latest decisions, for a point whose rules read them), and log the row (see above).
     A session this agent does not have is refused before anything is written."""
     if session is None:
         raise UnknownSession(f"This agent has no session '{turn.request.session_id}'.")
-    evaluated = turn.evaluate(session.state, save=False)
+    evaluated = turn.evaluate(session.state, save=False, session=session, recent=recent)
     record = evaluated.record
     if record is None:
         return _unlogged(turn, evaluated, feedback=basis.hints(), session=session)
@@ -385,17 +407,20 @@ def _record_anomalies(
         )
 
 
-def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, apply: bool) -> Session | None:
-    """The session the decision is about, locked for the transaction; refusals for apply=true."""
+def _session_for(
+    agent: AgentPrincipal, session_id: str, point: CompiledPoint, apply: bool
+) -> tuple[Session | None, Recent]:
+    """The session the decision is about, locked for the transaction, with the keyword lists of its latest
+    decisions when the point's rules read them; refusals for apply=true."""
     if not session_id:
         if apply:
             raise InvalidRequest("apply needs a session_id.", errors={"session_id": ["Required with apply."]})
-        return None
-    session = session_lock(agent_id=agent.pk, key=session_id)
+        return None, ()
+    session, recent = session_lock_with_recent(agent_id=agent.pk, key=session_id, history=point.history_depth)
     if session is None:
         raise UnknownSession(f"This agent has no session '{session_id}'; create it first.")
     if not apply:
-        return session
+        return session, recent
     if session.state in session.machine.terminal_states:
         raise SessionClosed(f"The session ended in '{session.state}'.", extra=_extra(session))
     if point.spec.machine != session.machine.key:
@@ -403,7 +428,7 @@ def _session_for(agent: AgentPrincipal, session_id: str, point: CompiledPoint, a
             f"Decision point {point.spec.key} moves sessions of "
             f"'{point.spec.machine or 'no machine'}', not of '{session.machine.key}'."
         )
-    return session
+    return session, recent
 
 
 def _stay(session: Session) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from agents.sessions.feedback import FeedbackBasis, feedback_basis
 from agents.sessions.models import Anomaly, Session
 from decision_service.db import prepared_cursor
 from rules.decisions import statements
+from rules.decisions.session_data import recent_lists
 from rules.models import DecisionRecord, StateMachine
 
 
@@ -92,8 +93,11 @@ def _session_row() -> _SessionRow:
 def _session_fetch(
     *, lock: bool, with_feedback: bool, params: dict[str, Any]
 ) -> tuple[Session, tuple[Any, ...]] | None:
-    """The session with its machine, and the values of any columns selected after them."""
-    sql = statements.session_select(session=Session, anomaly=Anomaly, lock=lock, with_feedback=with_feedback)
+    """The session with its machine, and the values of any columns selected after them (with a ``history``
+    parameter, the last is the keyword lists of its latest decisions)."""
+    sql = statements.session_select(
+        session=Session, anomaly=Anomaly, lock=lock, with_feedback=with_feedback, with_recent="history" in params
+    )
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -113,13 +117,29 @@ def _session_fetch(
     return session, tuple(values[end:])
 
 
+Recent = tuple[frozenset[str], ...]
+
+
+def _recent(history: int, extra: tuple[Any, ...]) -> Recent:
+    return recent_lists(_json_value(extra[-1])) if history else ()
+
+
 def session_lock(*, agent_id: Any, key: str) -> Session | None:
     """The agent's session ``key`` with its machine, locked until the transaction ends (call inside
     ``atomic``); ``None`` when the agent has no such session. The hot paths' form of ``sessions_lock``."""
+    return session_lock_with_recent(agent_id=agent_id, key=key, history=0)[0]
+
+
+def session_lock_with_recent(*, agent_id: Any, key: str, history: int) -> tuple[Session | None, Recent]:
+    """``session_lock``, and (``history`` > 0) the keyword lists of the session's latest ``history`` logged
+    decisions, newest first, read in the same statement (``rules.decisions.session_data.recent_lists``)."""
     if connection.vendor == "sqlite":
         _sqlite_write_lock(Session.objects.filter(agent_id=agent_id, key=key))  # see sessions_lock
-    fetched = _session_fetch(lock=True, with_feedback=False, params={"agent_id": agent_id, "key": key})
-    return fetched[0] if fetched else None
+    params: dict[str, Any] = {"agent_id": agent_id, "key": key, **({"history": history} if history else {})}
+    fetched = _session_fetch(lock=True, with_feedback=False, params=params)
+    if fetched is None:
+        return None, ()
+    return fetched[0], _recent(history, fetched[1])
 
 
 def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tuple[Session | None, FeedbackBasis]:
@@ -127,19 +147,34 @@ def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tup
     feedback hints are counted from: for a caller that only reads the session (a decide that moves
     nothing and records nothing against it). One statement on PostgreSQL; SQLite reads the two apart.
     """
-    params = {"agent_id": agent_id, "key": key, "limit": limit}
+    session, basis, _ = session_read_with_recent(agent_id=agent_id, key=key, history=0, limit=limit)
+    return session, basis
+
+
+def session_read_with_recent(
+    *, agent_id: Any, key: str, history: int, limit: int = FEEDBACK_LIMIT
+) -> tuple[Session | None, FeedbackBasis, Recent]:
+    """``session_read``, and (``history`` > 0) the keyword lists of the session's latest ``history`` logged
+    decisions, newest first: in the same statement as the session, so a point whose rules read them costs
+    no round trip more than one whose rules do not."""
+    params: dict[str, Any] = {"agent_id": agent_id, "key": key, "limit": limit}
+    if history:
+        params["history"] = history
     if connection.vendor != "postgresql":
         fetched = _session_fetch(lock=False, with_feedback=False, params=params)
-        session = fetched[0] if fetched else None
-        return session, (feedback_basis(session, limit) if session else FeedbackBasis())
+        if fetched is None:
+            return None, FeedbackBasis(), ()
+        session = fetched[0]
+        return session, feedback_basis(session, limit), _recent(history, fetched[1])
     fetched = _session_fetch(lock=False, with_feedback=True, params=params)
     if fetched is None:
         # Gone (deleted behind this process's back): a guess of it must not outlive it.
         _seen_states.pop((connection.alias, agent_id, key), None)
-        return None, FeedbackBasis()
-    session, (anomalies, overruled) = fetched
+        return None, FeedbackBasis(), ()
+    session, extra = fetched
+    anomalies, overruled = extra[:2]
     session_seen(agent_id, key, session.state)
-    return session, FeedbackBasis.from_columns(anomalies, overruled, limit)
+    return session, FeedbackBasis.from_columns(anomalies, overruled, limit), _recent(history, extra)
 
 
 # -- the guess: a decide's read folded into its log insert (PostgreSQL) ---------------------------------

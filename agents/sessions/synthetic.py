@@ -136,6 +136,7 @@ def _row(
         "request_digest": "",
         "session_move": None,
         "candidate_invalid": invalid,
+        "session_read": {},  # the generated points read nothing of a session beyond its state
     }
 
 

@@ -65,6 +65,7 @@ class Operator(models.TextChoices):
     EQ = "==", "=="
     NE = "!=", "!="
     IN = "in", "in"
+    MATCHES = "matches", _("matches")  # a session field's pattern (session_field); facts use fact_matches
 
 
 __all__ = [

@@ -15,6 +15,7 @@ from typing import Any
 from decision_service.digests import canonical_digest
 from rules.engine import Candidate, CandidateParseError, CompiledPoint, Decision, evaluate, parse_candidate
 from rules.engine.model import DEFAULT, HARD_RULE
+from rules.engine.request import SessionView
 from rules.errors import InvalidRequest
 
 
@@ -139,10 +140,17 @@ class Computed:
 
 
 def decision_compute(
-    *, point: CompiledPoint, request: DecideRequest, prepared: Prepared, session_state: str | None, now: dt.datetime
+    *,
+    point: CompiledPoint,
+    request: DecideRequest,
+    prepared: Prepared,
+    session_state: str | None,
+    now: dt.datetime,
+    session: SessionView | None = None,
 ) -> Computed:
-    """Evaluate ``request`` (checked as ``prepared``) in ``session_state`` at ``now``; the default answers
-    when raw model output held no valid candidate, unless a hard rule already did."""
+    """Evaluate ``request`` (checked as ``prepared``) in ``session_state`` at ``now``, with what rules read of
+    the session beyond its state (``session``, ``rules.decisions.session_data.session_view``); the default
+    answers when raw model output held no valid candidate, unless a hard rule already did."""
     started = time.perf_counter_ns()
     decision = evaluate(
         point,
@@ -151,6 +159,7 @@ def decision_compute(
         facts=prepared.facts,
         now=now,
         session_state=session_state,
+        session=session,
     )
     if prepared.parse_problem is not None:
         decision = decision_for_invalid_output(point, decision, prepared.parse_problem)
@@ -183,6 +192,8 @@ SESSION_READS: Mapping[str, frozenset[str]] = {
     "input_contains": frozenset(),
     "time_window": frozenset(),
     "session_state_in": frozenset({"state"}),
+    "session_field": frozenset({"fields"}),
+    "session_keyword_seen": frozenset({"recent decisions"}),
 }
 GUESSABLE = frozenset(f.name for f in fields(SessionSeen))
 

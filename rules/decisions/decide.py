@@ -25,9 +25,11 @@ from rules.decisions.compute import DecideRequest, Prepared, decision_compute
 from rules.decisions.compute import decision_for_invalid_output as decision_for_invalid_output
 from rules.decisions.compute import decision_prepare as decision_prepare
 from rules.decisions.compute import facts_check as facts_check
+from rules.decisions.session_data import session_read_document
 from rules.engine import Candidate, CompiledPoint, Decision
 from rules.engine.compiler import CompileError
 from rules.engine.model import MatchedRule
+from rules.engine.request import SessionView
 from rules.errors import EngineUnavailable, UnknownPoint
 from rules.models import DecisionIdempotencyKey, DecisionRecord
 
@@ -111,6 +113,7 @@ def decision_evaluate(
     digest: str = "",
     save: bool = True,
     count: bool = True,
+    session: SessionView | None = None,
 ) -> Evaluated:
     """Evaluate the request and log the decision, in the caller's transaction.
 
@@ -119,8 +122,12 @@ def decision_evaluate(
     With ``save=False`` the log row is returned unsaved, for a caller that inserts it itself (outside a
     transaction when it is the only write); with ``count=False`` as well, nothing is written at all, for
     a caller that evaluates in a state it has only guessed and will evaluate again if the guess was wrong.
+    ``session`` is what the point's rules read of the session beyond its state
+    (``rules.decisions.session_data.session_view``); the row records it.
     """
-    computed = decision_compute(point=point, request=request, prepared=prepared, session_state=session_state, now=now)
+    computed = decision_compute(
+        point=point, request=request, prepared=prepared, session_state=session_state, now=now, session=session
+    )
     decision, evaluated_us = computed.decision, computed.evaluated_us
     if decision.needs_candidate:
         if count:
@@ -130,6 +137,8 @@ def decision_evaluate(
         agent_id, agent_name, request, point, decision, revision, evaluated_us, now, idempotency_key, digest
     )
     record.session_state = session_state or ""
+    if session is not None:
+        record.session_read = session_read_document(point, session)
     if save:
         decision_record_insert(record=record)
     anomalies = []

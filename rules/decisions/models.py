@@ -88,6 +88,15 @@ class DecisionRecord(models.Model):
         help_text=_("The raw model output held no valid candidate; the default was used."),
         verbose_name=_("candidate invalid"),
     )
+    session_read = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            "What the point's rules read of the session beyond its state: the fields (personal data masked) "
+            "and the keyword lists of its latest decisions."
+        ),
+        verbose_name=_("session read"),
+    )
 
     class Meta:
         ordering = ["-created_at"]

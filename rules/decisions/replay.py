@@ -5,6 +5,11 @@ keyword hits recorded with it; a masked fact is not: its value is gone, so the f
 replay (as if the request had not sent it). When a rule of the point reads a masked fact, the replay
 cannot be exact, and says so (``Replay.masked_facts``; ``identical`` is then false) rather than claim an
 agreement that may be chance.
+
+What the rules read of the session beyond its state (its fields, the keyword lists of its latest
+decisions) is replayed from what the row recorded (``DecisionRecord.session_read``,
+``rules.decisions.session_data``), not from the session as it is now; a field masked there (``pii``) is
+left out as a masked fact is, and named in ``Replay.masked_fields``.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from django.utils.translation import gettext
 from rules.config.runtime import engines
 from rules.decisions.compute import decision_for_invalid_output
 from rules.decisions.decide import decision_from_record, decision_record_candidate
+from rules.decisions.session_data import masked_fields_read, session_view_logged
 from rules.engine import Candidate, CompiledPoint, Decision, evaluate, keyword_prepass
 from rules.engine.compiler import CompileError
 from rules.engine.masking import masked_fact_names
+from rules.engine.request import SessionView
 from rules.errors import EngineUnavailable, NotFound
 from rules.models import ConfigRevision, DecisionRecord
 
@@ -49,10 +56,12 @@ class Replay:
     current_revision: int
     # Masked facts that rules of the point (in the recorded revision) read: the replay is not exact.
     masked_facts: tuple[str, ...] = ()
+    # Session fields masked in the log (pii) that rules of the point read: nor is it then.
+    masked_fields: tuple[str, ...] = ()
 
     @property
     def identical(self) -> bool:
-        return not self.masked_facts and same_outcome(self.recorded, self.replayed)
+        return not self.masked_facts and not self.masked_fields and same_outcome(self.recorded, self.replayed)
 
 
 def decision_replay(*, record: DecisionRecord) -> Replay:
@@ -82,6 +91,7 @@ def decision_replay(*, record: DecisionRecord) -> Replay:
         current=current,
         current_revision=current_config.revision,
         masked_facts=masked_facts_read(point, record),
+        masked_fields=masked_fields_read(point, record.session_read),
     )
 
 
@@ -114,6 +124,8 @@ class LoggedRequest(Protocol):
     def candidate_invalid(self) -> bool: ...
     @property
     def created_at(self) -> dt.datetime: ...
+    @property
+    def session_read(self) -> dict[str, Any]: ...
 
 
 def masked_facts_read(point: CompiledPoint, record: LoggedRequest) -> tuple[str, ...]:
@@ -141,6 +153,7 @@ def decision_reevaluate(point: CompiledPoint, record: LoggedRequest, *, exact: b
         keyword_hits=record.keyword_hits,
         facts=facts_unmasked(record.facts, record.masked_facts)[0],
         session_state=record.session_state,
+        session=session_view_logged(record.session_read)[0],
         candidate=decision_record_candidate(record),
         candidate_invalid=record.candidate_invalid,
         now=record.created_at,
@@ -168,6 +181,7 @@ def replay_decision(
     now: dt.datetime,
     exact: bool,
     prepasses: dict[str, Prepass] | None = None,
+    session: SessionView | None = None,
 ) -> Decision:
     """Decide a logged request again, from its logged fields. The logged input is masked when personal data
     was found in it: under the revision it was decided under (``exact``), the lists that hit then are known
@@ -201,6 +215,7 @@ def replay_decision(
         facts=facts,
         now=now,
         session_state=session_state or None,
+        session=session,
         known_hits=known_hits,
         known_lists=known_lists,
         prepass=prepass,

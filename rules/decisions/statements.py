@@ -195,13 +195,37 @@ def _feedback_columns(anomaly: type[Model]) -> list[str]:
     ]
 
 
+# -- what rules read of a session's latest decisions --------------------------------------------------
+
+
+def _recent_lists_column() -> str:
+    """The keyword lists hit by each of the session ``s``'s latest ``history`` logged decisions, newest first,
+    as one JSON column (a list of lists of list keys): what ``session_keyword_seen`` conditions read. A scalar
+    subquery of the session's own row, so it costs no statement of its own; it walks the index
+    decision_session_idx (session_id, created_at) backwards, ``history`` (at most 50) entries."""
+    inner = (
+        f"SELECT keyword_hits, created_at FROM {_inner_table(DecisionRecord)}"  # noqa: S608
+        " WHERE agent_id = s.agent_id AND session_id = s.key ORDER BY created_at DESC LIMIT %(history)s"
+    )
+    if connection.vendor == "postgresql":
+        lists = "ARRAY(SELECT jsonb_object_keys(h.keyword_hits))"
+        return f"(SELECT json_agg({lists} ORDER BY h.created_at DESC) FROM ({inner}) h)"  # noqa: S608
+    # SQLite (no ORDER BY inside an aggregate before 3.44): the rows are aggregated in the subquery's order.
+    lists = "json((SELECT json_group_array(k.key) FROM json_each(h.keyword_hits) k))"
+    return f"(SELECT json_group_array({lists}) FROM ({inner}) h)"  # noqa: S608
+
+
 # -- a session with its machine ------------------------------------------------------------------------
 
 
-def session_select(*, session: type[Model], anomaly: type[Model], lock: bool, with_feedback: bool) -> str:
+def session_select(
+    *, session: type[Model], anomaly: type[Model], lock: bool, with_feedback: bool, with_recent: bool = False
+) -> str:
     """The session (``agent_id``, ``key``) and its machine, every concrete column of both in model order
     (``s.`` then ``m.``); ``lock``: ``FOR UPDATE OF s`` where the database has it; ``with_feedback``
-    (PostgreSQL): then the two feedback columns, ``limit`` rows of each at most."""
+    (PostgreSQL): then the two feedback columns, ``limit`` rows of each at most; ``with_recent``: then the
+    keyword lists of its latest ``history`` decisions (``_recent_lists_column``) — only for a point whose
+    rules read them, so every other point's read is the statement it was."""
 
     def build() -> str:
         column = _columns(session)
@@ -209,6 +233,8 @@ def session_select(*, session: type[Model], anomaly: type[Model], lock: bool, wi
         selected += [f"m.{_quote(f.column)}" for f in StateMachine._meta.concrete_fields]
         if with_feedback:
             selected += _feedback_columns(anomaly)
+        if with_recent:
+            selected.append(_recent_lists_column())
         sql = (
             f"SELECT {', '.join(selected)} FROM {_quote(session._meta.db_table)} s"  # noqa: S608
             f" INNER JOIN {_quote(StateMachine._meta.db_table)} m"
@@ -219,7 +245,7 @@ def session_select(*, session: type[Model], anomaly: type[Model], lock: bool, wi
             sql += " FOR UPDATE OF s"
         return sql
 
-    return _once(f"session_select:{lock}:{with_feedback}", build, session, anomaly)
+    return _once(f"session_select:{lock}:{with_feedback}:{with_recent}", build, session, anomaly)
 
 
 def session_log_if_state(*, session: type[Model], anomaly: type[Model]) -> str:

@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rules.engine.conditions import CompileContext, read_condition
 from rules.engine.evasion import EVASION_OPTIONS
@@ -20,10 +20,27 @@ from rules.engine.keywords import KeywordListSpec, KeywordScanner
 from rules.engine.masking import Masker
 from rules.engine.model import CompileError as CompileError
 from rules.engine.model import MatchedRule, PointSpec, RuleSpec
+from rules.engine.request import SessionView
 
-# A matcher takes (keyword bitmask, candidate outcome, confidence, facts, session state, now) and
-# returns the indexes (into PointSpec.rules) of every rule whose conditions hold, in order.
-Matcher = Callable[[int, str | None, float | None, Mapping[str, Any], str | None, dt.datetime], tuple[int, ...]]
+
+class Matcher(Protocol):
+    """A point's compiled rules: takes (keyword bitmask, candidate outcome, confidence, facts, session state,
+    now, and what rules read of the session — ``NO_SESSION`` when not given) and returns the indexes (into
+    ``PointSpec.rules``) of every rule whose conditions hold, in order."""
+
+    def __call__(
+        self,
+        mask: int,
+        cand: str | None,
+        conf: float | None,
+        facts: Mapping[str, Any],
+        state: str | None,
+        now: dt.datetime,
+        session: SessionView = ...,
+        /,
+    ) -> tuple[int, ...]: ...
+
+
 MatcherFactory = Callable[[PointSpec], Matcher]
 
 
@@ -40,6 +57,16 @@ class CompiledPoint:
     masker: Masker = field(default_factory=Masker)
     # The facts the point's rules (shadow rules too) read: what a masked fact can change in a replay.
     facts_read: frozenset[str] = frozenset()
+    # What its rules (shadow rules too) read of a session beyond its state (``rules.engine.request.SessionView``):
+    # the fields (``pii_fields``: those of them whose values the log masks), and how many of the session's
+    # latest logged decisions (0: none). What a decide reads with the session and records in the log.
+    session_fields_read: frozenset[str] = frozenset()
+    pii_fields: frozenset[str] = frozenset()
+    history_depth: int = 0
+
+    def reads_session(self) -> bool:
+        """Whether the point's rules read a session's fields or history (then its log rows record them)."""
+        return bool(self.session_fields_read) or self.history_depth > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +89,19 @@ def _datetime(text: str | None) -> dt.datetime | None:
     return value
 
 
-def point_spec(raw: Mapping[str, Any], thresholds: Mapping[str, float]) -> PointSpec:
+def machine_fields(machine: Mapping[str, Any] | None) -> tuple[dict[str, str], frozenset[str]]:
+    """A machine's declared fields (name → type) and those of them that are personal data (``pii``)."""
+    declared = [f for f in (machine or {}).get("fields", []) if isinstance(f, Mapping) and "name" in f]
+    return {f["name"]: f.get("type", "") for f in declared}, frozenset(f["name"] for f in declared if f.get("pii"))
+
+
+def point_spec(
+    raw: Mapping[str, Any], thresholds: Mapping[str, float], machine: Mapping[str, Any] | None = None
+) -> PointSpec:
+    """``machine``: the snapshot's machine the point moves, whose fields ``session_field`` conditions read."""
     facts = dict(raw.get("facts", {}))
-    ctx = CompileContext(thresholds=thresholds, facts=facts)
+    session_fields, pii_fields = machine_fields(machine)
+    ctx = CompileContext(thresholds=thresholds, facts=facts, session_fields=session_fields, pii_fields=pii_fields)
     rules: list[RuleSpec] = []
     ordered = sorted(raw.get("rules", []), key=lambda r: (int(r["priority"]), r["key"]))
     for r in ordered:
@@ -135,9 +172,13 @@ def compile_snapshot(
 ) -> CompiledConfig:
     thresholds = {t["key"]: float(t["value"]) for t in snapshot.get("thresholds", [])}
     lists = {kl["key"]: kl for kl in snapshot.get("keyword_lists", [])}
+    machines = {m["key"]: m for m in snapshot.get("machines", [])}
     points: dict[str, CompiledPoint] = {}
     for raw in snapshot.get("points", []):
-        spec = point_spec(raw, thresholds)
+        machine = machines.get(raw.get("machine", ""))
+        spec = point_spec(raw, thresholds, machine)
+        conditions = [c for r in spec.rules for c in r.conditions]
+        fields_read = frozenset(name for c in conditions if (name := c.session_field_read()) is not None)
         missing = [k for k in spec.keyword_lists if k not in lists]
         if missing:
             raise CompileError(f"point {spec.key}: unknown keyword list {', '.join(missing)}")
@@ -167,6 +208,9 @@ def compile_snapshot(
                 # A revision from before fact masking (rules 0014) masks facts as every point now does.
                 facts=bool(raw.get("mask_facts", True)),
             ),
-            facts_read=frozenset(fact for r in spec.rules for c in r.conditions if (fact := c.fact_read()) is not None),
+            facts_read=frozenset(fact for c in conditions if (fact := c.fact_read()) is not None),
+            session_fields_read=fields_read,
+            pii_fields=fields_read & machine_fields(machine)[1],
+            history_depth=max((c.history_depth() for c in conditions), default=0),
         )
     return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)

@@ -78,6 +78,7 @@ from rules.engine.durable_translate import (
 )
 from rules.engine.interpreter import interpreted_matcher
 from rules.engine.model import PointSpec, Request
+from rules.engine.request import NO_SESSION, SessionView
 
 logger = logging.getLogger(__name__)
 
@@ -241,6 +242,7 @@ class _DurableMatcher:
         facts: Mapping[str, Any],
         state: str | None,
         now: dt.datetime,
+        session: SessionView,
     ) -> list[str]:
         """The request's fields as JSON members (``"name":value``); raises for anything not exact."""
         layout = self._layout
@@ -276,8 +278,22 @@ class _DurableMatcher:
                 if len(text := encode_text(value)) > MAX_TEXT:
                     raise Unsupported(fact)
                 members.append(f'"{name}":{text}')
+        for field_name, (name, kind) in layout.session_fields.items():
+            value = session.fields.get(field_name)
+            if value is None or value_kind(value) != kind:
+                continue  # not held, or not of the type compared with: no test on it holds (as ``holds``)
+            if kind == "number":
+                if (number := encode_number(value)) is None:
+                    raise Unsupported(field_name)
+                members.append(f'"{name}":{number}')
+            elif kind == "bool":
+                members.append(f'"{name}":{"true" if value else "false"}')
+            else:
+                if len(text := encode_text(value)) > MAX_TEXT:
+                    raise Unsupported(field_name)
+                members.append(f'"{name}":{text}')
         if layout.computed:
-            request = Request(mask, cand, conf, facts, state, now)
+            request = Request(mask, cand, conf, facts, state, now, session)
             for c, name in layout.computed.items():
                 if c.holds(self._point, request):
                     members.append(f'"{name}":true')
@@ -295,12 +311,13 @@ class _DurableMatcher:
         facts: Mapping[str, Any],
         state: str | None,
         now: dt.datetime,
+        session: SessionView = NO_SESSION,
     ) -> tuple[int, ...]:
         try:
-            members = self._fact(mask, cand, conf, facts, state, now)
+            members = self._fact(mask, cand, conf, facts, state, now, session)
         except Exception as exc:
             logger.debug("durable backend: point %s decided by the reference (%r)", self._point_key, exc)
-            return self._reference(mask, cand, conf, facts, state, now)
+            return self._reference(mask, cand, conf, facts, state, now, session)
         held: set[int] = set()
         with _LOCK:
             _delete_retired()

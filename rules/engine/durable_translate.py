@@ -92,6 +92,7 @@ class Layout:
 
     lists: dict[int, str] = field(default_factory=dict)  # keyword bit -> field
     facts: dict[str, tuple[str, str]] = field(default_factory=dict)  # fact -> (field, kind)
+    session_fields: dict[str, tuple[str, str]] = field(default_factory=dict)  # session field -> (field, kind)
     computed: dict[ConditionSpec, str] = field(default_factory=dict)  # condition decided in Python -> field
     zones: dict[str, str] = field(default_factory=dict)  # time zone -> field
     candidate: bool = False
@@ -102,6 +103,7 @@ class Layout:
     def names(self) -> list[str]:
         names = [MARK.field, *self.lists.values(), *self.computed.values(), *self.zones.values()]
         names += [name for name, _ in self.facts.values()]
+        names += [name for name, _ in self.session_fields.values()]
         names += [n for n, used in (("c", self.candidate), ("cf", self.confidence), ("s", self.state)) if used]
         return [*names, "now"] if self.dated else names
 
@@ -141,20 +143,28 @@ class Translator:
         return self.layout.lists.setdefault(bit, f"k{bit}")
 
     def compare_fact(self, fact: str, op: str, value: Any) -> Test:
+        return self._compare(self.layout.facts, "f", f"fact {fact}", fact, op, value)
+
+    def compare_session_field(self, name: str, op: str, value: Any) -> Test:
+        return self._compare(self.layout.session_fields, "g", f"session field {name}", name, op, value)
+
+    def _compare(
+        self, fields: dict[str, tuple[str, str]], prefix: str, what: str, key: str, op: str, value: Any
+    ) -> Test:
         if op not in ORDERING and op not in {"==", "!="}:
             raise self.fail(f"unknown operator {op!r}")
         kind = value_kind(value)
         if kind is None or (op in ORDERING and kind != "number"):
-            raise self.fail(f"fact {fact} is compared ({op}) with {value!r}")
-        name, known = self.layout.facts.setdefault(fact, (f"f{len(self.layout.facts)}", kind))
+            raise self.fail(f"{what} is compared ({op}) with {value!r}")
+        name, known = fields.setdefault(key, (f"{prefix}{len(fields)}", kind))
         if known != kind:
-            raise self.fail(f"fact {fact} is compared with values of different types")
+            raise self.fail(f"{what} is compared with values of different types")
         if kind == "number":
-            const = self.number(value, f"the value of fact {fact}")
+            const = self.number(value, f"the value of {what}")
         elif kind == "bool":
             const = TRUE if value else "false"
         else:
-            const = self.text(value, f"the value of fact {fact}")
+            const = self.text(value, f"the value of {what}")
         return Test(name, op, const)
 
     def candidate_field(self) -> str:

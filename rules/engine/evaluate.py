@@ -20,6 +20,7 @@ from rules.engine.model import (
     RuledBy,
 )
 from rules.engine.normalize import normalize_text
+from rules.engine.request import NO_SESSION, SessionView
 
 
 def _rule_reason(
@@ -32,13 +33,14 @@ def _rule_reason(
     conf: float | None,
     state: str | None,
     now: dt.datetime,
+    session: SessionView,
 ) -> str:
     rule = point.spec.rules[index]
     explainers: Sequence[Explainer] = point.explainers[index]
     if rule.combinator == "any":  # a matched "all" rule held on every condition; "any" on some of them
-        request = Request(mask, cand, conf, facts, state, now)
+        request = Request(mask, cand, conf, facts, state, now, session)
         explainers = [e for c, e in zip(rule.conditions, explainers, strict=True) if c.holds(point.spec, request)]
-    held = [e(hits, facts, cand, conf, state) for e in explainers]
+    held = [e(hits, facts, cand, conf, state, session) for e in explainers]
     # The key, not the description: reasons are read in logs and grepped; descriptions are prose.
     return f"{rule.key}: {'; '.join(held)}" if held else rule.key
 
@@ -60,12 +62,15 @@ def evaluate(
     candidate: Candidate | None = None,
     facts: Mapping[str, Any] | None = None,
     session_state: str | None = None,
+    session: SessionView | None = None,
     now: dt.datetime,
     known_hits: Mapping[str, Sequence[str]] | None = None,
     known_lists: Sequence[str] | None = None,
     prepass: tuple[int, Mapping[int, list[str]]] | None = None,
 ) -> Decision:
-    """Decide one request. ``now`` is explicit so that tests and replays can fix the clock;
+    """Decide one request. ``session`` is what rules read of its session beyond ``session_state`` (fields,
+    latest decisions' keyword lists; none when omitted). ``now`` is explicit so that tests and replays can
+    fix the clock;
     ``known_hits`` adds keyword hits recorded when the (since masked) input was first decided;
     ``known_lists`` replaces the scan with the lists known to have hit (exact replays of masked input);
     ``prepass`` is ``keyword_prepass(point, text)`` computed before (``text`` is then not read again). It is
@@ -98,7 +103,8 @@ def evaluate(
         found = merged
     cand = candidate.decision if candidate is not None else None
     conf = candidate.confidence if candidate is not None else None
-    indexes = point.matcher(mask, cand, conf, facts, session_state, now)
+    sess = session if session is not None else NO_SESSION
+    indexes = point.matcher(mask, cand, conf, facts, session_state, now, sess)
     views = point.views
     matched = tuple(map(views.__getitem__, indexes))
     hits = point.scanner.named_hits(found) if found else {}
@@ -115,7 +121,7 @@ def evaluate(
         # The reason names the reading that made each hit ("keyword 投诉 via pinyin"), so an operator can
         # tell an evasion from a false positive; worked out only here, for the rule that decided.
         shown = point.scanner.explained_hits(normalize_text(text), found) if found and text else hits
-        reason = _rule_reason(point, winner, shown, facts, mask, cand, conf, session_state, now)
+        reason = _rule_reason(point, winner, shown, facts, mask, cand, conf, session_state, now, sess)
         break
     else:
         if cand is not None and cand in spec.whitelist:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rules.engine.model import PointSpec, Request, RuleSpec
+from rules.engine.request import NO_SESSION, SessionView
 
 if TYPE_CHECKING:
     from rules.engine.compiler import Matcher
@@ -41,8 +42,9 @@ def interpreted_matcher(point: PointSpec) -> Matcher:
         facts: Mapping[str, Any],
         state: str | None,
         now: dt.datetime,
+        session: SessionView = NO_SESSION,
     ) -> tuple[int, ...]:
-        request = Request(mask, candidate, confidence, facts, state, now)
+        request = Request(mask, candidate, confidence, facts, state, now, session)
         return tuple(i for i, rule in enumerate(point.rules) if rule_holds(rule, point, request))
 
     return match

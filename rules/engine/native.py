@@ -19,6 +19,7 @@ from typing import Any
 from rules.engine.clock import time_of_day, zone
 from rules.engine.compiler import CompileError, Matcher
 from rules.engine.model import ConditionSpec, PointSpec, RuleSpec
+from rules.engine.request import NO_SESSION
 
 # What a condition's expression may hold: names, integers, parentheses, dots and operators. No text
 # literal, comment, lambda, subscript or second statement can be written with these characters.
@@ -28,10 +29,11 @@ _EXPRESSION = re.compile(r"[A-Za-z0-9_ ().<>=!&|+\-*%~^,]*")
 class _Builder:
     def __init__(self, point: PointSpec) -> None:
         self._point = point
-        self.consts: dict[str, Any] = {"_time_of_day": time_of_day}
+        self.consts: dict[str, Any] = {"_time_of_day": time_of_day, "_no_session": NO_SESSION}
         self.prelude: list[str] = []
         self.facts: dict[str, str] = {}
         self.zones: dict[str, str] = {}
+        self.session_fields: dict[str, str] = {}
 
     @property
     def point(self) -> PointSpec:
@@ -56,6 +58,13 @@ class _Builder:
             zone(tz)  # fail at compile time, not on a request, if the zone is unknown
             self.prelude.append(f"    {var} = _time_of_day(now, {self.const(tz)})")
         return self.zones[tz]
+
+    def session_field_var(self, name: str) -> str:
+        if name not in self.session_fields:
+            var = f"g{len(self.session_fields)}"
+            self.session_fields[name] = var
+            self.prelude.append(f"    {var} = sess.fields.get({self.const(name)})")
+        return self.session_fields[name]
 
     def condition(self, c: ConditionSpec) -> str:
         expression = c.native(self)
@@ -99,7 +108,7 @@ class _Builder:
                 gated.setdefault(gate, []).append(f"            if {test}:\n                out.append({index})")
             else:
                 always.append(f"    if {test}:\n        out.append({index})")
-        lines = ["def match(mask, cand, conf, facts, state, now):", "    out = []"]
+        lines = ["def match(mask, cand, conf, facts, state, now, sess=_no_session):", "    out = []"]
         lines += self.prelude
         lines += always
         if gated:

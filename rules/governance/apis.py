@@ -22,6 +22,7 @@ from rules.config.document.validate import config_from_yaml
 from rules.config.selectors import config_document
 from rules.decisions.compute import DecideRequest
 from rules.decisions.presenters import change_request_body, simulation_body
+from rules.engine.conditions.session_keyword_seen import MAX_LAST
 from rules.governance.change_requests import (
     change_request_approve,
     change_request_propose,
@@ -143,6 +144,15 @@ class SimulationCreateApi(StaffApi):
 
     class InputSerializer(DecideInputSerializer):
         session_state = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
+        # What rules read of the session beyond its state: its fields, and the keyword lists each of its
+        # latest logged decisions hit, newest first (rules.governance.simulate).
+        session_fields = serializers.DictField(required=False, default=dict)
+        session_history = serializers.ListField(
+            child=serializers.ListField(child=StrictCharField(max_length=64), max_length=100),
+            required=False,
+            default=list,
+            max_length=MAX_LAST,
+        )
         revision = StrictIntegerField(min_value=1, max_value=2_147_483_647, required=False, allow_null=True)
         change_request = StrictIntegerField(min_value=1, max_value=2_147_483_647, required=False, allow_null=True)
 
@@ -170,5 +180,7 @@ class SimulationCreateApi(StaffApi):
             session_state=data["session_state"],
             revision=data.get("revision"),
             change_request=data.get("change_request"),
+            session_fields=data["session_fields"],
+            session_history=data["session_history"],
         )
         return Response(simulation_body(simulation))

@@ -9,8 +9,12 @@ A field declaration changes two things that matter after the fact (see "risk by 
   a compliance or risk rule, or one that hands over to a person), a new requirement can stop that move,
   and a dropped one lets sessions in without what the rule relied on; so any change (but its wording, or
   turning ``pii`` on) to a field required there, on either side, is high-risk.
-Everything else — new fields, fields required only where no high-risk rule routes, descriptions,
-turning ``pii`` on — applies at once. Pure functions over document data.
+- **what rules decide.** A ``session_field`` condition reads a field as its declaration types it (an
+  ``in`` on an array, a pattern on a text). Where a high-risk rule (or a rule deciding before one) reads
+  the field, changing its declaration (but its wording, or ``pii``) — or removing it, so the rule reads
+  nothing — changes what that rule decides: high-risk, as changing the rule is.
+Everything else — new fields, fields required only where no high-risk rule routes and read by none,
+descriptions, turning ``pii`` on — applies at once. Pure functions over document data.
 """
 
 from __future__ import annotations
@@ -29,12 +33,17 @@ def _by_name(fields: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
 
 
 def field_risks(
-    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]], routed: set[str]
+    before: Sequence[Mapping[str, Any]],
+    after: Sequence[Mapping[str, Any]],
+    routed: set[str],
+    read: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Why changing a machine's ``before`` fields to ``after`` needs approval, as (message id, params).
 
-    ``routed`` is every state a high-risk rule sends sessions of this machine to, before or after.
+    ``routed`` is every state a high-risk rule sends sessions of this machine to, before or after;
+    ``read``, the fields a high-risk rule (or one deciding before one) reads, before or after → that rule.
     """
+    read = read or {}
     old, new = _by_name(before), _by_name(after)
     unmasked = sorted(
         name for name, field in old.items() if field.get("pii") and not new.get(name, {}).get("pii", False)
@@ -42,12 +51,23 @@ def field_risks(
     if unmasked:
         yield gettext_noop("stops masking the personal data of the field %(fields)s"), {"fields": ", ".join(unmasked)}
     gated: dict[str, set[str]] = {}
+    decides: dict[str, str] = {}
     for name in sorted(old.keys() | new.keys()):
         was, now = old.get(name, {}), new.get(name, {})
         changed = {k for k in was.keys() | now.keys() if was.get(k) != now.get(k)} - _HARMLESS
         states = (set(was.get("required_in") or ()) | set(now.get("required_in") or ())) & routed
         if changed and states:
             gated[name] = states
+        if changed and name in read:
+            decides[name] = read[name]
+    for name, rule in decides.items():
+        yield (
+            gettext_noop(
+                "changes the field %(field)s, which the rule %(rule)s reads (a high-risk rule, or one deciding "
+                "before one)"
+            ),
+            {"field": name, "rule": rule},
+        )
     if gated:
         yield (
             gettext_noop(

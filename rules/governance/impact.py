@@ -5,9 +5,9 @@ per point, within ``ARBITER_IMPACT_DAYS``) are decided again under the proposed 
 compared with what was decided then. Pinned regression cases of those points are checked too. The
 result — how many were evaluated and changed; how many of the changed ones a high-risk rule had decided
 (``high_risk_flipped``: the logged deciding rule is high-risk by ``rules.governance.risk``, the decisions four-eyes
-is there to protect); how many read a fact that was masked in the log (their replay left it out, so
-their new outcome is an estimate); a from → to matrix of outcomes, up to 20 masked examples, the
-regression cases it would break — is stored on the request for its page and the API.
+is there to protect); how many read a fact (or a session field) that was masked in the log (their replay
+left it out, so their new outcome is an estimate); a from → to matrix of outcomes, up to 20 masked
+examples, the regression cases it would break — is stored on the request for its page and the API.
 Runs in a Celery task (``rules.tasks.change_request_impact``); progress is saved as it goes.
 """
 
@@ -29,6 +29,7 @@ from rules.config.selectors import config_document
 from rules.decisions.decide import logged_candidate
 from rules.decisions.replay import Prepass, facts_unmasked, replay_decision
 from rules.decisions.selectors import decision_log_row_ids, decision_log_rows
+from rules.decisions.session_data import session_view_logged
 from rules.engine import CompiledPoint, compile_config
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.governance.change_requests import change_request_digest, config_document_apply
@@ -135,6 +136,10 @@ def _replay_point(
     ``high_risk`` are the live point's high-risk rules (a decision one of them made is counted apart)."""
     clock = point is not None and point.spec.reads_clock()
     columns = (*_COLUMNS, "created_at") if clock else _COLUMNS
+    # What the rules read of the session, as the row recorded it: only for a point whose rules read it.
+    reads_session = point is not None and point.reads_session()
+    if reads_session:
+        columns = (*columns, "session_read")
     rows = decision_log_rows(
         point=key,
         since=since,
@@ -158,7 +163,11 @@ def _replay_point(
                 at = row[13]
             # Masked facts are left out of the replay; a row whose rules read one is counted as an estimate.
             facts, hidden = facts_unmasked(row_json(facts_json) or {}, row_json(masked_facts_json))
-            if hidden & point.facts_read:
+            session = None
+            if reads_session:
+                session, hidden_fields = session_view_logged(row_json(row[-1]))
+                hidden_fields &= point.session_fields_read
+            if hidden & point.facts_read or (reads_session and hidden_fields):
                 tally.approximate += 1
             decision = replay_decision(
                 point,
@@ -172,6 +181,7 @@ def _replay_point(
                 now=at,
                 exact=False,
                 prepasses=prepasses,
+                session=session,
             )
             new_decision = decision.decision or "(asks the LLM)"
             new_rule, new_by = (decision.rule.key if decision.rule else None), decision.ruled_by

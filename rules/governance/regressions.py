@@ -25,6 +25,7 @@ from rules.config.revisions import Actor
 from rules.config.runtime import engines
 from rules.decisions.compute import decision_for_invalid_output
 from rules.decisions.replay import decision_reevaluate
+from rules.decisions.session_data import masked_fields_read
 from rules.engine import CompiledPoint
 from rules.engine.masking import masked_fact_names
 from rules.errors import ConfigError
@@ -46,6 +47,7 @@ class _CaseRequest:
     candidate_reason: str
     candidate_invalid: bool
     created_at: dt.datetime
+    session_read: dict[str, Any]
 
 
 def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetime | None = None) -> str:
@@ -62,6 +64,7 @@ def case_evaluate(case: RegressionCase, point: CompiledPoint, *, now: dt.datetim
         candidate_reason="",
         candidate_invalid=False,
         created_at=case.decided_at or now or timezone.now(),
+        session_read=case.session_read,
     )
     decision = decision_reevaluate(point, request, exact=False)
     if case.candidate_invalid:
@@ -80,6 +83,17 @@ def masked_facts_problem(point: CompiledPoint, masked_facts: dict[str, Any]) -> 
     ) % {"point": point.spec.key, "facts": ", ".join(read)}
 
 
+def masked_fields_problem(point: CompiledPoint, session_read: dict[str, Any]) -> str | None:
+    """Why a request cannot be pinned: rules of ``point`` read session fields masked in its log row."""
+    read = masked_fields_read(point, session_read)
+    if not read:
+        return None
+    return gettext(
+        "rules of %(point)s read the session field %(fields)s, masked in the log: a case without its value "
+        "cannot be checked"
+    ) % {"point": point.spec.key, "fields": ", ".join(read)}
+
+
 def regression_case_pin(
     *, record: DecisionRecord, actor: Actor, expected: str | None = None, note: str = ""
 ) -> RegressionCase:
@@ -90,6 +104,8 @@ def regression_case_pin(
         wrong = gettext("expected: '%(outcome)s' is not an outcome of %(point)s")
         raise ConfigError([wrong % {"outcome": outcome, "point": record.point}])
     if point is not None and (problem := masked_facts_problem(point, record.masked_facts)):
+        raise ConfigError([problem])
+    if point is not None and (problem := masked_fields_problem(point, record.session_read)):
         raise ConfigError([problem])
     with transaction.atomic():
         return RegressionCase.objects.create(
@@ -103,6 +119,7 @@ def regression_case_pin(
             candidate_invalid=record.candidate_invalid,
             keyword_hits=record.keyword_hits,
             masked=record.masked,
+            session_read=record.session_read,
             decided_at=record.created_at,
             expected=outcome,
             note=note,

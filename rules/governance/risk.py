@@ -231,6 +231,22 @@ class _View:
                     states.add(point["state_map"][rule["outcome"]])
         return states
 
+    def fields_read(self, machine_key: str) -> dict[str, str]:
+        """The fields of ``machine_key`` that a high-risk rule (not off), or a rule deciding before one, of its
+        points reads (``session_field``) → the first such rule (``point.rule``)."""
+        read: dict[str, str] = {}
+        for point_key, point in self.points.items():
+            indexed = self.point(point_key) if point.get("machine") == machine_key else None
+            if indexed is None:
+                continue
+            for rule_key, rule in indexed.rules.items():
+                if rule.get("mode", "enforce") == "off" or not (rule_key in indexed.risk or rule_key in indexed.guards):
+                    continue
+                for c in rule.get("conditions", []):
+                    if isinstance(c, Mapping) and isinstance(name := c.get("session_field"), str):
+                        read.setdefault(name, f"{point_key}.{rule_key}")
+        return read
+
     def guarded(self, point_key: str, rule_key: str) -> str:
         """The high-risk rule that ``rule_key`` decides before (the nearest), or ``""``."""
         point = self.point(point_key)
@@ -393,7 +409,8 @@ def _machine_risks(
             return
         routed = old.routed_states(change.key) | new.routed_states(change.key)
         if "fields" in fields:
-            yield from field_risks(change.old.get("fields", []), change.new.get("fields", []), routed)
+            read = {**new.fields_read(change.key), **old.fields_read(change.key)}
+            yield from field_risks(change.old.get("fields", []), change.new.get("fields", []), routed, read)
         if fields & {"events", "guards"}:
             yield from guard_risks(change.old, change.new, routed)
 

@@ -6,6 +6,10 @@ is checked against the chosen point exactly as a real one (its facts, raw model 
 way, the default answering for raw output without a valid candidate), but no decision is logged, no
 "ask your LLM" counter is raised and no anomaly is recorded: the simulator only reads the configuration.
 
+What rules read of a session beyond its state is typed in as well: its fields (``session_fields``, by
+name) and the keyword lists each of its latest logged decisions hit (``session_history``, newest first).
+A field of another type than its declaration, or one no rule reads, changes nothing, as in a real session.
+
 A simulated case can be kept as a regression case (``regression_case_from_simulation``): its input and
 facts are masked as a logged decision's would be, so a case pinned from the simulator is stored like one pinned
 from the log.
@@ -14,7 +18,9 @@ from the log.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -26,12 +32,14 @@ from rules.config.runtime import engines
 from rules.config.selectors import config_document
 from rules.decisions.compute import DecideRequest, decision_compute, decision_prepare
 from rules.decisions.decide import decision_record_build
+from rules.decisions.session_data import recent_lists, session_read_document, session_view
 from rules.engine import CompiledConfig, CompiledPoint, Decision, compile_config
 from rules.engine.compiler import CompileError
+from rules.engine.request import SessionView
 from rules.errors import ConfigError, EngineUnavailable, InvalidRequest, NotFound, NotPending, UnknownPoint
 from rules.governance.change_requests import config_document_apply
 from rules.governance.models.change_requests import OPEN_STATES
-from rules.governance.regressions import masked_facts_problem
+from rules.governance.regressions import masked_facts_problem, masked_fields_problem
 from rules.models import ChangeRequest, ConfigRevision, DecisionRecord, RegressionCase
 
 
@@ -45,6 +53,7 @@ class Simulation:
     change_request: int | None
     evaluated_us: int
     point: CompiledPoint
+    session: SessionView | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -87,6 +96,14 @@ def simulation_config(*, revision: int | None = None, change_request: int | None
         raise EngineUnavailable(str(exc)) from exc
 
 
+def simulated_session(
+    point: CompiledPoint, fields: Mapping[str, Any] | None, history: Sequence[Sequence[str]] | None
+) -> SessionView:
+    """What ``point``'s rules read of a session holding ``fields`` whose latest decisions hit the keyword
+    lists of ``history`` (newest first), as a decide builds it from a session read."""
+    return session_view(point, fields or {}, recent_lists(history))
+
+
 def decision_simulate(
     *,
     request: DecideRequest,
@@ -94,6 +111,8 @@ def decision_simulate(
     revision: int | None = None,
     change_request: int | None = None,
     now: dt.datetime | None = None,
+    session_fields: Mapping[str, Any] | None = None,
+    session_history: Sequence[Sequence[str]] | None = None,
 ) -> Simulation:
     """What the chosen configuration decides for ``request`` (see the module docstring); writes nothing."""
     config, number = simulation_config(revision=revision, change_request=change_request)
@@ -104,13 +123,24 @@ def decision_simulate(
             % {"point": request.point, "where": _where(number, change_request)}
         )
     prepared = decision_prepare(point=point, request=request)
+    session = simulated_session(point, session_fields, session_history)
     # The very step decide takes (rules.decisions.compute), so the simulator cannot answer otherwise.
     computed = decision_compute(
-        point=point, request=request, prepared=prepared, session_state=session_state or None, now=now or timezone.now()
+        point=point,
+        request=request,
+        prepared=prepared,
+        session_state=session_state or None,
+        now=now or timezone.now(),
+        session=session,
     )
     decision, evaluated_us = computed.decision, computed.evaluated_us
     return Simulation(
-        decision=decision, revision=number, change_request=change_request, evaluated_us=evaluated_us, point=point
+        decision=decision,
+        revision=number,
+        change_request=change_request,
+        evaluated_us=evaluated_us,
+        point=point,
+        session=session,
     )
 
 
@@ -133,6 +163,8 @@ def simulation_record(*, request: DecideRequest, simulation: Simulation, session
         "",
     )
     record.session_state = session_state
+    if simulation.session is not None:
+        record.session_read = session_read_document(simulation.point, simulation.session)
     return record
 
 
@@ -149,6 +181,8 @@ def regression_case_from_simulation(
     expected: str,
     actor: Actor,
     note: str = "",
+    session_fields: Mapping[str, Any] | None = None,
+    session_history: Sequence[Sequence[str]] | None = None,
 ) -> RegressionCase:
     """Keep a simulated request as a regression case expecting ``expected`` (an outcome of the point in the
     current revision). The input and facts are masked as the decision log masks them; the case is decided at "now"
@@ -160,12 +194,21 @@ def regression_case_from_simulation(
     if outcome not in point.spec.outcomes:
         raise ConfigError([f"expected: '{outcome}' is not an outcome of {request.point}"])
     prepared = decision_prepare(point=point, request=request)
+    session = simulated_session(point, session_fields, session_history)
     decision = decision_compute(
-        point=point, request=request, prepared=prepared, session_state=session_state or None, now=timezone.now()
+        point=point,
+        request=request,
+        prepared=prepared,
+        session_state=session_state or None,
+        now=timezone.now(),
+        session=session,
     ).decision
     masked = point.masker.mask(request.input)
     masked_facts = point.masker.mask_facts(prepared.facts)
     if problem := masked_facts_problem(point, masked_facts.record):
+        raise ConfigError([problem])
+    session_read = session_read_document(point, session)
+    if problem := masked_fields_problem(point, session_read):
         raise ConfigError([problem])
     candidate = prepared.candidate
     with transaction.atomic():
@@ -180,6 +223,7 @@ def regression_case_from_simulation(
             candidate_invalid=request.candidate_raw is not None and candidate is None,
             keyword_hits={k: list(v) for k, v in decision.keyword_hits.items()},
             masked=dict(masked.counts),
+            session_read=session_read,
             decided_at=None,
             expected=outcome,
             note=note,

@@ -134,7 +134,9 @@ def test_request_schemas_match_the_serializers(spec, serializer, name):
     for field_name, field in fields.items():
         prop = _resolve(spec, schema["properties"][field_name])
         if getattr(field, "max_length", None) is not None:
-            assert prop["maxLength"] == field.max_length, field_name
+            # A list's length is its number of items (JSON Schema's maxItems), a text's its characters.
+            bound = "maxItems" if isinstance(field, serializers.ListField) else "maxLength"
+            assert prop[bound] == field.max_length, field_name
         if getattr(field, "min_value", None) is not None:
             assert (prop["minimum"], prop["maximum"]) == (field.min_value, field.max_value), field_name
         patterns = [v.regex.pattern for v in field.validators if isinstance(v, RegexValidator)]

@@ -24,6 +24,16 @@ OPTIONS = ("fold_traditional", "ignore_cjk_gaps", "decode_escapes", "ignore_invi
 OPTIONS += ("fold_confusables", "fold_digits", "bridge_cjk", "match_pinyin")
 UNLESS = ["不是要投诉", "不想投诉", "refund", "报警器"]
 FACTS = {"n": "number", "i": "integer", "s": "string", "b": "boolean", "tags": "string_list"}
+# The fields of the machine "m" the drawn point moves (session_field conditions read them); "phone" is pii.
+FIELDS = {
+    "phone": "string",
+    "retries": "integer",
+    "score": "number",
+    "ok": "boolean",
+    "level": "enum",
+    "seen_at": "datetime",
+    "items": "array",
+}
 # With what the evasion options read through: fillers, an override, escapes, numerals, homophones, look-alikes.
 ALPHABET = (
     "ab退款投诉12315xhi refundcancel媒体曝光"
@@ -104,6 +114,43 @@ CONDITIONS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
 }
 
 
+@st.composite
+def _session_field_condition(draw: st.DrawFn) -> dict[str, Any]:
+    name = draw(st.sampled_from(sorted(FIELDS)))
+    typ = FIELDS[name]
+    if typ in {"number", "integer"}:
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "in"]))
+        if op == "in":
+            return {
+                "session_field": name,
+                "op": op,
+                "value": draw(st.lists(st.integers(-5, 5), min_size=1, max_size=3)),
+            }
+        if draw(st.booleans()):
+            return {"session_field": name, "op": op, "threshold": draw(st.sampled_from(sorted(THRESHOLDS)))}
+        value = draw(st.integers(-10, 10) if typ == "integer" else number)
+        return {"session_field": name, "op": op, "value": value}
+    if typ == "boolean":
+        return {"session_field": name, "op": draw(st.sampled_from(["==", "!="])), "value": draw(st.booleans())}
+    if typ == "array":
+        items = st.lists(st.one_of(words, st.integers(-5, 5)), min_size=1, max_size=3, unique=True)
+        return {"session_field": name, "op": "in", "value": draw(items)}
+    op = draw(st.sampled_from(["==", "!=", "in", "pattern"]))
+    if op == "pattern":
+        return {"session_field": name, "pattern": draw(st.sampled_from(["^1[3-9]", "O", "^[XY]$", "gold", r"\d{4}"]))}
+    if op == "in":
+        return {"session_field": name, "op": op, "value": draw(st.lists(words, min_size=1, max_size=3, unique=True))}
+    return {"session_field": name, "op": op, "value": draw(words)}
+
+
+CONDITIONS["session_field"] = _session_field_condition()
+CONDITIONS["session_keyword_seen"] = st.builds(
+    lambda k, n: {"session_keyword_seen": k, "last": n},
+    st.sampled_from([*sorted(LISTS), "elsewhere"]),
+    st.integers(1, 6),
+)
+
+
 def condition() -> st.SearchStrategy[dict[str, Any]]:
     """A condition of any registered kind."""
     return st.one_of([CONDITIONS[kind] for kind in sorted(KINDS) if kind in CONDITIONS])
@@ -143,7 +190,17 @@ def snapshot(draw: st.DrawFn, *, max_rules: int = 12) -> dict[str, Any]:
                 "candidate_whitelist": draw(st.lists(st.sampled_from(OUTCOMES), max_size=3, unique=True)),
                 "default_outcome": draw(st.sampled_from(OUTCOMES)),
                 "when_no_candidate": draw(st.sampled_from(["ask", "default"])),
+                "machine": "m",
                 "rules": rules,
+            }
+        ],
+        "machines": [
+            {
+                "key": "m",
+                "fields": [
+                    {"name": name, "type": typ, **({"pii": True} if name == "phone" else {})}
+                    for name, typ in FIELDS.items()
+                ],
             }
         ],
     }
@@ -161,6 +218,29 @@ def facts(draw: st.DrawFn) -> dict[str, Any]:
     }
     chosen = draw(st.lists(st.sampled_from(sorted(FACTS)), unique=True))
     return {name: draw(values[name]) for name in chosen}
+
+
+_FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "phone": st.one_of(words, st.sampled_from(["13800138000", "12345", "x1380"])),
+    "retries": st.integers(-10, 10),
+    "score": number,
+    "ok": st.booleans(),
+    "level": words,
+    "seen_at": st.sampled_from(["2026-11-30T12:00:00+00:00", "gold"]),
+    "items": st.lists(st.one_of(words, st.integers(-5, 5)), max_size=3),
+}
+_RECENT = st.lists(st.frozensets(st.sampled_from([*sorted(LISTS), "elsewhere"]), max_size=3), max_size=8)
+
+
+@st.composite
+def sessions(draw: st.DrawFn, *, wild: bool = False) -> Any:
+    """What rules read of a session: any subset of the machine's fields, each of its declared type (``wild``:
+    of any type at all — a declaration changed since the value was set), and the lists of its latest decisions."""
+    from rules.engine.request import SessionView
+
+    chosen = draw(st.lists(st.sampled_from(sorted(FIELDS)), unique=True))
+    fields = {name: draw(wild_values if wild else _FIELD_VALUES[name]) for name in chosen}
+    return SessionView(fields, tuple(draw(_RECENT)))
 
 
 candidates = st.one_of(

@@ -99,6 +99,9 @@ class PointView:
     key: str
     facts: Mapping[str, str] = field(default_factory=dict)
     outcomes: tuple[str, ...] = ()
+    # The state machine the point moves, and the fields it declares (name → type); None: not known here.
+    machine: str = ""
+    session_fields: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,9 @@ class DocumentContext:
     outcomes: list[str] | None
     thresholds: frozenset[str]
     keyword_lists: frozenset[str]
+    # The point's machine and the fields it declares (name → type); None when its fields cannot be read.
+    machine: str = ""
+    session_fields: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)

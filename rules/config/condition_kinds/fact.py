@@ -107,10 +107,12 @@ class FactComparison(ConditionAdapter):
             errors["fact"] = problem
         if not operator:
             errors["operator"] = gettext("Choose an operator.")
+        elif operator not in OPERATORS:
+            errors["operator"] = gettext("A fact is compared by %(allowed)s.") % {"allowed": ", ".join(OPERATORS)}
         if (not uses_threshold) == (value is None):
             errors["value"] = gettext("Compare with either a threshold or a literal value, not both or neither.")
         fact_type = facts.get(fact)
-        if fact_type and operator and "value" not in errors:
+        if fact_type and operator and "value" not in errors and "operator" not in errors:
             problem = fact_compare_problem(fact_type, operator, uses_threshold, value)
             if problem:
                 errors["operator" if isinstance(problem, OperatorProblem) else "value"] = problem

@@ -131,6 +131,22 @@ class MachineReader(Reader):
             for item in sections["machines"]
             if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("states"), list)
         }
+        # Each machine's declared fields (name → type), for the session_field conditions of its points; a
+        # machine whose fields are no list is left out (its problem is reported with it, and then no
+        # condition is checked against it).
+        self.machine_fields: dict[str, dict[str, str] | None] = {
+            item["key"]: (
+                {
+                    f["name"]: f["type"] if isinstance(f.get("type"), str) else ""
+                    for f in item.get("fields") or []
+                    if isinstance(f, dict) and isinstance(f.get("name"), str)
+                }
+                if isinstance(item.get("fields") or [], list)
+                else None
+            )
+            for item in sections["machines"]
+            if isinstance(item, dict) and isinstance(item.get("key"), str)
+        }
         self.point_outcomes = {
             item["key"]: [o for o in item.get("outcomes", []) if isinstance(o, str)]
             for item in sections["points"]

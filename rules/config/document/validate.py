@@ -130,6 +130,7 @@ class _Checker(MachineReader):
         super().__init__(loaded)
         self.threshold_keys: set[str] = set()
         self.list_keys: set[str] = set()
+        self.point_machine = ""  # the machine of the point whose rules are being read
 
     def document(self, data: Any) -> dict[str, Any] | None:
         root = self.mapping(data, (), TOP_KEYS, TOP_KEYS, what="a mapping with the keys " + one_of(TOP_KEYS))
@@ -345,6 +346,7 @@ class _Checker(MachineReader):
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(or_default(record, "rules", []), (*path, "rules"))
+        self.point_machine = machine or ""  # what its session_field conditions are read against
         for index, rule_item in enumerate(rule_items or []):
             rule_path: Path = (*path, "rules", index)
             rule = self.rule(rule_item, rule_path, point=label, facts=facts, outcomes=outcomes)
@@ -486,6 +488,8 @@ class _Checker(MachineReader):
             outcomes=outcomes,
             thresholds=frozenset(self.threshold_keys),
             keyword_lists=frozenset(self.list_keys),
+            machine=self.point_machine,
+            session_fields=self.machine_fields.get(self.point_machine) if self.point_machine else {},
         )
         return ADAPTERS[kinds[0]].read(self, item, path, context)
 

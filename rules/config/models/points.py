@@ -372,7 +372,7 @@ class Condition(models.Model):
         verbose_name=_("threshold"),
     )
     fact = models.CharField(max_length=64, blank=True, verbose_name=_("fact"))
-    operator = models.CharField(max_length=4, choices=Operator.choices, blank=True, verbose_name=_("operator"))
+    operator = models.CharField(max_length=8, choices=Operator.choices, blank=True, verbose_name=_("operator"))
     value = models.JSONField(
         null=True,
         blank=True,
@@ -445,7 +445,19 @@ def point_view(point: DecisionPoint | None) -> PointView | None:
         return None
     facts = point.facts if isinstance(point.facts, dict) else {}
     outcomes = tuple(point.outcomes) if isinstance(point.outcomes, list) else ()
-    return PointView(key=point.key, facts=facts, outcomes=outcomes)
+    return PointView(
+        key=point.key, facts=facts, outcomes=outcomes, machine=point.machine, session_fields=_machine_fields(point)
+    )
+
+
+def _machine_fields(point: DecisionPoint) -> dict[str, str]:
+    """The fields the point's machine declares (name → type): what its session_field conditions may read."""
+    if not point.machine:
+        return {}
+    # By name, as a ForeignKey names a model: rules.config.models.machines imports this module.
+    machines = apps.get_model("rules", "StateMachine")
+    declared = machines.objects.filter(key=point.machine).values_list("fields", flat=True).first() or []
+    return {f["name"]: f.get("type", "") for f in declared if isinstance(f, dict) and isinstance(f.get("name"), str)}
 
 
 def describe_condition(c: Condition) -> str:

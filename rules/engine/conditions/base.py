@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from rules.engine.request import Request
+    from rules.engine.request import Request, SessionView
 
 Hits = Mapping[str, tuple[str, ...]]
 Facts = Mapping[str, Any]
-# (named keyword hits, facts, candidate outcome, confidence, session state) -> the words for one condition
-Explainer = Callable[[Hits, Facts, str | None, float | None, str | None], str]
+# (named keyword hits, facts, candidate outcome, confidence, session state, session view) -> the words for
+# one condition
+Explainer = Callable[[Hits, Facts, str | None, float | None, str | None, "SessionView"], str]
 
 
 class CompileError(ValueError):
@@ -46,13 +47,23 @@ class Test(NamedTuple):
 
 
 class CompileContext:
-    """What reading a condition may resolve: threshold values, declared fact types, keyword list bits."""
+    """What reading a condition may resolve: threshold values, declared fact types, keyword list bits, and
+    the fields the point's machine declares (name → type; ``pii_fields``: those whose values are masked)."""
 
-    __slots__ = ("_bits", "_thresholds", "facts")
+    __slots__ = ("_bits", "_thresholds", "facts", "pii_fields", "session_fields")
 
-    def __init__(self, *, thresholds: Mapping[str, float], facts: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        *,
+        thresholds: Mapping[str, float],
+        facts: Mapping[str, str],
+        session_fields: Mapping[str, str] | None = None,
+        pii_fields: frozenset[str] = frozenset(),
+    ) -> None:
         self._thresholds = thresholds
         self.facts = facts
+        self.session_fields: Mapping[str, str] = session_fields or {}
+        self.pii_fields = pii_fields
         self._bits: dict[tuple[str, tuple[str, ...], bool], int] = {}
 
     def threshold(self, key: str) -> float:
@@ -117,6 +128,11 @@ class NativeBuilder(Protocol):
         """A local holding the request's time of day in ``tz``, in seconds after midnight."""
         ...
 
+    def session_field_var(self, name: str) -> str:
+        """A local holding the session's field ``name`` (``None`` when it holds none), read once per request.
+        The generated function's ``sess`` parameter is the request's ``SessionView``."""
+        ...
+
 
 class DurableTranslator(Protocol):
     """What a kind's ``durable`` may use to write its tests (see ``rules.engine.durable``).
@@ -150,6 +166,10 @@ class DurableTranslator(Protocol):
         The fact is sent typed like ``value`` (a number, a boolean or a text); a point that compares one
         fact with values of different types, or with a value durable-rules cannot compare exactly, is refused.
         """
+        ...
+
+    def compare_session_field(self, name: str, op: str, value: Any) -> Test:
+        """As ``compare_fact``, for the session's field ``name`` (sent only when it is of ``value``'s type)."""
         ...
 
     def candidate_field(self) -> str:
@@ -211,6 +231,14 @@ class ConditionSpec(abc.ABC):
     def fact_read(self) -> str | None:
         """The fact the condition reads, if any (a replay cannot be exact when that fact was masked)."""
         return None
+
+    def session_field_read(self) -> str | None:
+        """The session field the condition reads, if any (what the decision log records of the session)."""
+        return None
+
+    def history_depth(self) -> int:
+        """How many of the session's latest logged decisions the condition looks back on (0: none)."""
+        return 0
 
     def reads_clock(self) -> bool:
         """Whether the condition depends on the request's ``now`` (see ``PointSpec.reads_clock``)."""

@@ -44,7 +44,9 @@ class SessionStateIn(ConditionSpec):
         return [(Test(field, "==", t.text(s, "session state")),) for s in sorted(self.states)]
 
     def explainer(self) -> Explainer:
-        def session_state(_hits: Hits, _facts: Facts, _cand: str | None, _conf: float | None, state: str | None) -> str:
+        def session_state(
+            _hits: Hits, _facts: Facts, _cand: str | None, _conf: float | None, state: str | None, *_: Any
+        ) -> str:
             return f"session state {state}"
 
         return session_state

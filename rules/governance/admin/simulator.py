@@ -4,6 +4,7 @@ keep it as a regression case. Nothing is logged: the page calls ``rules.governan
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from rules.config.runtime import engines
 from rules.decisions.compute import DecideRequest
 from rules.decisions.why import why_context
 from rules.engine import Candidate
+from rules.engine.conditions.session_keyword_seen import MAX_LAST
 from rules.errors import DomainError
 from rules.governance.simulate import (
     decision_simulate,
@@ -100,38 +102,66 @@ def _not_a_number(name: str) -> Any:
     raise ValueError(name)
 
 
-def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
+def _json_object(text: str, example: str) -> tuple[dict[str, Any], str | None]:
+    """A JSON object typed into the form (``{}`` when empty), or why it is not one."""
+    if not text:
+        return {}, None
+    try:
+        value = json.loads(text, parse_constant=_not_a_number)
+    except json.JSONDecodeError as exc:
+        # json's own message is English: say where it went wrong, in the operator's language.
+        return {}, gettext("Not JSON: it goes wrong at line %(line)s, column %(column)s.") % {
+            "line": exc.lineno,
+            "column": exc.colno,
+        }
+    except (ValueError, RecursionError):
+        # NaN or Infinity, an integer past Python's digit limit, or nesting past the recursion limit:
+        # JSON decode errors they are not, but the operator typed them.
+        return {}, gettext(
+            "Not JSON a decision can use: a number is too long or not finite, or it is nested too deeply."
+        )
+    if not isinstance(value, dict):
+        return {}, gettext("A JSON object, e.g. %(example)s.") % {"example": example}
+    return value, None
+
+
+@dataclass(frozen=True)
+class SimulatedSession:
+    """The session part of the form: its state, its fields, and the keyword lists of its latest decisions."""
+
+    state: str = ""
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    history: tuple[tuple[str, ...], ...] = ()
+
+
+def _session(data: Any, errors: dict[str, str]) -> SimulatedSession:
+    fields, problem = _json_object(data.get("session_fields", "").strip(), '{"receiver_phone": "13800138000"}')
+    if problem:
+        errors["session_fields"] = problem
+    # One line per decision, newest first: the keyword lists it hit, by key (an empty line: it hit none).
+    lines = data.get("session_history", "").rstrip("\r\n").splitlines()
+    history = tuple(tuple(key for key in line.replace(",", " ").split()) for line in lines)
+    if len(history) > MAX_LAST:
+        errors["session_history"] = gettext("At most %(max)s decisions, one a line.") % {"max": MAX_LAST}
+    return SimulatedSession(state=data.get("session_state", "").strip(), fields=fields, history=history)
+
+
+def _request(data: Any) -> tuple[DecideRequest | None, SimulatedSession, dict[str, str]]:
     errors: dict[str, str] = {}
     point = data.get("point", "").strip()
     if not point:
         errors["point"] = gettext("Choose a decision point.")
-    facts_text = data.get("facts", "").strip()
-    facts: Any = {}
-    if facts_text:
-        try:
-            facts = json.loads(facts_text, parse_constant=_not_a_number)
-        except json.JSONDecodeError as exc:
-            # json's own message is English: say where it went wrong, in the operator's language.
-            errors["facts"] = gettext("Not JSON: it goes wrong at line %(line)s, column %(column)s.") % {
-                "line": exc.lineno,
-                "column": exc.colno,
-            }
-        except (ValueError, RecursionError):
-            # NaN or Infinity, an integer past Python's digit limit, or nesting past the recursion limit:
-            # JSON decode errors they are not, but the operator typed them.
-            errors["facts"] = gettext(
-                "Not JSON a decision can use: a number is too long or not finite, or it is nested too deeply."
-            )
-        else:
-            if not isinstance(facts, dict):
-                errors["facts"] = gettext('A JSON object, e.g. {"refund_amount": 800}.')
+    facts, problem = _json_object(data.get("facts", "").strip(), '{"refund_amount": 800}')
+    if problem:
+        errors["facts"] = problem
+    session = _session(data, errors)
     candidate, raw, candidate_errors = _candidate(data)
     errors.update(candidate_errors)
     if errors:
-        return None, "", errors
+        return None, session, errors
     validated, errors = _validated(point=point, text=data.get("input", ""), candidate=candidate, raw=raw, facts=facts)
     if validated is None:
-        return None, "", errors
+        return None, session, errors
     request = DecideRequest(
         point=validated["point"],
         input=validated["input"],
@@ -139,7 +169,7 @@ def _request(data: Any) -> tuple[DecideRequest | None, str, dict[str, str]]:
         candidate_raw=validated.get("candidate_raw"),
         facts=validated["facts"],
     )
-    return request, data.get("session_state", "").strip(), errors
+    return request, session, errors
 
 
 def _validated(
@@ -170,21 +200,23 @@ def _validated(
 
 
 # Form fields the page shows an error beside; any other error (e.g. the body as a whole) shows at the top.
-_FORM_FIELDS = frozenset({"point", "input", "facts", "candidate_raw"})
+_FORM_FIELDS = frozenset({"point", "input", "facts", "candidate_raw", "session_fields", "session_history"})
 
 
-def _side(request: DecideRequest, session_state: str, under: Under) -> dict[str, Any]:
+def _side(request: DecideRequest, session: SimulatedSession, under: Under) -> dict[str, Any]:
 
     try:
         simulation = decision_simulate(
             request=request,
-            session_state=session_state,
+            session_state=session.state,
             revision=under.revision,
             change_request=under.change_request,
+            session_fields=session.fields,
+            session_history=session.history,
         )
     except DomainError as exc:
         return {"problem": exc.detail, "errors": exc.errors}
-    record = simulation_record(request=request, simulation=simulation, session_state=session_state)
+    record = simulation_record(request=request, simulation=simulation, session_state=session.state)
     if simulation.change_request is not None:
         label = gettext("change request #%(number)s (on revision %(revision)s)") % {
             "number": simulation.change_request,
@@ -216,7 +248,7 @@ def simulator_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
         for key, outcomes, machine in DecisionPoint.objects.order_by("key").values_list("key", "outcomes", "machine")
     ]
     if request.method == "POST":
-        decide_request, session_state, errors = _request(data)
+        decide_request, session, errors = _request(data)
         unders: list[Under] = []
         for field in ("under", "compare"):
             try:
@@ -228,8 +260,8 @@ def simulator_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
                 unders.append(chosen)
         if decide_request is not None and not errors:
             if "save_case" in data:
-                _save_case(request, decide_request, session_state, data)
-            sides = [_side(decide_request, session_state, under) for under in unders or [Under()]]
+                _save_case(request, decide_request, session, data)
+            sides = [_side(decide_request, session, under) for under in unders or [Under()]]
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.opts,
@@ -247,13 +279,15 @@ def simulator_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
     return TemplateResponse(request, "admin/rules/simulator.html", context)
 
 
-def _save_case(request: HttpRequest, decide_request: DecideRequest, session_state: str, data: Any) -> None:
+def _save_case(request: HttpRequest, decide_request: DecideRequest, session: SimulatedSession, data: Any) -> None:
     if not request.user.has_perm(CASE_PERMISSION):
         raise PermissionDenied
     try:
         case = regression_case_from_simulation(
             request=decide_request,
-            session_state=session_state,
+            session_state=session.state,
+            session_fields=session.fields,
+            session_history=session.history,
             expected=data.get("expected", ""),
             note=data.get("note", "").strip(),
             actor=actor_of(request),

@@ -214,6 +214,12 @@ class RegressionCase(models.Model):
     keyword_hits = models.JSONField(
         default=dict, blank=True, help_text=_("Hits recorded when it was decided."), verbose_name=_("keyword hits")
     )
+    session_read = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("What the rules read of the session, as logged (personal data masked)."),
+        verbose_name=_("session read"),
+    )
     masked = models.JSONField(default=dict, blank=True, verbose_name=_("masked"))
     masked_facts = models.JSONField(
         default=dict,

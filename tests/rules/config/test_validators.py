@@ -8,12 +8,14 @@ import pytest
 
 from rules.config import validators as v
 from rules.config.document.validate import config_problems
+from rules.engine.conditions.session_field import MATCHES
 from rules.models import FactType, MatchMode, Operator
 
 
 def test_the_models_choices_are_the_validators_vocabulary():
     assert tuple(FactType.values) == v.FACT_TYPES
-    assert tuple(Operator.values) == v.OPERATORS
+    # A fact's operators, and the one a session field's pattern is stored with (session_field).
+    assert tuple(Operator.values) == (*v.OPERATORS, MATCHES)
     assert tuple(MatchMode.values) == v.MATCH_MODES
 
 

@@ -114,7 +114,9 @@ def test_full_width_input(seed_snapshot):
 # --- the same decisions as the native backend, for random configurations and requests -------------
 
 
-REQUESTS = st.lists(st.tuples(s.texts, s.candidates, s.facts(), s.states, s.moments), min_size=1, max_size=4)
+REQUESTS = st.lists(
+    st.tuples(s.texts, s.candidates, s.facts(), s.states, s.moments, s.sessions()), min_size=1, max_size=4
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -127,8 +129,9 @@ def test_durable_backend_decides_like_the_native_one(snapshot, requests):
         assert "more than the 64 it can evaluate at once" in str(refused)
         reject()
     durable.matcher._reference = _must_not_be_asked  # requests of the declared types are durable-rules' own
-    for text, candidate, facts, state, now in requests:
+    for text, candidate, facts, state, now, session in requests:
         kwargs = {"text": text, "candidate": _request(candidate), "facts": facts, "session_state": state, "now": now}
+        kwargs["session"] = session
         assert evaluate(durable, **kwargs) == evaluate(native, **kwargs)
 
 
@@ -136,7 +139,9 @@ def test_durable_backend_decides_like_the_native_one(snapshot, requests):
 @given(
     s.snapshot(),
     st.lists(
-        st.tuples(st.integers(0, 15), s.wild_candidates, s.wild_facts(), s.wild_states, s.moments),
+        st.tuples(
+            st.integers(0, 15), s.wild_candidates, s.wild_facts(), s.wild_states, s.moments, s.sessions(wild=True)
+        ),
         min_size=1,
         max_size=4,
     ),
@@ -146,9 +151,9 @@ def test_values_durable_rules_cannot_represent_get_the_reference_answer(snapshot
     # the answer, or the exception, is always the reference interpreter's.
     spec = compile_config(snapshot, revision=1, backend="durable").point("p")
     reference = interpreted_matcher(spec.spec)
-    for mask, candidate, facts, state, now in requests:
+    for mask, candidate, facts, state, now, session in requests:
         cand, conf = candidate if candidate else (None, None)
-        args = (mask, cand, conf, facts, state, now)
+        args = (mask, cand, conf, facts, state, now, session)
         assert _outcome(lambda a=args: spec.matcher(*a)) == _outcome(lambda a=args: reference(*a))
 
 

@@ -13,21 +13,24 @@ def _request(candidate):
 
 
 @settings(max_examples=300, deadline=None)
-@given(s.snapshot(), s.texts, s.candidates, s.facts(), s.states, s.moments)
-def test_native_backend_agrees_with_the_reference_interpreter(snapshot, text, candidate, facts, state, now):
+@given(s.snapshot(), s.texts, s.candidates, s.facts(), s.states, s.moments, s.sessions())
+def test_native_backend_agrees_with_the_reference_interpreter(snapshot, text, candidate, facts, state, now, session):
     native = compile_config(snapshot, revision=1, backend="native").point("p")
     reference = compile_config(snapshot, revision=1, backend="interpreted").point("p")
     kwargs = {"text": text, "candidate": _request(candidate), "facts": facts, "session_state": state, "now": now}
+    kwargs["session"] = session
     assert evaluate(native, **kwargs) == evaluate(reference, **kwargs)
 
 
 @settings(max_examples=300, deadline=None)
-@given(s.snapshot(), s.texts, s.candidates, s.facts(), s.states, s.moments)
+@given(s.snapshot(), s.texts, s.candidates, s.facts(), s.states, s.moments, s.sessions(wild=True))
 def test_any_request_that_fits_the_declared_types_gets_a_coherent_decision(
-    snapshot, text, candidate, facts, state, now
+    snapshot, text, candidate, facts, state, now, session
 ):
     point = compile_config(snapshot, revision=1).point("p")
-    d = evaluate(point, text=text, candidate=_request(candidate), facts=facts, session_state=state, now=now)
+    d = evaluate(
+        point, text=text, candidate=_request(candidate), facts=facts, session_state=state, now=now, session=session
+    )
     spec = point.spec
     if d.needs_candidate:
         assert candidate is None and d.decision is None and spec.ask_when_no_candidate

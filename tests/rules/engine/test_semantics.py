@@ -6,11 +6,18 @@ import datetime as dt
 
 from rules.engine import Candidate, compile_config, evaluate
 from rules.engine.conditions import KINDS
+from rules.engine.request import SessionView
 from tests.support.engine import NOON_UTC
+
+MACHINE_FIELDS = [
+    {"name": "receiver_phone", "type": "string", "pii": True},
+    {"name": "retry_count", "type": "integer"},
+]
 
 
 def point_with(rules, *, lists=(), facts=None, whitelist=("a",), when_no_candidate="default"):
     snapshot = {
+        "machines": [{"key": "m", "fields": MACHINE_FIELDS}],
         "thresholds": [{"key": "limit", "value": 10}],
         "keyword_lists": list(lists),
         "points": [
@@ -21,6 +28,7 @@ def point_with(rules, *, lists=(), facts=None, whitelist=("a",), when_no_candida
                 "candidate_whitelist": list(whitelist),
                 "default_outcome": "c",
                 "when_no_candidate": when_no_candidate,
+                "machine": "m",
                 "rules": rules,
             }
         ],
@@ -256,6 +264,22 @@ def test_a_reason_names_what_held_for_every_kind_of_condition():
         ),
         "state": ("session_state_in", {"session_state_in": ["s1", "s2"]}, "session state s1"),
         "pattern": ("fact_matches", {"fact_matches": {"fact": "tier", "pattern": "^GO"}}, "tier 'gold' matches /^GO/"),
+        "field": (
+            "session_field",
+            {"session_field": "retry_count", "op": ">=", "threshold": "limit"},
+            "session field retry_count 12 >= limit 10",
+        ),
+        # A personal field's value never goes into a reason.
+        "pii_field": (
+            "session_field",
+            {"session_field": "receiver_phone", "pattern": "^1[3-9]"},
+            "session field receiver_phone (personal data) matches /^1[3-9]/",
+        ),
+        "seen": (
+            "session_keyword_seen",
+            {"session_keyword_seen": "risk", "last": 5},
+            "keyword list risk seen in the last 5 decisions of the session",
+        ),
     }
     assert {kind for kind, _, _ in conditions.values()} == set(KINDS)
     request = {
@@ -263,6 +287,9 @@ def test_a_reason_names_what_held_for_every_kind_of_condition():
         "candidate": Candidate(decision="a", confidence=0.5),
         "facts": {"amount": 12.5, "tier": "gold"},
         "session_state": "s1",
+        "session": SessionView(
+            {"retry_count": 12, "receiver_phone": "13800138000"}, (frozenset(), frozenset({"risk"}))
+        ),
         "now": NOON_UTC,
     }
     for name, (_, condition, words) in conditions.items():

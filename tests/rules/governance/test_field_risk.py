@@ -88,3 +88,68 @@ def test_a_rule_that_is_off_routes_nowhere():
 def test_the_admin_note_names_pii_and_required_fields():
     note = record_approval_note("machine", "after_sales", DEMO)
     assert "pii" in note and "a field required in a state a high-risk rule sends sessions to" in note
+
+
+# --- fields that rules read (session_field) -----------------------------------------------------------
+
+
+def _reading(category: str, *, priority: int = 5, mode: str = "enforce"):
+    """The base with a rule of intent_routing reading the session's note field."""
+    doc = _base()
+    reader = {
+        "key": "repeat_caller",
+        "priority": priority,
+        "category": category,
+        "match": "all",
+        "mode": mode,
+        "outcome": "intent_clarify",  # not a handoff: only the category or the place makes it matter
+        "conditions": [{"session_field": "note", "pattern": "again"}],
+    }
+    doc["points"][0]["rules"].append(reader)
+    return doc
+
+
+def _field_risks(before, edit):
+    after = copy.deepcopy(before)
+    edit(machine(after, "after_sales")["fields"])
+    return [r.why for r in change_risks(before, after, config_diff(before, after))]
+
+
+READ = (
+    "changes the field note, which the rule intent_routing.repeat_caller reads (a high-risk rule, or one deciding "
+    "before one)"
+)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda fields: _field(fields, "note").update(type="array"),
+        lambda fields: _field(fields, "note").update(normalize=["trim"]),
+        lambda fields: fields.remove(_field(fields, "note")),
+    ],
+)
+def test_a_field_a_high_risk_rule_reads_is_governed_as_the_rule(edit):
+    assert _field_risks(_reading("compliance"), edit) == [READ]
+    # A business rule that decides before a high-risk one guards it: the same.
+    assert _field_risks(_reading("business", priority=5), edit) == [READ]
+
+
+def test_a_field_only_low_risk_rules_read_changes_freely():
+    # After every high-risk rule (priority 99): it decides nothing a high-risk rule would have.
+    assert (
+        _field_risks(_reading("quality", priority=99), lambda fields: _field(fields, "note").update(type="array")) == []
+    )
+    # Off: it reads nothing.
+    assert _field_risks(_reading("risk", mode="off"), lambda fields: _field(fields, "note").update(type="array")) == []
+    # Its wording, or turning pii on, changes no decision.
+    assert _field_risks(_reading("risk"), lambda fields: _field(fields, "note").update(description="x", pii=True)) == []
+
+
+def test_changing_a_high_risk_rule_that_reads_the_session_is_high_risk():
+    before = _reading("risk")
+    after = copy.deepcopy(before)
+    rule(after, "intent_routing", "repeat_caller")["conditions"] = [{"session_keyword_seen": "high_risk", "last": 3}]
+    assert [r.why for r in change_risks(before, after, config_diff(before, after))] == [
+        "changes conditions of a high-risk rule (a risk rule)"
+    ]
