@@ -20,6 +20,7 @@ from rules.engine.keywords import KeywordListSpec, KeywordScanner
 from rules.engine.masking import Masker
 from rules.engine.model import CompileError as CompileError
 from rules.engine.model import MatchedRule, PointSpec, RuleSpec
+from rules.engine.tools import CompiledTool, compile_tools
 
 # A matcher takes (keyword bitmask, candidate outcome, confidence, facts, session state, now) and
 # returns the indexes (into PointSpec.rules) of every rule whose conditions hold, in order.
@@ -48,6 +49,8 @@ class CompiledConfig:
     points: Mapping[str, CompiledPoint]
     thresholds: Mapping[str, float]
     backend: str
+    # Tool contracts with their schemas compiled (rules.engine.tools), by tool name.
+    tools: Mapping[str, CompiledTool] = field(default_factory=dict)
 
     def point(self, key: str) -> CompiledPoint | None:
         return self.points.get(key)
@@ -169,4 +172,6 @@ def compile_snapshot(
             ),
             facts_read=frozenset(fact for r in spec.rules for c in r.conditions if (fact := c.fact_read()) is not None),
         )
-    return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)
+    return CompiledConfig(
+        revision=revision, points=points, thresholds=thresholds, backend=backend, tools=compile_tools(snapshot)
+    )
