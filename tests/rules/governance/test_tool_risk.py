@@ -152,3 +152,17 @@ def test_an_mcp_import_that_changes_a_write_tool_waits(tooled, editor, tmp_path)
     request = ChangeRequest.objects.get()
     assert out.getvalue().strip() == f"change request {request.pk} pending approval"
     assert ToolContract.objects.get(name="update_order").input_schema != {"type": "object"}
+
+
+def test_a_partial_change_request_merges_tools_by_name_and_holds_a_deletion(tooled, editor):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {staff_token_create(user=editor)}")
+    calmer = "version: 1\ntools:\n  - name: update_order\n    timeout_ms: 7000\n"
+    applied = api.post("/api/v1/change-requests", {"reason": "t", "config": calmer, "partial": True}, format="json")
+    assert (applied.status_code, applied.json()["state"]) == (201, "applied"), applied.content
+    tool = ToolContract.objects.get(name="update_order")
+    assert (tool.timeout_ms, tool.risk) == (7000, "write")
+    gone = "version: 1\ndelete:\n  tools: [update_order]\n"
+    held = api.post("/api/v1/change-requests", {"reason": "d", "config": gone, "partial": True}, format="json")
+    assert (held.status_code, held.json()["state"], held.json()["risk"]) == (201, "pending", "high"), held.content
+    assert ToolContract.objects.filter(name="update_order").exists()
