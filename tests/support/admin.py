@@ -44,7 +44,8 @@ REASON = "Test configuration"
 
 def build_config(actor: Any) -> dict[str, Any]:
     """Two thresholds, two keyword lists (one regex), a point with two rules of several condition kinds,
-    a state machine, a read-only tool contract and an agent runtime; every write through a service, so history rows exist too.
+    a state machine, a read-only tool contract and an agent runtime; every write through a service, so history
+    rows exist too.
 
     The writes join one configuration change: on an empty database that is the installation's first
     configuration, one revision that applies at once with the four-eyes gate on (as a first import does)."""
