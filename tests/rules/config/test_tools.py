@@ -10,6 +10,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import translation
 
 from rules.config.document.validate import config_from_yaml
 from rules.config.runtime import engines
@@ -180,9 +181,11 @@ def test_the_admin_speaks_chinese(client, actor):
     _load(DEMO_WITH_TOOLS, actor)
     client.force_login(actor)
     tool = ToolContract.objects.get(name="query_order")
-    page = client.get(
-        reverse("admin:rules_toolcontract_change", args=[tool.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
-    ).content.decode()
+    # The override puts the test process's language back after the request switched it.
+    with translation.override("zh-hans"):
+        page = client.get(
+            reverse("admin:rules_toolcontract_change", args=[tool.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
+        ).content.decode()
     assert "工具契约" in page and "输入模式" in page
 
 
