@@ -13,13 +13,14 @@ from django.urls import reverse
 from django.utils import translation
 
 from rules.config.document.validate import config_from_yaml
+from rules.config.machines import machine_save
 from rules.config.runtime import engines
 from rules.config.selectors import config_document, revision_latest
 from rules.config.tools import mcp_tool_contract, mcp_tool_document, tool_fill, tool_save
 from rules.config.yaml_export import config_export
 from rules.config.yaml_import import config_import
-from rules.models import ToolContract
-from tests.support import DEMO_TEXT, make_user
+from rules.models import StateMachine, ToolContract
+from tests.support import DEMO_TEXT, approved, make_user
 from tests.support.admin import form_data
 from tests.support.tools import DEMO_WITH_TOOLS
 
@@ -192,3 +193,48 @@ def test_the_admin_speaks_chinese(client, actor):
 def test_tool_fill_takes_a_document(actor):
     tool = tool_fill(ToolContract(), {"name": "x", "input_schema": {"type": "object"}, "risk": "read_only"})
     assert (tool.on_exhausted, tool.timeout_ms, tool.error_codes) == ("handoff", 10_000, [])
+
+
+ORDERS = """\
+version: 1
+thresholds: []
+keyword_lists: []
+points: []
+machines:
+  - key: orders
+    states: [collecting, executing, done, handoff]
+    initial: collecting
+    handoff: handoff
+    terminal: [done]
+    transitions:
+      collecting: [executing, handoff]
+      executing: [done, collecting, handoff]
+    actions:
+      executing: [update_order]
+    events:
+      - name: clarification_required
+        from: [executing]
+        to: collecting
+tools:
+  - name: update_order
+    input_schema: {type: object}
+    on_exhausted: {event: clarification_required}
+    risk: write
+"""
+
+
+def test_a_machine_change_that_leaves_a_tool_naming_what_is_gone_is_refused(actor):
+    _load(ORDERS, actor)
+    machine = StateMachine.objects.get(key="orders")
+    machine.events = []
+    with pytest.raises(ValidationError) as refused:
+        machine_save(machine=machine, actor=actor, reason="no events")
+    assert "update_order on_exhausted.event: Unknown event 'clarification_required'" in refused.value.messages[0]
+    assert StateMachine.objects.get(key="orders").events != []
+    # The same change with the tool changed too, in one import, applies (once approved: on_exhausted of a
+    # write tool): the configuration is checked as a whole, whatever order the records are written in.
+    without = ORDERS.replace(
+        "    events:\n      - name: clarification_required\n        from: [executing]\n        to: collecting\n", ""
+    )
+    approved(lambda: _load(without.replace("{event: clarification_required}", "handoff"), actor))
+    assert StateMachine.objects.get(key="orders").events == []
