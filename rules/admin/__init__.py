@@ -2,8 +2,8 @@
 admin modules so that each registers its models. The shared configuration-admin kit is
 ``rules.config.admin.base``."""
 
-from rules.config.admin import keywords, machines, points, revisions, thresholds
+from rules.config.admin import keywords, machines, points, revisions, thresholds, tools
 from rules.decisions import admin as decisions
 from rules.governance.admin import change_requests
 
-__all__ = ["change_requests", "decisions", "keywords", "machines", "points", "revisions", "thresholds"]
+__all__ = ["change_requests", "decisions", "keywords", "machines", "points", "revisions", "thresholds", "tools"]

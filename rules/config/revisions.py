@@ -30,10 +30,12 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
+from django.utils.translation import gettext
 
 from decision_service.digests import canonical_digest
 from rules.config.document.diff import RecordChange
 from rules.config.selectors import config_document, revision_latest
+from rules.config.tool_definitions import tool_problems
 from rules.errors import ApprovalRequired
 from rules.governance.risk import RiskReason
 from rules.models import ChangeRequest, ConfigRevision
@@ -127,6 +129,7 @@ def config_change(*, actor: Actor, reason: str, change_request: ChangeRequest | 
             yield change
             if change.dirty:
                 snapshot = config_document()
+                _check_tools(snapshot)
                 held = governance_gate(change, snapshot)
                 if held is not None:
                     transaction.set_rollback(True)
@@ -191,6 +194,25 @@ def _check_compiles(snapshot: dict[str, Any]) -> None:
         compile_config(snapshot, revision=0, backend=settings.ARBITER_ENGINE)
     except CompileError as exc:
         raise ValidationError(f"The {settings.ARBITER_ENGINE} engine cannot run this configuration: {exc}") from exc
+
+
+def _check_tools(snapshot: dict[str, Any]) -> None:
+    """Refuse a change that leaves a tool contract naming a state or event its machines no longer have (a
+    machine edited or deleted after the tool was saved): each record is checked when it is saved, but only
+    the whole configuration says whether they still fit together, whatever order a change wrote them in."""
+    tools = snapshot.get("tools", [])
+    if not tools:
+        return
+    machines = {m["key"]: m for m in snapshot["machines"]}
+    problems = [
+        f"{tool['name']} {'.'.join(map(str, at))}: {message}"
+        for tool in tools
+        for at, message in tool_problems(tool, machines=machines).items()
+    ]
+    if problems:
+        raise ValidationError(
+            [gettext("Tool contracts would not fit the machines: %(problems)s") % {"problems": "; ".join(problems)}]
+        )
 
 
 def snapshot_digest(snapshot: dict[str, Any]) -> str:

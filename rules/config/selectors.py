@@ -13,6 +13,7 @@ from rules.config.condition_kinds import adapter
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
 from rules.config.event_definitions import canonical_event, canonical_guards
 from rules.config.field_definitions import canonical_field
+from rules.config.tool_definitions import canonical_tool
 from rules.engine import CompiledPoint
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.errors import UnknownMachine
@@ -24,6 +25,7 @@ from rules.models import (
     Rule,
     StateMachine,
     Threshold,
+    ToolContract,
 )
 
 
@@ -42,13 +44,18 @@ def condition_document(c: Condition) -> dict[str, Any]:
 
 def config_document() -> dict[str, Any]:
     """The whole live configuration as plain, JSON- and YAML-safe data in a deterministic order."""
-    return {
+    document = {
         "version": CONFIG_FORMAT_VERSION,
         "thresholds": [_threshold_document(t) for t in _by_key(Threshold.objects.all())],
         "keyword_lists": [_keyword_list_document(kl) for kl in _by_key(KeywordList.objects.prefetch_related("terms"))],
         "points": [_point_document(p) for p in _by_key(DecisionPoint.objects.all())],
         "machines": [_machine_document(m) for m in _by_key(StateMachine.objects.all())],
     }
+    # Written only when there are tools, so a configuration without any has the digest it had before them.
+    tools = sorted(ToolContract.objects.all(), key=lambda t: t.name)
+    if tools:
+        document["tools"] = [canonical_tool(t.document()) for t in tools]
+    return document
 
 
 def _threshold_document(t: Threshold) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from rules.config.document.validate import config_from_yaml
 from rules.config.machines import machine_delete, machine_save
 from rules.config.revisions import Actor, config_change
 from rules.config.selectors import condition_document, config_document, revision_latest
+from rules.config.tools import tool_delete, tool_fill, tool_save
 from rules.engine.evasion import EVASION_DEFAULTS, EVASION_OPTIONS
 from rules.errors import ApprovalRequired, ConfigError
 from rules.governance.risk import RiskReason, change_risks
@@ -40,6 +41,7 @@ from rules.models import (
     Rule,
     StateMachine,
     Threshold,
+    ToolContract,
 )
 
 
@@ -205,6 +207,9 @@ class _Applier:
         # 3. State machines the points' outcome → state maps may now refer to.
         for change in by_kind[("machine", "add")] + by_kind[("machine", "change")]:
             self.machine(change)
+        # 3b. Tool contracts, which name the machines' states and events.
+        for change in by_kind[("tool", "add")] + by_kind[("tool", "change")] + by_kind[("tool", "remove")]:
+            self.tool(change)
 
         # 4. Points and their rules.
         point_changes = {c.key: c for c in by_kind[("point", "add")] + by_kind[("point", "change")]}
@@ -394,3 +399,12 @@ class _Applier:
             machine.events = [dict(e) for e in doc.get("events", [])]
             machine.guards = dict(doc.get("guards", {}))
             machine_save(machine=machine, actor=self.actor, reason=self.reason)
+
+    def tool(self, change: RecordChange) -> None:
+        with _refusal(f"tool {change.label}"):
+            if change.action == "remove":
+                tool_delete(tool=ToolContract.objects.get(name=change.key), actor=self.actor, reason=self.reason)
+                return
+            assert change.new is not None
+            tool = ToolContract.objects.get(name=change.key) if change.action == "change" else ToolContract()
+            tool_save(tool=tool_fill(tool, change.new), actor=self.actor, reason=self.reason)

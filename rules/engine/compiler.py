@@ -21,6 +21,7 @@ from rules.engine.masking import Masker
 from rules.engine.model import CompileError as CompileError
 from rules.engine.model import MatchedRule, PointSpec, RuleSpec
 from rules.engine.request import SessionView
+from rules.engine.tools import CompiledTool, compile_tools
 
 
 class Matcher(Protocol):
@@ -75,6 +76,8 @@ class CompiledConfig:
     points: Mapping[str, CompiledPoint]
     thresholds: Mapping[str, float]
     backend: str
+    # Tool contracts with their schemas compiled (rules.engine.tools), by tool name.
+    tools: Mapping[str, CompiledTool] = field(default_factory=dict)
 
     def point(self, key: str) -> CompiledPoint | None:
         return self.points.get(key)
@@ -213,4 +216,6 @@ def compile_snapshot(
             pii_fields=fields_read & machine_fields(machine)[1],
             history_depth=max((c.history_depth() for c in conditions), default=0),
         )
-    return CompiledConfig(revision=revision, points=points, thresholds=thresholds, backend=backend)
+    return CompiledConfig(
+        revision=revision, points=points, thresholds=thresholds, backend=backend, tools=compile_tools(snapshot)
+    )

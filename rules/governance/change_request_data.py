@@ -16,9 +16,18 @@ from typing import Any
 from django.utils.translation import gettext_noop
 
 from decision_service.digests import canonical_digest
-from rules.config.document.diff import KIND_LABELS, RecordChange, config_diff, same
+from rules.config.document.diff import KIND_LABELS, RECORD_KEY, RecordChange, config_diff, same
 from rules.governance.risk import RiskReason, change_risks
 from rules.models import OPEN_STATES, ChangeRequest
+
+# The document section each kind of record (but rules, which live in their point) is in.
+SECTION_OF = {
+    "threshold": "thresholds",
+    "keyword_list": "keyword_lists",
+    "point": "points",
+    "machine": "machines",
+    "tool": "tools",
+}
 
 
 def change_request_digest(changes: Iterable[Mapping[str, Any]]) -> str:
@@ -75,7 +84,7 @@ def change_request_diff(request: ChangeRequest) -> list[DiffRow]:
         before, after = change["before"] or {}, change["after"] or {}
         names = [*before, *(k for k in after if k not in before)]
         for name in names:
-            if name == "key":
+            if name == RECORD_KEY[change["kind"]]:
                 continue
             old, new = before.get(name), after.get(name)
             if change["action"] == "change" and same(old, new):
@@ -90,8 +99,7 @@ def _find(document: Mapping[str, Any], change: Mapping[str, Any]) -> dict[str, A
     if kind == "rule":
         point = next((p for p in document.get("points", []) if p["key"] == change["point"]), None)
         return next((r for r in point.get("rules", []) if r["key"] == key), None) if point else None
-    section = {"threshold": "thresholds", "keyword_list": "keyword_lists", "point": "points", "machine": "machines"}
-    found = next((r for r in document.get(section[kind], []) if r["key"] == key), None)
+    found = next((r for r in document.get(SECTION_OF[kind], []) if r[RECORD_KEY[kind]] == key), None)
     return _without_rules(kind, found)
 
 
@@ -106,11 +114,9 @@ def change_request_stale_record(request: ChangeRequest, document: Mapping[str, A
 def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """``live`` with the request's record changes made, in the canonical order."""
     sections = {
-        name: {r["key"]: dict(r) for r in live.get(name, [])}
-        for name in ("thresholds", "keyword_lists", "points", "machines")
+        section: {r[RECORD_KEY[kind]]: dict(r) for r in live.get(section, [])} for kind, section in SECTION_OF.items()
     }
     rules = {p["key"]: {r["key"]: r for r in p.get("rules", [])} for p in live.get("points", [])}
-    section_of = {"threshold": "thresholds", "keyword_list": "keyword_lists", "point": "points", "machine": "machines"}
     for change in changes:
         kind, key, after = change["kind"], change["key"], change["after"]
         if kind == "rule":
@@ -120,7 +126,7 @@ def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str
             else:
                 point_rules[key] = after
             continue
-        records = sections[section_of[kind]]
+        records = sections[SECTION_OF[kind]]
         if after is None:
             records.pop(key, None)
             if kind == "point":
@@ -138,6 +144,8 @@ def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str
         "keyword_lists": [sections["keyword_lists"][k] for k in sorted(sections["keyword_lists"])],
         "points": points,
         "machines": [sections["machines"][k] for k in sorted(sections["machines"])],
+        # As config_document: tools only when there are any.
+        **({"tools": [sections["tools"][k] for k in sorted(sections["tools"])]} if sections["tools"] else {}),
     }
 
 

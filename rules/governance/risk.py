@@ -22,7 +22,9 @@ past, so it is governed as the high-risk rule is. Concretely a change is high-ri
   state or model-failure policy (``max_anomalies``), or deletes the machine; or changes its field
   declarations so that less personal data is masked (``pii`` turned off, a ``pii`` field removed) or a
   field required in a state a high-risk rule sends sessions to changes (``field_risk.py`` says why); or
-  removes or weakens a guard on a move into such a state (``guard_risk.py``).
+  removes or weakens a guard on a move into such a state (``guard_risk.py``);
+- changes a write or destructive tool's schemas, error policy, risk or approval states, or deletes its
+  contract (``tool_risk.py``).
 Every record is judged on both sides — as it was and as it would be — so switching a rule on ahead of a
 high-risk rule, turning one off, or moving a rule out of a high-risk category is high-risk too.
 Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
@@ -46,6 +48,7 @@ from rules.config.document.diff import KIND_LABELS, RecordChange
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.governance.field_risk import field_risks
 from rules.governance.guard_risk import guard_risks
+from rules.governance.tool_risk import tool_approval_note, tool_risks
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
 THRESHOLD_FIELDS = frozenset({"value", "min", "max", "high_risk"})
@@ -391,6 +394,8 @@ def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[Risk
                     yield reason(gettext_noop("masks less personal data in the decision log"))
     elif change.kind == "machine":
         yield from (reason(message, **params) for message, params in _machine_risks(change, fields, old, new))
+    elif change.kind == "tool":
+        yield from (reason(message, **params) for message, params in tool_risks(change))
 
 
 def _machine_risks(
@@ -479,4 +484,6 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
             "removing or weakening a guard into such a state, "
             "or deleting it, needs approval."
         )
+    if kind == "tool":
+        return tool_approval_note(next((t for t in document.get("tools", []) if t["name"] == key), None))
     return None

@@ -20,6 +20,7 @@ from rules.config.models.points import (
     Threshold,
 )
 from rules.config.models.revisions import ConfigRevision
+from rules.config.models.tools import ToolContract, ToolRisk
 from rules.decisions.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy
 from rules.governance.models.change_requests import (
     OPEN_STATES,
@@ -68,4 +69,6 @@ __all__ = [
     "StaffToken",
     "StateMachine",
     "Threshold",
+    "ToolContract",
+    "ToolRisk",
 ]

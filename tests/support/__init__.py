@@ -136,6 +136,11 @@ GROUP_MIGRATIONS = {
     "queue_operators": ("agents.migrations.0008_queue_claims", "create_group"),
 }
 
+# Permissions later migrations add to those groups.
+GROUP_GRANTS = {
+    "config_editors": ("rules.migrations.0026_tool_contract_permissions", "grant"),
+}
+
 
 def groups_ensure() -> None:
     """The groups (with their permissions) as their migrations make them: a transactional test's flush
@@ -147,8 +152,12 @@ def groups_ensure() -> None:
     from django.contrib.auth.models import Group
 
     present = set(Group.objects.filter(name__in=GROUP_MIGRATIONS).values_list("name", flat=True))
-    for module, function in {GROUP_MIGRATIONS[name] for name in GROUP_MIGRATIONS.keys() - present}:
+    missing = GROUP_MIGRATIONS.keys() - present
+    for module, function in {GROUP_MIGRATIONS[name] for name in missing}:
         getattr(importlib.import_module(module), function)(apps, None)
+    if missing & GROUP_GRANTS.keys():
+        for module, function in GROUP_GRANTS.values():
+            getattr(importlib.import_module(module), function)(apps, None)
 
 
 class FakeClock:

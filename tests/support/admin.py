@@ -21,6 +21,7 @@ from rules.config.records import (
     threshold_save,
 )
 from rules.config.revisions import config_change
+from rules.config.tools import tool_save
 from rules.models import (
     Condition,
     ConditionKind,
@@ -32,6 +33,7 @@ from rules.models import (
     RuleCategory,
     StateMachine,
     Threshold,
+    ToolContract,
 )
 
 REASON = "Test configuration"
@@ -42,7 +44,8 @@ REASON = "Test configuration"
 
 def build_config(actor: Any) -> dict[str, Any]:
     """Two thresholds, two keyword lists (one regex), a point with two rules of several condition kinds,
-    a state machine and an agent runtime; every write through a service, so history rows exist too.
+    a state machine, a read-only tool contract and an agent runtime; every write through a service, so history
+    rows exist too.
 
     The writes join one configuration change: on an empty database that is the installation's first
     configuration, one revision that applies at once with the four-eyes gate on (as a first import does)."""
@@ -152,6 +155,15 @@ def _build_config(actor: Any) -> dict[str, Any]:
         ),
         **kw,
     )
+    lookup_order = tool_save(
+        tool=ToolContract(
+            name="lookup_order",
+            input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+            error_codes=[{"code": "RATE_LIMIT_EXCEEDED", "retryable": True, "max_retries": 3}],
+            risk="read_only",
+        ),
+        **kw,
+    )
     agent, token = agent_create(name="support_bot", point_keys=["refund_approval"], **kw)
     return {
         "min_confidence": min_conf,
@@ -162,6 +174,7 @@ def _build_config(actor: Any) -> dict[str, Any]:
         "big_refund": big_refund,
         "unsure_gold": unsure,
         "machine": machine,
+        "lookup_order": lookup_order,
         "agent": agent,
         "token": token,
     }

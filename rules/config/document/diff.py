@@ -19,7 +19,7 @@ import yaml
 from rules.engine.evasion import EVASION_DEFAULTS
 
 Action = Literal["add", "change", "remove"]
-Kind = Literal["threshold", "keyword_list", "point", "rule", "machine"]
+Kind = Literal["threshold", "keyword_list", "point", "rule", "machine", "tool"]
 
 KIND_LABELS: dict[str, str] = {
     "threshold": "threshold",
@@ -27,6 +27,7 @@ KIND_LABELS: dict[str, str] = {
     "point": "point",
     "rule": "rule",
     "machine": "machine",
+    "tool": "tool",
 }
 
 # Every field of a record (besides its key) with the value a document leaves out.
@@ -90,12 +91,25 @@ MACHINE_FIELDS: dict[str, Any] = {
     "events": [],
     "guards": {},
 }
+TOOL_FIELDS: dict[str, Any] = {
+    "description": "",
+    "input_schema": None,
+    "output_schema": None,
+    "error_codes": [],
+    "on_exhausted": "handoff",
+    "timeout_ms": None,
+    "max_concurrent": None,
+    "circuit_breaker": None,
+    "risk": None,
+    "needs_approval_in": [],
+}
 FIELDS: dict[str, dict[str, Any]] = {
     "threshold": THRESHOLD_FIELDS,
     "keyword_list": KEYWORD_LIST_FIELDS,
     "point": POINT_FIELDS,
     "rule": RULE_FIELDS,
     "machine": MACHINE_FIELDS,
+    "tool": TOOL_FIELDS,
 }
 
 
@@ -151,21 +165,29 @@ def config_diff(old: dict[str, Any], new: dict[str, Any]) -> list[RecordChange]:
         new_rules = new_point.get("rules", []) if new_point else []
         changes += _section(old_rules, new_rules, "rule", point=key)
     changes += _section(old["machines"], new["machines"], "machine")
+    # Tools are keyed by their name (as MCP names them); a document without tools has none.
+    changes += _section(old.get("tools", []), new.get("tools", []), "tool", key_field=RECORD_KEY["tool"])
     return changes
 
 
-def _keys_in_order(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+# The field that names a record of each kind: ``key``, but a tool's ``name``.
+RECORD_KEY: dict[str, str] = {kind: "key" for kind in FIELDS} | {"tool": "name"}
+
+
+def _keys_in_order(old: list[dict[str, Any]], new: list[dict[str, Any]], key: str = "key") -> list[str]:
     """The new side's keys in its order, then the keys only the old side has."""
-    keys = [r["key"] for r in new]
+    keys = [r[key] for r in new]
     present = set(keys)
-    return keys + [r["key"] for r in old if r["key"] not in present]
+    return keys + [r[key] for r in old if r[key] not in present]
 
 
-def _section(old: list[dict[str, Any]], new: list[dict[str, Any]], kind: Kind, point: str = "") -> list[RecordChange]:
-    old_by_key = {r["key"]: r for r in old}
-    new_by_key = {r["key"]: r for r in new}
+def _section(
+    old: list[dict[str, Any]], new: list[dict[str, Any]], kind: Kind, point: str = "", key_field: str = "key"
+) -> list[RecordChange]:
+    old_by_key = {r[key_field]: r for r in old}
+    new_by_key = {r[key_field]: r for r in new}
     changes = []
-    for key in _keys_in_order(old, new):
+    for key in _keys_in_order(old, new, key_field):
         change = _record(kind, key, old_by_key.get(key), new_by_key.get(key), point=point)
         if change is not None:
             changes.append(change)
@@ -237,6 +259,8 @@ def _summary(kind: str, record: dict[str, Any]) -> str:
         return f"priority {record['priority']}, {record['category']}{mode}: {when} → {record['outcome']}"
     if kind == "machine":
         return f"{len(record['states'])} states, initial {record['initial']}, handoff {record['handoff']}"
+    if kind == "tool":
+        return f"{record['risk']}, {len(record.get('error_codes', []))} error codes"
     return ""
 
 

@@ -31,7 +31,9 @@ from rules.config.document.validate import TOP_KEYS, _Checker  # the one checker
 from rules.config.document.yamlload import LoadedYaml, Path, Problem, load_yaml
 from rules.errors import ConfigError
 
-SECTIONS = TOP_KEYS[1:]  # thresholds, keyword_lists, points, machines
+SECTIONS = TOP_KEYS[1:]  # thresholds, keyword_lists, points, machines, tools
+# The field a section's records are merged and deleted by: ``key``, but a tool's ``name``.
+KEY_FIELD = {name: "name" if name == "tools" else "key" for name in SECTIONS}
 DELETE_KEYS = (*SECTIONS, "rules")
 
 
@@ -43,28 +45,26 @@ class _Merge:
     def problem(self, path: Path, message: str) -> None:
         self.loaded.problem(path, message)
 
-    def keyed(self, items: Any, path: Path) -> list[tuple[int, dict[str, Any]]]:
+    def keyed(self, items: Any, path: Path, key: str = "key") -> list[tuple[int, dict[str, Any]]]:
         """The records of a section of the partial that have a key (the others are left to the checker)."""
         if not isinstance(items, list):
             return []
-        return [
-            (i, item) for i, item in enumerate(items) if isinstance(item, dict) and isinstance(item.get("key"), str)
-        ]
+        return [(i, item) for i, item in enumerate(items) if isinstance(item, dict) and isinstance(item.get(key), str)]
 
     def records(
-        self, live: list[dict[str, Any]], given: Any, at: Path, to: Path, nested: str = ""
+        self, live: list[dict[str, Any]], given: Any, at: Path, to: Path, nested: str = "", key: str = "key"
     ) -> list[dict[str, Any]]:
         """``live`` with the records of ``given`` (at the partial's path ``at``; the merged list is at ``to``)
         merged in by key; ``nested`` names a field of each record merged the same way (a point's rules)."""
         merged = [copy.deepcopy(r) for r in live]
-        index = {r["key"]: i for i, r in enumerate(merged)}
-        keyed = dict(self.keyed(given, at))
+        index = {r[key]: i for i, r in enumerate(merged)}
+        keyed = dict(self.keyed(given, at, key))
         for i, item in enumerate(given if isinstance(given, list) else []):
             if i not in keyed:  # no key: passed on whole, for the checker to report where it is
                 self.moves.append(((*at, i), (*to, len(merged))))
                 merged.append(item)
                 continue
-            j = index.setdefault(item["key"], len(merged))
+            j = index.setdefault(item[key], len(merged))
             if j == len(merged):
                 merged.append({})
             self.moves.append(((*at, i), (*to, j)))
@@ -96,21 +96,23 @@ class _Merge:
                         rules = points[point].setdefault("rules", [])
                         points[point]["rules"] = self.drop(rules, rule_keys, (*where, point), set())
             elif name in SECTIONS:
-                sections[name] = self.drop(sections[name], keys, where, given[name])
+                sections[name] = self.drop(sections[name], keys, where, given[name], KEY_FIELD[name])
             else:
                 self.problem(where, f"unknown key {describe(name)}; expected one of {', '.join(DELETE_KEYS)}")
 
-    def drop(self, records: list[dict[str, Any]], keys: Any, where: Path, given: set[str]) -> list[dict[str, Any]]:
+    def drop(
+        self, records: list[dict[str, Any]], keys: Any, where: Path, given: set[str], key_field: str = "key"
+    ) -> list[dict[str, Any]]:
         if not isinstance(keys, list):
             self.problem(where, f"expected a list of keys, got {describe(keys)}")
             return records
-        live = {r.get("key") for r in records}
+        live = {r.get(key_field) for r in records}
         for i, key in enumerate(keys):
             if not isinstance(key, str) or key not in live:
                 self.problem((*where, i), f"{describe(key)} is not in the live configuration")
             elif key in given:
                 self.problem((*where, i), f"{describe(key)} is both given and deleted")
-        return [r for r in records if r.get("key") not in set(keys if isinstance(keys, list) else [])]
+        return [r for r in records if r.get(key_field) not in set(keys if isinstance(keys, list) else [])]
 
     def translate(self, path: Path) -> Path:
         """The merged document's path of the partial's ``path``."""
@@ -145,9 +147,11 @@ def config_merge_check(text: str, live: dict[str, Any]) -> tuple[dict[str, Any] 
         items = data.get(name, [])
         if not isinstance(items, list):
             loaded.problem((name,), f"expected a list, got {describe(items)}")
-        given[name] = {item["key"] for _, item in merge.keyed(items, (name,))}
+        key = KEY_FIELD[name]
+        given[name] = {item[key] for _, item in merge.keyed(items, (name,), key)}
         nested = "rules" if name == "points" else ""
-        merged[name] = merge.records(live[name], items if isinstance(items, list) else [], (name,), (name,), nested)
+        listed = items if isinstance(items, list) else []
+        merged[name] = merge.records(live.get(name, []), listed, (name,), (name,), nested, key)
     if "delete" in data:
         merge.delete(merged, data["delete"], given)
     for name in data.keys() - {*TOP_KEYS, "delete"}:

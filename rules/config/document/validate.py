@@ -18,18 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rules.config.choices import (
-    MatchMode,
-    NoCandidatePolicy,
-    RuleCategory,
-    RuleCombinator,
-    RuleMode,
-)
+from rules.config.choices import MatchMode, NoCandidatePolicy, RuleCategory, RuleCombinator, RuleMode
 from rules.config.condition_kinds import ADAPTERS, DOCUMENT_KEYS, KINDS
 from rules.config.condition_kinds.base import DocumentContext
 from rules.config.document.machine_reader import MachineReader
 from rules.config.document.readers import clause, describe, one_of, or_default
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
+from rules.config.document.tool_reader import ToolReader
 from rules.config.validators import (
     MAX_TERM_LENGTH,
     NO_OUTCOMES,
@@ -50,7 +45,8 @@ from rules.errors import ConfigError
 
 from .yamlload import LoadedYaml, Path, load_yaml
 
-TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines")
+TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines", "tools")
+TOP_REQUIRED = TOP_KEYS[:5]  # tools are optional: a document from before them reads as it did
 THRESHOLD_KEYS = ("key", "name", "description", "value", "unit", "min", "max", "high_risk")
 THRESHOLD_REQUIRED = ("key", "value")
 LIST_KEYS = ("key", "name", "description", "match", "fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS, "terms")
@@ -118,7 +114,7 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     return document
 
 
-class _Checker(MachineReader):
+class _Checker(ToolReader, MachineReader):
     """Walks the data once, records every problem with its path and line, and builds the canonical form.
 
     Each record method (``threshold``, ``keyword_list``, ``point``, ``rule``, ``condition``, ``machine``)
@@ -133,7 +129,7 @@ class _Checker(MachineReader):
         self.point_machine = ""  # the machine of the point whose rules are being read
 
     def document(self, data: Any) -> dict[str, Any] | None:
-        root = self.mapping(data, (), TOP_KEYS, TOP_KEYS, what="a mapping with the keys " + one_of(TOP_KEYS))
+        root = self.mapping(data, (), TOP_KEYS, TOP_REQUIRED, what="a mapping with the keys " + one_of(TOP_KEYS))
         if root is None:
             return None
         start = self.count()
@@ -163,6 +159,7 @@ class _Checker(MachineReader):
         keyword_lists = self.section(sections["keyword_lists"], "keyword_lists", self.keyword_list)
         points = self.section(sections["points"], "points", self.point)
         machines = self.section(sections["machines"], "machines", self.machine)
+        tools = self.tools(sections["tools"], sections["machines"])
         if self.count() > start:
             return None
         return {
@@ -171,6 +168,7 @@ class _Checker(MachineReader):
             "keyword_lists": keyword_lists,
             "points": points,
             "machines": machines,
+            **({"tools": tools} if tools else {}),  # as config_document: only when there are tools
         }
 
     def section(

@@ -126,6 +126,7 @@ class ConfigDocument(TypedDict):
     keyword_lists: list[dict[str, Any]]
     points: list[dict[str, Any]]
     machines: list[dict[str, Any]]
+    tools: NotRequired[list[dict[str, Any]]]
 
 
 class MatchedRule(TypedDict):

@@ -1,0 +1,74 @@
+"""Tool contracts the tests share: the demo-like verify_phone / query_order / update_order contracts, as a
+``tools:`` section appended to the demo configuration (the demo files themselves do not have it)."""
+
+from __future__ import annotations
+
+from tests.support import DEMO_TEXT
+
+PHONE = {"type": "string", "pattern": "^1[3-9][0-9]{9}$"}
+
+TOOLS_YAML = """\
+tools:
+  - name: verify_phone
+    description: Checks that a phone number belongs to the customer.
+    input_schema:
+      type: object
+      properties:
+        phone: {type: string, pattern: "^1[3-9][0-9]{9}$"}
+      required: [phone]
+      additionalProperties: false
+    output_schema:
+      type: object
+      properties:
+        verified: {type: boolean}
+      required: [verified]
+    error_codes:
+      - code: RATE_LIMIT_EXCEEDED
+        retryable: true
+        max_retries: 3
+        backoff: {kind: exponential, base_ms: 200, cap_ms: 2000, jitter: 0.2}
+    timeout_ms: 3000
+    risk: read_only
+  - name: query_order
+    description: Reads an order.
+    input_schema:
+      type: object
+      properties:
+        order_id: {type: string, pattern: "^[A-Z]{2}[0-9]{8}$"}
+      required: [order_id]
+    error_codes:
+      - code: ORDER_NOT_FOUND
+        description: No such order; ask the customer again.
+      - code: RATE_LIMIT_EXCEEDED
+        retryable: true
+        max_retries: 5
+        backoff: {kind: exponential, base_ms: 100, cap_ms: 3000, jitter: 0.5}
+    max_concurrent: 20
+    circuit_breaker: {failure_threshold: 5, window_s: 30, half_open_after_ms: 10000, trial_calls: 2}
+    risk: read_only
+  - name: update_order
+    description: Changes an order's receiver phone or address.
+    input_schema:
+      type: object
+      properties:
+        order_id: {type: string, pattern: "^[A-Z]{2}[0-9]{8}$"}
+        receiver_phone: {type: string, pattern: "^1[3-9][0-9]{9}$"}
+        address: {type: string, minLength: 5, maxLength: 200}
+      required: [order_id]
+      additionalProperties: false
+    error_codes:
+      - code: ORDER_LOCKED
+        description: The order has shipped; it cannot change.
+      - code: UPSTREAM_TIMEOUT
+        retryable: true
+        max_retries: 2
+        backoff: {kind: fixed, base_ms: 500, cap_ms: 500}
+    on_exhausted: {state: human_handoff}
+    timeout_ms: 5000
+    max_concurrent: 5
+    circuit_breaker: {failure_threshold: 3, window_s: 60, half_open_after_ms: 30000, trial_calls: 1}
+    risk: write
+    needs_approval_in: [received]
+"""
+
+DEMO_WITH_TOOLS = DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
