@@ -3,7 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.utils import translation
 
 from agents.sessions.reads import sessions_seen_forget
 from rules.config.runtime import engines
@@ -27,6 +29,14 @@ def _fresh_session_guesses():
     sessions_seen_forget()
     yield
     sessions_seen_forget()
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    # A request in zh-hans (Accept-Language, the language cookie) leaves that language active in the
+    # thread after the test client returns: messages compared in later tests would come out in Chinese.
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 @pytest.fixture
