@@ -148,7 +148,9 @@ class SimulationCreateApi(StaffApi):
         # latest logged decisions hit, newest first (rules.governance.simulate).
         session_fields = serializers.DictField(required=False, default=dict)
         session_history = serializers.ListField(
-            child=serializers.ListField(child=StrictCharField(max_length=64), max_length=100),
+            # 20 lists a decision: more than any point scans, and the longest request stays within the
+            # staff body limit (tests/api/test_body_limit.py).
+            child=serializers.ListField(child=StrictCharField(max_length=64), max_length=20),
             required=False,
             default=list,
             max_length=MAX_LAST,
