@@ -41,14 +41,17 @@ inputs = st.dictionaries(keys, json_values, max_size=5) | json_values
 
 def _reference(value):
     validator = jsonschema.Draft202012Validator(SCHEMA)
-    return sorted("".join(f"/{p}" for p in e.absolute_path) for e in validator.iter_errors(value))
+    return sorted({"".join(f"/{p}" for p in e.absolute_path) for e in validator.iter_errors(value)})
 
 
 @FUZZ
 @given(inputs)
 def test_the_compiled_validator_reports_what_the_reference_does(value):
+    # Every place with a problem is named. Not how many messages each place gets: the two libraries split
+    # some problems differently (two required members missing are two errors in jsonschema, one in
+    # jsonschema-rs), so the places are compared, not the count of errors at each.
     compiled = compile_tools({"tools": [canonical_tool(TOOL)]})["update_order"]
-    assert sorted(e.pointer for e in compiled.input_errors(value)) == _reference(value)
+    assert sorted({e.pointer for e in compiled.input_errors(value)}) == _reference(value)
 
 
 def test_a_schema_that_does_not_compile_is_a_compile_error():
