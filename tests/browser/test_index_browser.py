@@ -82,6 +82,10 @@ def signed_in(live_server, transactional_db, chromium_page):
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_index_puts_operators_tools_first_and_recent_actions_beside(live_server, signed_in, language):
     page = signed_in(language)
+    # The whole page in the viewport: what is painted between two sections is asked of a point, and a
+    # point below the viewport has nothing painted (the index grows with every model the admin gains).
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": max(height, page.viewport_size["height"])})
     page.screenshot(path=str(SHOTS / f"arbiter-index-{language}.png"), full_page=True)
     apps = page.locator("#content-main .app-rules, #content-main .app-agents, #content-main .app-auth")
     assert apps.count() == 3
