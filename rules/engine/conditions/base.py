@@ -17,6 +17,7 @@ instantiate it), so a kind cannot be registered with a reading missing.
 from __future__ import annotations
 
 import abc
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -257,3 +258,23 @@ class Fixed:
 
     def __call__(self, *_: Any) -> str:
         return self.text
+
+
+# The comparison operators of the ``fact`` and ``session_field`` kinds: the text their native code is
+# written with, and the function their ``holds`` calls.
+COMPARISONS: Mapping[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
+def compared(op: str, left: Any, right: Any) -> bool:
+    """``left <op> right`` for one of ``COMPARISONS``; ``ValueError`` for any other operator."""
+    compare = COMPARISONS.get(op)
+    if compare is None:
+        raise ValueError(f"unknown operator {op!r}")
+    return bool(compare(left, right))

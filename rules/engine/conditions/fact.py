@@ -20,12 +20,11 @@ from rules.engine.conditions.base import (
     NativeBuilder,
     PointView,
     Test,
+    compared,
 )
 
 if TYPE_CHECKING:
     from rules.engine.request import Request
-
-_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
 
 @final
@@ -64,19 +63,7 @@ class FactComparison(ConditionSpec):
             if self.fact_type == "string_list":
                 return any(v in options for v in value)
             return value in options
-        if op == "==":
-            return bool(value == self.value)
-        if op == "!=":
-            return bool(value != self.value)
-        if op == "<":
-            return bool(value < self.value)
-        if op == "<=":
-            return bool(value <= self.value)
-        if op == ">":
-            return bool(value > self.value)
-        if op == ">=":
-            return bool(value >= self.value)
-        raise ValueError(f"unknown operator {op!r}")
+        return compared(op, value, self.value)
 
     def native(self, b: NativeBuilder) -> str:
         f = b.fact_var(self.fact)
@@ -85,7 +72,7 @@ class FactComparison(ConditionSpec):
             if self.fact_type == "string_list":
                 return f"({f} is not None and not {options}.isdisjoint({f}))"
             return f"({f} is not None and {f} in {options})"
-        return f"({f} is not None and {f} {_CMP[self.op]} {b.const(self.value)})"
+        return f"({f} is not None and {f} {self.op} {b.const(self.value)})"
 
     def durable(self, t: DurableTranslator) -> list[tuple[Test, ...]]:
         if self.op == "in":

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, final
 
 from rules.engine.conditions.base import (
+    COMPARISONS,
     CompileContext,
     CompileError,
     ConditionSpec,
@@ -27,13 +28,13 @@ from rules.engine.conditions.base import (
     NativeBuilder,
     PointView,
     Test,
+    compared,
 )
 
 if TYPE_CHECKING:
     from rules.engine.request import Request, SessionView
 
 MATCHES = "matches"  # the operator a pattern is stored with (``Condition.operator``)
-_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
 
 def value_kind(value: Any) -> str | None:
@@ -133,19 +134,7 @@ class SessionField(ConditionSpec):
             return any(value_kind(value) == value_kind(o) and value == o for o in self.value)
         if value_kind(value) != value_kind(self.value):
             return False
-        if op == "==":
-            return bool(value == self.value)
-        if op == "!=":
-            return bool(value != self.value)
-        if op == "<":
-            return bool(value < self.value)
-        if op == "<=":
-            return bool(value <= self.value)
-        if op == ">":
-            return bool(value > self.value)
-        if op == ">=":
-            return bool(value >= self.value)
-        raise ValueError(f"unknown operator {op!r}")
+        return compared(op, value, self.value)
 
     def native(self, b: NativeBuilder) -> str:
         f = b.session_field_var(self.name)
@@ -164,10 +153,10 @@ class SessionField(ConditionSpec):
         if kind is None:
             return "False"
         guard = b.const(_GUARDS[kind])
-        return f"({guard}({f}) and {f} {_CMP[self.op]} {b.const(self.value)})"
+        return f"({guard}({f}) and {f} {self.op} {b.const(self.value)})"
 
     def durable(self, t: DurableTranslator) -> list[tuple[Test, ...]]:
-        if self.op in _CMP and self._kind() is not None:
+        if self.op in COMPARISONS and self._kind() is not None:
             return [(t.compare_session_field(self.name, self.op, self.value),)]
         return [(t.computed(self),)]
 
