@@ -3,5 +3,19 @@
 from agents.queue.models import QueueEvent, QueueEventKind
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
+from agents.tools.models import BreakerChange, ToolAttempt, ToolBreaker, ToolCall, ToolCallStatus
 
-__all__ = ["AgentRuntime", "Anomaly", "QueueEvent", "QueueEventKind", "Session", "Transition", "TransitionKind"]
+__all__ = [
+    "AgentRuntime",
+    "Anomaly",
+    "BreakerChange",
+    "QueueEvent",
+    "QueueEventKind",
+    "Session",
+    "ToolAttempt",
+    "ToolBreaker",
+    "ToolCall",
+    "ToolCallStatus",
+    "Transition",
+    "TransitionKind",
+]

@@ -12,6 +12,8 @@ from agents.sessions.models import Session
 class QueueEventKind(models.TextChoices):
     CLAIM = "claim", _("claimed")
     RELEASE = "release", _("released")
+    APPROVE = "approve", _("tool call approved")
+    REJECT = "reject", _("tool call rejected")
 
 
 class QueueEvent(models.Model):

@@ -9,11 +9,13 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.sessions.handoff import (
     REASON_AGENT,
+    REASON_APPROVAL,
     REASON_FALLBACK,
     REASON_MODEL_FAILURE,
     REASON_RULE,
     REASON_STARTED,
     REASON_TIMEOUT,
+    REASON_TOOL_FAILURE,
     REASON_UNKNOWN,
 )
 from agents.sessions.models import Session, Transition
@@ -61,6 +63,8 @@ QUEUE_REASONS = {
     REASON_MODEL_FAILURE: _("model failure"),
     REASON_AGENT: _("moved by the agent"),
     REASON_STARTED: _("started there"),
+    REASON_APPROVAL: _("a tool call awaits approval"),
+    REASON_TOOL_FAILURE: _("a tool call gave up"),
     REASON_UNKNOWN: _("unknown"),
 }
 MINE, UNCLAIMED, CLAIMED = "mine", "unclaimed", "claimed"

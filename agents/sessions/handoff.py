@@ -27,6 +27,8 @@ REASON_TIMEOUT = "timeout"
 REASON_MODEL_FAILURE = "model_failure"
 REASON_AGENT = "agent"
 REASON_STARTED = "started"
+REASON_APPROVAL = "approval"  # a tool call waits for a person's approval (agents.tools.approvals)
+REASON_TOOL_FAILURE = "tool_failure"  # a tool call gave up and its contract says handoff
 REASON_UNKNOWN = "unknown"
 
 _REASON_BY_KIND = {
@@ -37,6 +39,8 @@ _REASON_BY_KIND = {
     TransitionKind.MOVE: REASON_AGENT,
     TransitionKind.INTERRUPT: REASON_AGENT,
     TransitionKind.RESUME: REASON_AGENT,
+    TransitionKind.APPROVAL: REASON_APPROVAL,
+    TransitionKind.TOOL_GAVE_UP: REASON_TOOL_FAILURE,
 }
 
 

@@ -115,6 +115,8 @@ class TransitionKind(models.TextChoices):
     RETURN = "return", _("returned to the bot by a person")
     RESOLVE = "resolve", _("resolved by a person")
     FIELDS = "fields", _("fields updated")
+    APPROVAL = "approval", _("a tool call awaiting or after a person's approval")
+    TOOL_GAVE_UP = "tool_gave_up", _("a tool call gave up")
 
 
 class Transition(models.Model):
