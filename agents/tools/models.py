@@ -74,6 +74,7 @@ class ToolCall(models.Model):
             models.UniqueConstraint(fields=["agent", "operation_id"], name="tool_call_operation_unique_per_agent")
         ]
         indexes = [models.Index(fields=["session", "state", "status"], name="tool_call_session_state_idx")]
+        permissions = [("approve_tool_calls", "Can approve and reject tool calls that wait for a person")]
 
     def __str__(self) -> str:
         return f"{self.tool} {self.operation_id} ({self.status})"
