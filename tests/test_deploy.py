@@ -59,7 +59,9 @@ def exercise(client, django_capture_on_commit_callbacks) -> None:
         body = {"point": "intent_routing", "session_id": "d1", "apply": True, "input": "hi"}
         body["candidate"] = {"decision": "general_query", "confidence": 0.9}
         assert api.post("/api/v1/decisions", body, format="json").status_code == 201
-        refused = api.post("/api/v1/sessions/d1/transitions", {"to": "init", "expected_state": "received"}, format="json")
+        refused = api.post(
+            "/api/v1/sessions/d1/transitions", {"to": "init", "expected_state": "received"}, format="json"
+        )
         assert refused.status_code == 422, refused.content
 
 
