@@ -77,6 +77,11 @@ def test_refused_moves_and_actions_are_counted_by_the_state_they_were_refused_in
     assert_problem(bot.act("illegal-1", "issue_refund"), 422, "action_not_allowed")
     assert bot.move("illegal-1", "received", "init").status == 200
     assert_problem(bot.move("illegal-1", "escalated", "received"), 422, "illegal_transition")
+    # An event awaiting_intent may not send (none of change_address's events leaves it).
+    assert bot.start("change_address", "illegal-2").status == 201
+    assert bot.move("illegal-2", "awaiting_intent", "created").status == 200
+    event = {"event": "action_success", "expected_state": "awaiting_intent"}
+    assert_problem(bot.post("/api/v1/sessions/illegal-2/events", event), 422, "event_not_allowed")
     after = scrape(bot)
 
     def moved(state, code):
@@ -87,6 +92,9 @@ def test_refused_moves_and_actions_are_counted_by_the_state_they_were_refused_in
     assert moved("init", "illegal_transition") == 1
     assert moved("init", "action_not_allowed") == 1
     assert moved("received", "illegal_transition") == 1
+    labels = {"machine": "change_address", "state": "awaiting_intent", "code": "event_not_allowed"}
+    name = "arbiter_session_illegal_moves_total"
+    assert value(after, name, **labels) - value(before, name, **labels) == 1
     # A legal move is no illegal one, and the refusals left no dwell behind (the session did not move).
     assert moved("received", "action_not_allowed") == 0
     assert (
