@@ -62,12 +62,18 @@ def _mapped_states(points: list[str] | None) -> dict[tuple[str, str], str]:
 
 
 def ghost_failures(
-    *, made_from: dt.datetime, made_until: dt.datetime, after: dt.timedelta, points: list[str] | None = None
+    *,
+    made_from: dt.datetime,
+    made_until: dt.datetime,
+    after: dt.timedelta,
+    points: list[str] | None = None,
+    targets: dict[tuple[str, str], str] | None = None,
 ) -> QuerySet[DecisionRecord]:
     """The ghost failures among decisions made in ``[made_from, made_until]`` (the caller keeps
     ``made_until`` at least ``after`` in the past: a younger decision has not had its time yet), each
-    annotated with ``mapped_state``. One statement when evaluated."""
-    targets = _mapped_states(points)
+    annotated with ``mapped_state``. One statement when evaluated (and one to read the points' maps,
+    unless ``targets`` gives them)."""
+    targets = _mapped_states(points) if targets is None else targets
     if not targets:
         return DecisionRecord.objects.none()
     mapped = Case(
@@ -121,7 +127,8 @@ def ghost_failure_metrics(*, now: dt.datetime | None = None, **_: Any) -> list[G
     ``METRIC_WINDOW``, by point (one grouped statement over that stretch of the log)."""
     now = now or timezone.now()
     after = ghost_failure_after()
-    found = ghost_failures(made_from=now - after - METRIC_WINDOW, made_until=now - after, after=after)
+    targets = _mapped_states(None)
+    found = ghost_failures(made_from=now - after - METRIC_WINDOW, made_until=now - after, after=after, targets=targets)
     counts = dict(found.values_list("point").annotate(n=Count("id")).order_by())
     gauge = GaugeMetricFamily(
         "arbiter_ghost_failures_recent",
@@ -129,6 +136,6 @@ def ghost_failure_metrics(*, now: dt.datetime | None = None, **_: Any) -> list[G
         "those whose time ran out in the last 15 minutes, by point (read at scrape time).",
         labels=["point"],
     )
-    for point in sorted(set(counts) | {key for key, _ in _mapped_states(None)}):
+    for point in sorted(set(counts) | {key for key, _ in targets}):
         gauge.add_metric([point], counts.get(point, 0))
     return [gauge]
