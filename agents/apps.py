@@ -10,6 +10,8 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from agents import receivers
         from agents.runtimes import principal_cache
+        from agents.sessions.ghosts import ghost_failure_metrics, ghost_failures_by_point
+        from decision_service.metrics import metrics_collecting
         from rules import hooks
         from rules.config.runtime import engines
 
@@ -23,3 +25,5 @@ class AgentsConfig(AppConfig):
         hooks.decision_log_purging.register(receivers.purge_anomalies, uid="agents.purge_anomalies")
         hooks.decision_shown.register(receivers.decision_anomalies, uid="agents.decision_anomalies")
         hooks.report_counting.register(receivers.point_anomaly_counts, uid="agents.point_anomaly_counts")
+        hooks.report_ghost_failures.register(ghost_failures_by_point, uid="agents.ghost_failures_by_point")
+        metrics_collecting.connect(ghost_failure_metrics, dispatch_uid="agents.ghost_failure_metrics")

@@ -131,6 +131,9 @@ SECURE_HSTS_PRELOAD = _bool("SECURE_HSTS_PRELOAD", True)
 ARBITER_ENGINE = _str("ARBITER_ENGINE", "native")
 ARBITER_REVISION_CHECK_SECONDS = float(_str("ARBITER_REVISION_CHECK_SECONDS", "0.5"))
 ARBITER_DECISION_RETENTION_DAYS = _int("ARBITER_DECISION_RETENTION_DAYS", 180)
+# A decision whose mapped state its session has not reached this long after it is a ghost failure
+# (agents/sessions/ghosts.py). One value for every point: a runtime moves right after it is told to.
+ARBITER_GHOST_FAILURE_SECONDS = _int("ARBITER_GHOST_FAILURE_SECONDS", 300)
 # A decide with a session it does not move may evaluate in the state its process last saw the session in
 # and fold the read into the log INSERT (PostgreSQL; bench/RESULTS.md, "The session guess").
 ARBITER_DECIDE_GUESS_SESSION_STATE = _bool("ARBITER_DECIDE_GUESS_SESSION_STATE", True)

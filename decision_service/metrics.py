@@ -78,6 +78,20 @@ TRANSITIONS = Counter(
     "model_failure, timeout, return, resolve).",
     ["machine", "kind"],
 )
+# Seed 000 §2.3: a state whose P95 stay doubles (awaiting_phone 8 s → 15 s) is a flow problem. Observed
+# for every move out of a state (a fields write stays in it), when the move commits.
+STATE_DWELL_SECONDS = Histogram(
+    "arbiter_session_state_dwell_seconds",
+    "How long sessions stayed in a state before a move took them out of it, by state machine and state.",
+    ["machine", "state"],
+    buckets=(0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86400.0),
+)
+ILLEGAL_MOVES = Counter(
+    "arbiter_session_illegal_moves",
+    "Moves, events and actions a session's machine forbids in the state it was in (refused, or a decision's "
+    "mapped move it could not follow), by state machine, state and anomaly code.",
+    ["machine", "state", "code"],
+)
 SESSION_READS = Counter(
     "arbiter_decide_session_reads",
     "Decides with a session they do not move, by how the session was read: guessed (the state last seen "
@@ -140,6 +154,14 @@ def anomaly_recorded(*, code: str) -> None:
 
 def session_moved(*, machine: str, kind: str) -> None:
     TRANSITIONS.labels(machine, kind).inc()
+
+
+def session_left_state(*, machine: str, state: str, seconds: float) -> None:
+    STATE_DWELL_SECONDS.labels(machine, state).observe(max(seconds, 0.0))
+
+
+def session_illegal_move(*, machine: str, state: str, code: str) -> None:
+    ILLEGAL_MOVES.labels(machine, state, code).inc()
 
 
 def decide_session_read(*, read: str) -> None:
@@ -292,5 +314,7 @@ __all__ = [
     "metrics_view",
     "request_observed",
     "request_rate_limited",
+    "session_illegal_move",
+    "session_left_state",
     "session_moved",
 ]

@@ -73,6 +73,11 @@ decision_shown: Hook[dict[str, Any]] = Hook("decision_shown")
 # what they record about points in that window (the agents app: model anomalies).
 report_counting: Hook[dict[str, dict[str, int]]] = Hook("report_counting")
 
+# The decision-point map is listing ghost failures (seed 000 §4.2) among decisions made from ``start`` to
+# ``end`` (datetimes; points: list[str] | None as above). Providers answer {point key: {"count": int,
+# "latest": [ghost failure, …]}} for the points that have any (the agents app knows the sessions' moves).
+report_ghost_failures: Hook[dict[str, dict[str, Any]]] = Hook("report_ghost_failures")
+
 __all__ = [
     "Hook",
     "decision_log_purging",
@@ -82,4 +87,5 @@ __all__ = [
     "point_deleting",
     "point_removal_notes",
     "report_counting",
+    "report_ghost_failures",
 ]

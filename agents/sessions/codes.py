@@ -21,3 +21,9 @@ RULE_MOVE_NOT_ALLOWED = "rule_move_not_allowed"
 # A field value the machine's declaration refused (agents.sessions.field_updates): counted, as seed 003
 # §3.3 counts every value the protocol layer refuses toward the model's retries.
 FIELD_INVALID = "field_invalid"
+# What /metrics counts as an illegal move by state (arbiter_session_illegal_moves): every refusal of a
+# move, event or action the session's machine forbids where it stood, and a decision's mapped move it could
+# not follow (whoever decided it). Not guards, fields or handoffs: those are the flow working as configured.
+ILLEGAL_MOVE_CODES = frozenset(
+    {ILLEGAL_TRANSITION, EVENT_NOT_ALLOWED, ACTION_NOT_ALLOWED, DECISION_MOVE_NOT_ALLOWED, RULE_MOVE_NOT_ALLOWED}
+)

@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.errors import SessionClosed, StateMismatch
-from agents.sessions.codes import MODEL_FAILURE, SYSTEM_MODEL_FAILURE
+from agents.sessions.codes import ILLEGAL_MOVE_CODES, MODEL_FAILURE, SYSTEM_MODEL_FAILURE
 from agents.sessions.handoff import handoff_reason_for
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from agents.sessions.presenters import SessionState, session_state
@@ -88,8 +88,11 @@ def session_move(
     now = now or timezone.now()
     from_state, seq = session.state, session.seq + 1
     fields: dict[str, Any] = {"state": to, "seq": seq, "updated_at": now}
+    stayed = None
     if kind != TransitionKind.FIELDS:  # a fields write is no new stay: the state's timeout keeps running
         fields["state_entered_at"] = now
+        entered = session.state_entered_at  # None only on a session built from a guess, which never moves
+        stayed = (now - entered).total_seconds() if entered is not None else None
     if stack is not None:
         fields["stack"] = stack
     if field_values is not None:
@@ -117,6 +120,9 @@ def session_move(
         fields_changed=fields_changed or {},
     )
     transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
+    if stayed is not None:
+        left = partial(metrics.session_left_state, machine=session.machine.key, state=from_state, seconds=stayed)
+        transaction.on_commit(left)
     if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
         transaction.on_commit(partial(session_seen, session.agent_id, session.key, to))
     for name, value in fields.items():
@@ -150,6 +156,9 @@ def anomaly_record(
         decision_id=decision_id,
     )
     transaction.on_commit(partial(metrics.anomaly_recorded, code=code))
+    if session is not None and code in ILLEGAL_MOVE_CODES:  # by the state it was refused in, before any handoff
+        illegal = partial(metrics.session_illegal_move, machine=session.machine.key, state=session.state, code=code)
+        transaction.on_commit(illegal)
     if session is None or not counted:
         return None
     Session.objects.filter(pk=session.pk).update(anomaly_count=F("anomaly_count") + 1)

@@ -135,6 +135,9 @@ ARBITER_ENGINE = env.ARBITER_ENGINE
 ARBITER_REVISION_CHECK_SECONDS = env.ARBITER_REVISION_CHECK_SECONDS
 # Decisions older than this are purged by the daily sweep (0 keeps them forever).
 ARBITER_DECISION_RETENTION_DAYS = env.ARBITER_DECISION_RETENTION_DAYS
+# Seed 000 §4.2: how long a session has to reach the state its decision maps to before the decision is
+# counted a ghost failure (the decision-point map, /metrics). Positive seconds.
+ARBITER_GHOST_FAILURE_SECONDS = env.ARBITER_GHOST_FAILURE_SECONDS
 # Off: every decide with a session reads it first (agents.sessions.decide; the guess is checked in the
 # INSERT and used only for points whose rules read nothing of a session but its state).
 ARBITER_DECIDE_GUESS_SESSION_STATE = env.ARBITER_DECIDE_GUESS_SESSION_STATE

@@ -20,10 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from rules.config.selectors import config_document, revision_latest
 from rules.errors import InvalidRequest, UnknownPoint
+from rules.hooks import report_ghost_failures
 from rules.models import (
     OPEN_STATES,
     ChangeRequest,
@@ -176,6 +178,28 @@ def _traffic(total: DayCounts) -> dict[str, Any]:
     }
 
 
+def _ghost_failures(window: Window, points: list[str] | None) -> dict[str, dict[str, Any]]:
+    """Per point, the ghost failures among the window's decisions that have had their time (the agents
+    app finds them: ``rules.hooks.report_ghost_failures``), their ids and times as the report writes them."""
+    found: dict[str, dict[str, Any]] = {}
+    for answer in report_ghost_failures.ask(start=window.start, end=window.end, points=points):
+        for point, ghosts in answer.items():
+            mine = found.setdefault(point, {"count": 0, "latest": []})
+            mine["count"] += ghosts["count"]
+            mine["latest"] += [
+                {
+                    "decision_id": g["id"],
+                    "created_at": _iso(g["created_at"]),
+                    "session_id": g["session_id"],
+                    "session_state": g["session_state"],
+                    "decision": g["decision"],
+                    "mapped_state": g["mapped_state"],
+                }
+                for g in ghosts["latest"]
+            ]
+    return found
+
+
 def _touches(change: Mapping[str, Any], point: str, lists: set[str], thresholds: set[str]) -> bool:
     kind, key = change.get("kind"), change.get("key")
     if kind == "point":
@@ -310,6 +334,7 @@ def decision_map(
             raise UnknownPoint(f"There is no decision point '{point}'.")
     scope = [p["key"] for p in points] if point else None
     by_day, rolled_up = _counts_by_day(window, scope)
+    ghosts = _ghost_failures(window, scope)
     open_requests = list(ChangeRequest.objects.filter(state__in=OPEN_STATES).order_by("pk"))
     records_by_key = {p.key: p for p in DecisionPoint.objects.filter(key__in=[p["key"] for p in points])}
     dates = window.dates()
@@ -356,6 +381,8 @@ def decision_map(
                 **parts,
                 **traffic,
                 "daily": series,
+                "ghost_failures": ghosts.get(key, {}).get("count", 0),
+                "ghost_failures_latest": ghosts.get(key, {}).get("latest", []),
                 "top_rules": top,
                 "dead_rules": [r["key"] for r in live_rules if hits.get(r["key"], 0) == 0],
                 "shadowed_rules": [{"key": s.key, "by": s.by, "why": s.why} for s in shadowed_rules(p, document)],
@@ -370,6 +397,7 @@ def decision_map(
         "window": {**window.as_dict(), "rolled_up_days": rolled_up},
         "revision": revision.number if revision is not None else None,
         "governance": {kind: summary.get(kind, 0) for kind in GOVERNANCE_KINDS},
+        "ghost_failure_seconds": settings.ARBITER_GHOST_FAILURE_SECONDS,
         "points": out,
     }
     if with_changes:

@@ -192,6 +192,8 @@ class DecisionMapPoint(TypedDict):
     anomalies: int
     anomalies_by_code: dict[str, Any]
     tokens: dict[str, Any]
+    ghost_failures: int
+    ghost_failures_latest: list[dict[str, Any]]
     daily: list[dict[str, Any]]
     top_rules: list[dict[str, Any]]
     dead_rules: list[str]
@@ -205,6 +207,7 @@ class DecisionMap(TypedDict):
     window: dict[str, Any]
     revision: int | None
     governance: dict[str, Any]
+    ghost_failure_seconds: int
     points: list[DecisionMapPoint]
     since_snapshot: Any
 
