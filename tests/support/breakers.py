@@ -1,0 +1,103 @@
+"""Tools' breaker stores for tests: each store with a clock the test moves, Redis when this run has one,
+and a process of its own that runs gate operations against the test's database and Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+
+from agents.tools.breaker_redis import RedisStore
+from agents.tools.breaker_store import DatabaseStore, Store, redis_url
+from decision_service.env import BASE_DIR
+
+REDIS_URL = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+HAS_REDIS = REDIS_URL.startswith("redis://")
+START_MS = 1_800_000_000_000
+
+
+class MsClock:
+    """Epoch milliseconds that move only when the test moves them."""
+
+    def __init__(self, now: int = START_MS) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def tool_name(prefix: str = "t") -> str:
+    """A tool name no other test (nor an earlier run, in a shared Redis) has used."""
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def make_store(kind: str, clock: MsClock) -> Store:
+    if kind == "database":
+        return DatabaseStore(clock)
+    return RedisStore(REDIS_URL, fallback=DatabaseStore(clock), clock=clock)
+
+
+BREAKER = {"failure_threshold": 3, "window_s": 10, "half_open_after_ms": 5_000, "trial_calls": 2}
+
+
+# -- another process -----------------------------------------------------------------------------
+
+
+def child_env(database_url: str) -> dict[str, str]:
+    """The environment of a process that shares this test's database and (when there is one) Redis."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "CELERY_"))}
+    env.update(DJANGO_SETTINGS_MODULE="decision_service.settings.test", DATABASE_URL=database_url)
+    if redis_url():
+        env["CELERY_BROKER_URL"] = REDIS_URL
+    return env
+
+
+@contextmanager
+def shared_database(tmp_path: Path) -> Iterator[str]:
+    """A ``DATABASE_URL`` another process can open and see this test's committed rows in: the test
+    database itself on PostgreSQL; on SQLite (in memory in tests) a file copy, which this process then
+    uses too until the block ends."""
+    if connection.vendor == "postgresql":
+        s = connection.settings_dict
+        yield f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+        return
+    import sqlite3
+
+    path = tmp_path / "shared.sqlite3"
+    memory = connections[DEFAULT_DB_ALIAS]
+    memory.ensure_connection()
+    target = sqlite3.connect(path)
+    memory.connection.backup(target)
+    target.close()
+    mine = memory.__class__({**memory.settings_dict, "NAME": str(path)}, DEFAULT_DB_ALIAS)
+    connections[DEFAULT_DB_ALIAS] = mine
+    try:
+        yield f"sqlite:///{path}"
+    finally:
+        mine.close()
+        connections[DEFAULT_DB_ALIAS] = memory
+
+
+def in_another_process(database_url: str, *steps: dict[str, Any]) -> list[Any]:
+    """Run gate steps (``{"op": "record"|"state"|"enter", …}``) in a fresh Python process with Django set
+    up against ``database_url``; their answers, in order."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.breaker_child", json.dumps(list(steps))],
+        env=child_env(database_url),
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answer: list[Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
