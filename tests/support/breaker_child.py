@@ -1,5 +1,6 @@
-"""Run by ``tests.support.breakers.in_another_process``: gate steps in a process of its own, with Django set
-up from the environment it was given; prints their answers (the store's name first) as one JSON line."""
+"""Run by ``tests.support.breakers.another_process`` (after ``django.setup()``): gate steps in a process of
+its own, set up from the environment it was given; prints their answers (the store's name first) as one
+JSON line."""
 
 from __future__ import annotations
 
@@ -35,8 +36,5 @@ def _main(steps: list[dict[str, Any]]) -> list[Any]:
     return answers
 
 
-if __name__ == "__main__":
-    import django
-
-    django.setup()  # before the app's modules are imported
+def main() -> None:
     print(json.dumps(_main(json.loads(sys.argv[1]))))

@@ -61,14 +61,34 @@ def child_env(database_url: str) -> dict[str, str]:
     return env
 
 
+class SharedDatabase:
+    """The test database as other processes and threads open it."""
+
+    def __init__(self, url: str, settings_dict: dict[str, Any] | None) -> None:
+        self.url = url
+        self._settings = settings_dict
+
+    @contextmanager
+    def thread_connection(self) -> Iterator[None]:
+        """In a thread: a connection of its own to the shared database, closed at the end."""
+        if self._settings is not None:
+            memory = connections[DEFAULT_DB_ALIAS]
+            connections[DEFAULT_DB_ALIAS] = memory.__class__(self._settings, DEFAULT_DB_ALIAS)
+        try:
+            yield
+        finally:
+            connections[DEFAULT_DB_ALIAS].close()
+
+
 @contextmanager
-def shared_database(tmp_path: Path) -> Iterator[str]:
-    """A ``DATABASE_URL`` another process can open and see this test's committed rows in: the test
-    database itself on PostgreSQL; on SQLite (in memory in tests) a file copy, which this process then
-    uses too until the block ends."""
+def shared_database(tmp_path: Path) -> Iterator[SharedDatabase]:
+    """The test database where another process (``url``) or thread (``thread_connection``) sees this
+    test's committed rows: the test database itself on PostgreSQL; on SQLite (in memory in tests) a
+    file copy, which this process then uses too until the block ends. Needs ``transactional_db``."""
     if connection.vendor == "postgresql":
         s = connection.settings_dict
-        yield f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+        host, port = s["HOST"] or "127.0.0.1", s["PORT"] or 5432
+        yield SharedDatabase(f"postgres://{s['USER']}:{s['PASSWORD']}@{host}:{port}/{s['NAME']}", None)
         return
     import sqlite3
 
@@ -78,26 +98,43 @@ def shared_database(tmp_path: Path) -> Iterator[str]:
     target = sqlite3.connect(path)
     memory.connection.backup(target)
     target.close()
-    mine = memory.__class__({**memory.settings_dict, "NAME": str(path)}, DEFAULT_DB_ALIAS)
+    file_settings = {**memory.settings_dict, "NAME": str(path)}
+    mine = memory.__class__(file_settings, DEFAULT_DB_ALIAS)
     connections[DEFAULT_DB_ALIAS] = mine
     try:
-        yield f"sqlite:///{path}"
+        yield SharedDatabase(f"sqlite:///{path}", file_settings)
     finally:
         mine.close()
         connections[DEFAULT_DB_ALIAS] = memory
 
 
-def in_another_process(database_url: str, *steps: dict[str, Any]) -> list[Any]:
-    """Run gate steps (``{"op": "record"|"state"|"enter", …}``) in a fresh Python process with Django set
-    up against ``database_url``; their answers, in order."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.breaker_child", json.dumps(list(steps))],
+# tests.support's package imports models: Django is set up before it is imported.
+CHILD = "import django; django.setup(); from tests.support.breaker_child import main; main()"
+
+
+def another_process(database_url: str, *steps: dict[str, Any]) -> subprocess.Popen[str]:
+    """Start gate steps (``{"op": "record"|"state"|"enter", …}``) in a fresh Python process with Django
+    set up against ``database_url``; ``answers`` reads what they answered."""
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, json.dumps(list(steps))],
         env=child_env(database_url),
         cwd=BASE_DIR,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    assert done.returncode == 0, done.stderr
-    answer: list[Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer
+
+
+def answers(process: subprocess.Popen[str]) -> list[Any]:
+    """The process's answers, the name of the store it used first."""
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    found: list[Any] = json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def wall_deadline(seconds: float) -> int:
+    """Epoch ms ``seconds`` from now (the gate's deadlines are wall-clock times)."""
+    import time
+
+    return int((time.time() + seconds) * 1000)

@@ -14,9 +14,14 @@ from hypothesis import strategies as st
 
 from agents.tools import breaker_machine as machine
 from agents.tools.breaker_machine import CIRCUIT_OPEN, CLOSED, HALF_OPEN, OPEN, TOOL_CONCURRENCY, Breaker
+from agents.tools.breaker_redis import RedisStore
+from agents.tools.breaker_store import DatabaseStore
+from agents.tools.models import ToolBreaker
 from tests.support.breakers import BREAKER, HAS_REDIS, MsClock, make_store, tool_name
+from tests.support.serve import free_port
 
-KINDS = ["database", pytest.param("redis", marks=pytest.mark.skipif(not HAS_REDIS, reason="needs Redis"))]
+# Redis only when this run has one (CI's PostgreSQL run does): then both stores run every test.
+KINDS = ["database", "redis"] if HAS_REDIS else ["database"]
 B = Breaker.of(BREAKER)
 assert B is not None
 
@@ -210,3 +215,19 @@ def _effective(model: machine.State, now: int) -> str:
     copy = machine.State(model.state, model.opened_at_ms, model.trials_left, list(model.marks), {}, model.forced)
     machine.advance(copy, B, now)
     return copy.state
+
+
+def test_an_unreachable_redis_leaves_the_breakers_to_the_database_and_says_so_once(db, caplog):
+    clock, monotonic = MsClock(), [0.0]
+    away = RedisStore(
+        f"redis://127.0.0.1:{free_port()}/0", fallback=DatabaseStore(clock), clock=clock, monotonic=lambda: monotonic[0]
+    )
+    tool = tool_name()
+    with caplog.at_level("WARNING", logger="agents.tools.breaker_redis"):
+        fail(away, tool, 3)
+        assert enter(away, tool).refused == CIRCUIT_OPEN
+        monotonic[0] += 60  # it tries Redis again, still away: no second message
+        assert away.snapshot(tool, breaker=B).state == OPEN
+    assert ToolBreaker.objects.get(tool=tool).state == OPEN  # shared by every process, not kept in this one
+    warnings = [r for r in caplog.records if "Redis unreachable" in r.getMessage()]
+    assert len(warnings) == 1
