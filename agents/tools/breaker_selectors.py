@@ -15,6 +15,8 @@ from agents.tools.breaker_store import Snapshot, store
 from agents.tools.models import AttemptOutcome, BreakerChange, ToolAttempt
 from rules.models import ToolContract
 
+VIEW_PERMISSION = "agents.view_toolbreaker"
+OPERATE_PERMISSION = "agents.operate_breakers"
 # "Lately" is the breaker's window; a tool without a breaker shows its last hour.
 RECENT_FALLBACK = timedelta(hours=1)
 
@@ -53,9 +55,20 @@ def _recent_failures(seconds: dict[str, int]) -> dict[str, dict[str, int]]:
     return counts
 
 
-def breakers_overview() -> list[BreakerRow]:
-    """Every tool contract, by name, with its breaker from the store in use and its recent failures."""
-    contracts = list(ToolContract.objects.order_by("name").values("name", "circuit_breaker", "max_concurrent"))
+def breakers_view_allowed(user: Any) -> bool:
+    """Who may see the breakers (admin page, staff API): who may see the rows, or operate them."""
+    return bool(getattr(user, "is_active", False)) and (
+        user.has_perm(VIEW_PERMISSION) or user.has_perm(OPERATE_PERMISSION)
+    )
+
+
+def breakers_overview(*, tool: str = "") -> list[BreakerRow]:
+    """Every tool contract (or the one named), by name, with its breaker from the store in use and its
+    recent failures."""
+    contracts_qs = ToolContract.objects.order_by("name")
+    if tool:
+        contracts_qs = contracts_qs.filter(name=tool)
+    contracts = list(contracts_qs.values("name", "circuit_breaker", "max_concurrent"))
     fallback = int(RECENT_FALLBACK.total_seconds())
     seconds = {
         c["name"]: int(c["circuit_breaker"]["window_s"]) if c["circuit_breaker"] else fallback for c in contracts
@@ -80,3 +93,8 @@ def breaker_changes(*, tool: str = "", limit: int = 50) -> list[BreakerChange]:
     if tool:
         changes = changes.filter(tool=tool)
     return list(changes[:limit])
+
+
+def breaker_row(tool: str) -> BreakerRow:
+    (row,) = breakers_overview(tool=tool)
+    return row

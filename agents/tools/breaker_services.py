@@ -16,10 +16,9 @@ from django.db import transaction
 from django.utils.translation import gettext
 
 from agents.tools.breaker_store import store
-from agents.tools.errors import UnknownTool
 from agents.tools.gate import state_changed
 from agents.tools.models import BreakerChange
-from decision_service.errors import InvalidRequest, PermissionDenied
+from decision_service.errors import InvalidRequest, NotFound, PermissionDenied
 from rules.models import ToolContract
 
 BREAKER_PERMISSION = "agents.operate_breakers"
@@ -47,7 +46,7 @@ def breaker_change(*, tool: str, action: str, user: Any, reason: str) -> Breaker
     if problems:
         raise InvalidRequest(gettext("The breaker change is not valid."), errors=problems)
     if not ToolContract.objects.filter(name=tool).exists():
-        raise UnknownTool(gettext("No tool contract is named %s.") % tool)
+        raise NotFound(gettext("No tool contract is named %s.") % tool)
     with transaction.atomic():
         change = BreakerChange.objects.create(
             tool=tool, action=action, actor=f"operator:{user.get_username()}", user=user, reason=reason

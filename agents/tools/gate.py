@@ -58,7 +58,7 @@ def gate_enter(
     if outcome.refused:
         raise ToolConcurrency(
             f"{tool} already has {max_concurrent} calls in flight.",
-            extra={"max_concurrent": max_concurrent, "retry_after_ms": outcome.retry_after_ms},
+            extra={"retry_after_ms": outcome.retry_after_ms},
         )
     return Permit(outcome.after)
 

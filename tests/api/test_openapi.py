@@ -19,6 +19,7 @@ from agents import errors as agent_errors
 from agents import urls as agents_urls
 from agents.queue import apis as queue_apis
 from agents.sessions import apis as session_apis
+from agents.tools import breaker_apis
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from decision_service.errors import DatabaseUnavailable
@@ -123,6 +124,7 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (queue_apis.QueueClaimApi.serializer_class, "QueueNote"),
         (queue_apis.QueueReturnApi.serializer_class, "QueueReturn"),
         (queue_apis.QueueResolveApi.serializer_class, "QueueResolve"),
+        (breaker_apis.BreakerChangeApi.serializer_class, "ToolBreakerChangeRequest"),
     ],
 )
 def test_request_schemas_match_the_serializers(spec, serializer, name):

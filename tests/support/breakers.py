@@ -138,3 +138,17 @@ def wall_deadline(seconds: float) -> int:
     import time
 
     return int((time.time() + seconds) * 1000)
+
+
+DEMO_TOOLS = ("verify_phone", "query_order", "update_order")
+
+
+def breakers_forget(*tools: str) -> None:
+    """Forget these tools' breakers in Redis (the database's rows go with the test's transaction): a
+    shared Redis outlives each test, and the demo's tool names come again in the next one."""
+    from agents.tools.breaker_store import store
+
+    current = store()
+    if isinstance(current, RedisStore):
+        for tool in tools or DEMO_TOOLS:
+            current.clear(tool)
