@@ -45,8 +45,13 @@ def breaker_change(*, tool: str, action: str, user: Any, reason: str) -> Breaker
         problems["reason"] = [gettext("At most %d characters.") % REASON_MAX]
     if problems:
         raise InvalidRequest(gettext("The breaker change is not valid."), errors=problems)
-    if not ToolContract.objects.filter(name=tool).exists():
+    contract = ToolContract.objects.filter(name=tool).values("circuit_breaker").first()
+    if contract is None:
         raise NotFound(gettext("No tool contract is named %s.") % tool)
+    if action == OPEN and contract["circuit_breaker"] is None:
+        # The gate does not look a tool without a breaker (nor a limit) up: opening it would do nothing.
+        message = gettext("%s has no circuit breaker in its contract: give it one first.") % tool
+        raise InvalidRequest(message, errors={"action": [message]})
     with transaction.atomic():
         change = BreakerChange.objects.create(
             tool=tool, action=action, actor=f"operator:{user.get_username()}", user=user, reason=reason

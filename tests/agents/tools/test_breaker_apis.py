@@ -87,6 +87,14 @@ def test_a_change_needs_a_known_action_and_a_reason(tools, body, field):
     assert not BreakerChange.objects.exists()
 
 
+def test_a_tool_without_a_breaker_cannot_be_opened(tools):
+    response = staff("op", "agents.operate_breakers").post(
+        "/api/v1/tools/verify_phone/breaker", {"action": "open", "reason": "x"}, format="json"
+    )
+    assert response.status_code == 422 and "no circuit breaker" in response.json()["detail"]
+    assert not BreakerChange.objects.exists()
+
+
 def test_an_unknown_tool_is_404(tools):
     response = staff("op", "agents.operate_breakers").post(
         "/api/v1/tools/no_such_tool/breaker", {"action": "open", "reason": "x"}, format="json"
