@@ -19,9 +19,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.tools.breaker_backend import store
 from agents.tools.breaker_selectors import breaker_changes, breakers_overview, breakers_view_allowed
 from agents.tools.breaker_services import OPEN, breaker_change, breakers_operate_allowed
-from agents.tools.breaker_store import store
 from agents.tools.models import BreakerChange, ToolBreaker
 from decision_service.errors import DomainError
 

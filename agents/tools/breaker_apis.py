@@ -14,9 +14,9 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.tools.breaker_backend import store
 from agents.tools.breaker_selectors import BreakerRow, breaker_row, breakers_overview, breakers_view_allowed
 from agents.tools.breaker_services import REASON_MAX, breaker_change
-from agents.tools.breaker_store import store
 from agents.tools.models import BreakerChange
 from decision_service.api.base import StaffApi
 from decision_service.api.fields import StrictCharField, StrictSerializer

@@ -10,8 +10,9 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from agents.tools.breaker_backend import store
 from agents.tools.breaker_machine import Breaker
-from agents.tools.breaker_store import Snapshot, store
+from agents.tools.breaker_store import Snapshot
 from agents.tools.models import AttemptOutcome, BreakerChange, ToolAttempt
 from rules.models import ToolContract
 

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils.translation import gettext
 
-from agents.tools.breaker_store import store
+from agents.tools.breaker_backend import store
 from agents.tools.gate import state_changed
 from agents.tools.models import BreakerChange
 from decision_service.errors import InvalidRequest, NotFound, PermissionDenied

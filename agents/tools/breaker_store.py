@@ -4,9 +4,10 @@ Both stores answer the same five operations (``Store``), each atomic across ever
 store by the tool's ``ToolBreaker`` row, taken with ``SELECT … FOR UPDATE`` (on SQLite, whose
 transactions here begin IMMEDIATE, by the database's write lock); the Redis store by one Lua script per
 operation, timed by Redis's own clock. "Configured" is decided as the rate limiter decides it
-(``agents.runtimes.ratelimit.buckets``): a Redis broker URL, and tasks not run eagerly. When that Redis
-cannot be reached, the database store answers instead — never a per-process state, which would let each
-process run its own breaker — and the process tries Redis again a few seconds later.
+(``agents.runtimes.ratelimit.buckets``; here ``breaker_backend.store``): a Redis broker URL, and tasks
+not run eagerly. When that Redis cannot be reached, the database store answers instead — never a
+per-process state, which would let each process run its own breaker — and the process tries Redis again
+a few seconds later.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Protocol
 
-from django.conf import settings
 from django.db import transaction
 
 from agents.tools import breaker_machine as machine
@@ -157,24 +156,3 @@ class DatabaseStore:
             outcome = machine.force(s, opened=opened, now=self._clock())
             self._save(row, s)
         return outcome
-
-
-def redis_url() -> str:
-    """The Redis the breakers live in, or "" for the database (as ``ratelimit.buckets`` decides)."""
-    url = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
-    if url.startswith(("redis://", "rediss://", "unix://")) and not getattr(
-        settings, "CELERY_TASK_ALWAYS_EAGER", False
-    ):
-        return url
-    return ""
-
-
-@cache
-def store() -> Store:
-    """The process's store: Redis (falling back to the database while it is away) or the database."""
-    url = redis_url()
-    if url:
-        from agents.tools.breaker_redis import RedisStore
-
-        return RedisStore(url, fallback=DatabaseStore())
-    return DatabaseStore()

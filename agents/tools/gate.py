@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agents.tools.breaker_backend import store
 from agents.tools.breaker_machine import CIRCUIT_OPEN, CLOSED, HALF_OPEN, OPEN, Breaker, Outcome
-from agents.tools.breaker_store import store
 from agents.tools.errors import CircuitOpen, ToolConcurrency
 from decision_service import metrics
 

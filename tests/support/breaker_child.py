@@ -11,7 +11,7 @@ from typing import Any
 
 def _main(steps: list[dict[str, Any]]) -> list[Any]:
     from agents.tools import gate
-    from agents.tools.breaker_store import store
+    from agents.tools.breaker_backend import store
     from agents.tools.errors import CircuitOpen, ToolConcurrency
 
     answers: list[Any] = [store().name]

@@ -16,8 +16,9 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
+from agents.tools.breaker_backend import redis_url
 from agents.tools.breaker_redis import RedisStore
-from agents.tools.breaker_store import DatabaseStore, Store, redis_url
+from agents.tools.breaker_store import DatabaseStore, Store
 from decision_service.env import BASE_DIR
 
 REDIS_URL = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
@@ -146,9 +147,72 @@ DEMO_TOOLS = ("verify_phone", "query_order", "update_order")
 def breakers_forget(*tools: str) -> None:
     """Forget these tools' breakers in Redis (the database's rows go with the test's transaction): a
     shared Redis outlives each test, and the demo's tool names come again in the next one."""
-    from agents.tools.breaker_store import store
+    from agents.tools.breaker_backend import store
 
     current = store()
     if isinstance(current, RedisStore):
         for tool in tools or DEMO_TOOLS:
             current.clear(tool)
+
+
+SERVED_HEADERS = {"X-Forwarded-Proto": "https"}
+
+
+@contextmanager
+def two_servers(database: SharedDatabase, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """Two Arbiter servers (``bin/serve``, production settings, one worker each) in processes of their
+    own, on the test's shared database and (when this run has one) its Redis; their base URLs. Each
+    starts once it listens (polled with a deadline) and is stopped at the end. For tests of state the
+    servers must share: tools' breakers and limits. Production settings redirect plain HTTP to HTTPS:
+    send ``SERVED_HEADERS`` (as a TLS-terminating proxy would) with each request."""
+    import signal
+    import socket
+    import time
+
+    from tests.support.serve import free_port, production_env
+
+    started: list[subprocess.Popen[bytes]] = []
+    urls: list[str] = []
+    try:
+        for n in (1, 2):
+            port = free_port()
+            home = tmp_path / f"server{n}"
+            home.mkdir()
+            extra = {"CELERY_BROKER_URL": REDIS_URL} if redis_url() else {}
+            env = production_env(
+                home,
+                DATABASE_URL=database.url,
+                ARBITER_ADDR=f"127.0.0.1:{port}",
+                WEB_CONCURRENCY="1",
+                ARBITER_MIGRATE="0",
+                SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto",
+                PYTHON=sys.executable,
+                **extra,
+            )
+            env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            log = (home / "serve.log").open("w")
+            started.append(
+                subprocess.Popen(
+                    [str(BASE_DIR / "bin" / "serve")], env=env, cwd=BASE_DIR, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    assert started[-1].poll() is None, (home / "serve.log").read_text()
+                    assert time.monotonic() < deadline, "bin/serve did not start listening"
+                    time.sleep(0.2)
+            urls.append(f"http://127.0.0.1:{port}")
+        yield urls[0], urls[1]
+    finally:
+        for server in started:
+            server.send_signal(signal.SIGTERM)
+        for server in started:
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()

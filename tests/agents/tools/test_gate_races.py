@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import transaction
 
+from agents.tools.breaker_backend import redis_url, store
 from agents.tools.breaker_machine import Breaker
-from agents.tools.breaker_store import redis_url, store
 from agents.tools.errors import CircuitOpen, ToolConcurrency
 from agents.tools.gate import CLOSED, HALF_OPEN, OPEN, breaker_record, breaker_state, gate_enter
 from tests.support.breakers import another_process, answers, shared_database, tool_name, wall_deadline
