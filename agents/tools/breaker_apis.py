@@ -74,4 +74,4 @@ class BreakerChangeApi(StaffApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         change = breaker_change(tool=name, action=data["action"], user=request.user, reason=data["reason"])
-        return Response({**breaker_item(breaker_row(name)), "change": change_item(change)})
+        return Response({"breaker": breaker_item(breaker_row(name)), "change": change_item(change)})

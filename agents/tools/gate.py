@@ -11,7 +11,12 @@ INTERFACE (the tool-call services call only these):
 - ``breaker_state(tool, *, breaker) -> str`` — "closed" | "open" | "half_open" (no breaker: "closed").
 
 ``breaker`` is the contract's ``circuit_breaker`` mapping or None; ``max_concurrent`` None is no limit.
-A tool with neither is not looked up at all (no round trip, no lock). The state machine is
+A tool with neither is not looked up at all (no round trip, no lock).
+
+With the database store, ``gate_enter`` writes in the caller's transaction: if the caller rolls back, the
+lease and a trial call taken are given back with it. Redis is not part of that transaction: a caller
+that rolls back after ``gate_enter`` let it through should call ``gate_leave`` (else the slot stays
+taken until the deadline; a trial taken then counts as unanswered at its deadline). The state machine is
 ``agents.tools.breaker_machine``; where it lives (Redis or the database) ``agents.tools.breaker_store``.
 People open and close breakers through ``agents.tools.breaker_services``.
 """

@@ -57,13 +57,17 @@ def test_open_and_close_by_hand_are_recorded_and_obeyed(tools):
     )
     assert opened.status_code == 200, opened.content
     body = opened.json()
-    assert (body["state"], body["forced"], body["retry_after_ms"]) == (OPEN, True, None)
+    assert (body["breaker"]["state"], body["breaker"]["forced"], body["breaker"]["retry_after_ms"]) == (
+        OPEN,
+        True,
+        None,
+    )
     assert body["change"]["actor"] == "operator:op" and body["change"]["reason"] == "upstream down"
     with pytest.raises(CircuitOpen) as refused:
         gate_enter("update_order", breaker=BREAKER, max_concurrent=5, lease="1:1", deadline_ms=wall_deadline(5))
     assert refused.value.code == "circuit_open" and refused.value.extra["retry_after_ms"] >= 1
     closed = operator.post("/api/v1/tools/update_order/breaker", {"action": "close", "reason": "back"}, format="json")
-    assert closed.json()["state"] == CLOSED
+    assert closed.json()["breaker"]["state"] == CLOSED
     assert gate_enter("update_order", breaker=BREAKER, max_concurrent=5, lease="1:1", deadline_ms=wall_deadline(5))
     history = list(BreakerChange.objects.order_by("created_at").values_list("action", "user__username", "reason"))
     assert history == [("open", "op", "upstream down"), ("close", "op", "back")]

@@ -48,10 +48,10 @@ def test_a_breaker_opened_through_one_server_is_open_on_the_other(transactional_
             status, body = call(
                 f"{one}/api/v1/tools/update_order/breaker", token, "POST", {"action": "open", "reason": "outage"}
             )
-            assert status == 200 and body["state"] == "open", body
+            assert status == 200 and body["breaker"]["state"] == "open", body
             assert states(two, token)["update_order"] == "open"
             status, body = call(
                 f"{two}/api/v1/tools/update_order/breaker", token, "POST", {"action": "close", "reason": "back"}
             )
-            assert status == 200 and body["state"] == "closed", body
+            assert status == 200 and body["breaker"]["state"] == "closed", body
             assert states(one, token)["update_order"] == "closed"
