@@ -3,6 +3,7 @@ from django.urls import path
 from agents.queue import apis as queue_apis
 from agents.sessions import apis, timeline_apis
 from agents.tools import apis as tool_apis
+from agents.tools import breaker_apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -24,4 +25,6 @@ urlpatterns = [
     path("queue/<int:session_pk>/release", queue_apis.QueueReleaseApi.as_view(), name="queue-release"),
     path("queue/<int:session_pk>/return", queue_apis.QueueReturnApi.as_view(), name="queue-return"),
     path("queue/<int:session_pk>/resolve", queue_apis.QueueResolveApi.as_view(), name="queue-resolve"),
+    path("tools/breakers", breaker_apis.BreakerListApi.as_view(), name="tool-breaker-list"),
+    path("tools/<str:name>/breaker", breaker_apis.BreakerChangeApi.as_view(), name="tool-breaker-change"),
 ]

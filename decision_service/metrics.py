@@ -131,6 +131,16 @@ ENGINE_REVISION = Gauge(
     ["backend"],
     multiprocess_mode="livemin",
 )
+# Each tool's breaker lives in a store every process shares, and whichever process makes a change sets
+# the gauge: across processes the latest value set is the state ("mostrecent"; a worker that exits
+# keeps its value, which was true when set).
+TOOL_BREAKER_STATE = Gauge(
+    "arbiter_tool_breaker_state",
+    "Each tool's circuit breaker: 0 closed, 1 half_open, 2 open (set when it changes).",
+    ["tool"],
+    multiprocess_mode="mostrecent",
+)
+BREAKER_STATE_VALUES = {"closed": 0, "half_open": 1, "open": 2}
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _MAX_CODES = 100
@@ -195,6 +205,10 @@ def request_rate_limited(*, agent: str) -> None:
 
 def engine_revision_seen(*, backend: str, revision: int) -> None:
     ENGINE_REVISION.labels(backend).set(revision)
+
+
+def tool_breaker_state(*, tool: str, state: str) -> None:
+    TOOL_BREAKER_STATE.labels(tool).set(BREAKER_STATE_VALUES[state])
 
 
 def request_observed(*, route: str, method: str, status: int, seconds: float) -> None:
@@ -338,4 +352,5 @@ __all__ = [
     "session_illegal_move",
     "session_left_state",
     "session_moved",
+    "tool_breaker_state",
 ]

@@ -1,6 +1,6 @@
 """Each tool's circuit breaker and concurrency limit, shared by every worker and agent instance.
 
-INTERFACE (the tool-call services call only these; the implementation behind them is this module's):
+INTERFACE (the tool-call services call only these):
 
 - ``gate_enter(tool, *, breaker, max_concurrent, lease, deadline_ms) -> Permit`` — called last in a
   tool-call check, just before the attempt is written. Raises ``CircuitOpen`` (``extra["retry_after_ms"]``)
@@ -10,7 +10,15 @@ INTERFACE (the tool-call services call only these; the implementation behind the
 - ``breaker_record(tool, *, breaker, ok) -> str`` — an attempt's outcome; returns the breaker's state after.
 - ``breaker_state(tool, *, breaker) -> str`` — "closed" | "open" | "half_open" (no breaker: "closed").
 
-STUB: lets everything through until the breaker and limit are built.
+``breaker`` is the contract's ``circuit_breaker`` mapping or None; ``max_concurrent`` None is no limit.
+A tool with neither is not looked up at all (no round trip, no lock).
+
+With the database store, ``gate_enter`` writes in the caller's transaction: if the caller rolls back, the
+lease and a trial call taken are given back with it. Redis is not part of that transaction: a caller
+that rolls back after ``gate_enter`` let it through should call ``gate_leave`` (else the slot stays
+taken until the deadline; a trial taken then counts as unanswered at its deadline). The state machine is
+``agents.tools.breaker_machine``; where it lives (Redis or the database) ``agents.tools.breaker_store``.
+People open and close breakers through ``agents.tools.breaker_services``.
 """
 
 from __future__ import annotations
@@ -19,7 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+from agents.tools.breaker_backend import store
+from agents.tools.breaker_machine import CIRCUIT_OPEN, CLOSED, HALF_OPEN, OPEN, Breaker, Outcome
+from agents.tools.errors import CircuitOpen, ToolConcurrency
+from decision_service import metrics
+
+__all__ = ["CLOSED", "HALF_OPEN", "OPEN", "Permit", "breaker_record", "breaker_state", "gate_enter", "gate_leave"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,19 +40,47 @@ class Permit:
     state: str  # the breaker's state the attempt starts under: closed, or half_open for a trial call
 
 
+def state_changed(tool: str, outcome: Outcome) -> None:
+    """The breaker gauge follows each change, set by whichever process made it."""
+    if outcome.before != outcome.after:
+        metrics.tool_breaker_state(tool=tool, state=outcome.after)
+
+
 def gate_enter(
     tool: str, *, breaker: Mapping[str, Any] | None, max_concurrent: int | None, lease: str, deadline_ms: int
 ) -> Permit:
-    return Permit(CLOSED)
+    if breaker is None and max_concurrent is None:
+        return Permit(CLOSED)
+    outcome = store().enter(
+        tool, breaker=Breaker.of(breaker), max_concurrent=max_concurrent, lease=lease, deadline_ms=deadline_ms
+    )
+    state_changed(tool, outcome)
+    if outcome.refused == CIRCUIT_OPEN:
+        raise CircuitOpen(
+            f"The circuit breaker of {tool} is open; try again in {outcome.retry_after_ms} ms.",
+            extra={"retry_after_ms": outcome.retry_after_ms},
+        )
+    if outcome.refused:
+        raise ToolConcurrency(
+            f"{tool} already has {max_concurrent} calls in flight.",
+            extra={"retry_after_ms": outcome.retry_after_ms},
+        )
+    return Permit(outcome.after)
 
 
 def gate_leave(tool: str, *, lease: str) -> None:
-    return None
+    store().leave(tool, lease=lease)
 
 
 def breaker_record(tool: str, *, breaker: Mapping[str, Any] | None, ok: bool) -> str:
-    return CLOSED
+    if breaker is None:
+        return CLOSED
+    outcome = store().record(tool, breaker=Breaker.of(breaker), ok=ok)
+    state_changed(tool, outcome)
+    return outcome.after
 
 
 def breaker_state(tool: str, *, breaker: Mapping[str, Any] | None) -> str:
-    return CLOSED
+    if breaker is None:
+        return CLOSED
+    return store().snapshot(tool, breaker=Breaker.of(breaker)).state

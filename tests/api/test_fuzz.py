@@ -76,7 +76,7 @@ def test_every_operation_conforms_to_the_spec(case, live_demo, live_token, live_
     )
 
 
-STAFF_TAGS = ["changeRequests", "reports", "simulator", "humanQueue"]
+STAFF_TAGS = ["changeRequests", "reports", "simulator", "humanQueue", "toolBreakers"]
 
 
 def use_known_staff_objects(case: Any, known: dict[str, int]) -> None:

@@ -4,6 +4,7 @@ import pytest
 
 from rules.config.yaml_import import config_import
 from tests.support import agent_api
+from tests.support.breakers import breakers_forget
 from tests.support.tool_calls import TOOLS_DOCUMENT
 
 
@@ -22,3 +23,10 @@ def session(client):
     answer = client.post("/api/v1/sessions", {"machine": "tooling", "session_id": "s1"}, format="json")
     assert answer.status_code == 201, answer.json()
     return "s1"
+
+
+@pytest.fixture(autouse=True)
+def _forget_demo_breakers():
+    breakers_forget()
+    yield
+    breakers_forget()

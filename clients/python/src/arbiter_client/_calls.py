@@ -36,6 +36,8 @@ from arbiter_client.types import (
     SessionDetail,
     Simulation,
     Timeline,
+    ToolBreakerChange,
+    ToolBreakerList,
 )
 
 API = "/api/v1"
@@ -71,6 +73,8 @@ OPERATIONS = {
     "queueRelease": "queue_release",
     "queueReturn": "queue_return",
     "queueResolve": "queue_resolve",
+    "toolBreakerList": "tool_breakers",
+    "toolBreakerChange": "tool_breaker_change",
     "configGet": "config_document",
     "openapiDocument": "openapi_document",
 }
@@ -295,6 +299,15 @@ def queue_return(session_pk: int, state: str, *, note: str | None = None) -> Cal
 
 def queue_resolve(session_pk: int, state: str, *, note: str) -> Call[QueueMove]:
     return Call("POST", f"{API}/queue/{int(session_pk)}/resolve", json=_body(state=state, note=note))
+
+
+def tool_breakers() -> Call[ToolBreakerList]:
+    return Call("GET", f"{API}/tools/breakers")
+
+
+def tool_breaker_change(name: str, action: str, *, reason: str) -> Call[ToolBreakerChange]:
+    """``action``: ``"open"`` (stays open until a person closes it) or ``"close"``; the reason is kept."""
+    return Call("POST", f"{API}/tools/{_segment(name)}/breaker", json=_body(action=action, reason=reason))
 
 
 def openapi_document() -> Call[str]:

@@ -136,6 +136,8 @@ class Arbiter:
     queue_release = _op(_calls.queue_release)
     queue_return = _op(_calls.queue_return)
     queue_resolve = _op(_calls.queue_resolve)
+    tool_breakers = _op(_calls.tool_breakers)
+    tool_breaker_change = _op(_calls.tool_breaker_change)
 
 
 class AsyncArbiter:
@@ -221,3 +223,5 @@ class AsyncArbiter:
     queue_release = _aop(_calls.queue_release)
     queue_return = _aop(_calls.queue_return)
     queue_resolve = _aop(_calls.queue_resolve)
+    tool_breakers = _aop(_calls.tool_breakers)
+    tool_breaker_change = _aop(_calls.tool_breaker_change)

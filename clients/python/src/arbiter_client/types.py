@@ -83,6 +83,15 @@ class AnomalyRecorded(TypedDict):
     session: SessionState
 
 
+class BreakerChange(TypedDict):
+    id: int
+    tool: str
+    action: str
+    actor: str
+    reason: str
+    created_at: str
+
+
 class CandidateOut(TypedDict):
     decision: str
     confidence: float
@@ -454,6 +463,30 @@ class Timeline(TypedDict):
     events: list[TimelineEvent]
     next: str
     has_more: bool
+
+
+class ToolBreaker(TypedDict):
+    tool: str
+    state: str
+    forced: bool
+    failures: int
+    in_flight: int
+    opened_at: str | None
+    retry_after_ms: int | None
+    circuit_breaker: Any | None
+    max_concurrent: int | None
+    recent_failures: dict[str, Any]
+    recent_seconds: int
+
+
+class ToolBreakerChange(TypedDict):
+    breaker: ToolBreaker
+    change: BreakerChange
+
+
+class ToolBreakerList(TypedDict):
+    store: str
+    breakers: list[ToolBreaker]
 
 
 class ToolCallStarted(TypedDict):
