@@ -9,7 +9,9 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import receivers
+        from agents.queue.selectors import proposed_calls_asking
         from agents.runtimes import principal_cache
+        from agents.tools.approvals import proposed_calls
         from rules import hooks
         from rules.config.runtime import engines
 
@@ -23,3 +25,5 @@ class AgentsConfig(AppConfig):
         hooks.decision_log_purging.register(receivers.purge_anomalies, uid="agents.purge_anomalies")
         hooks.decision_shown.register(receivers.decision_anomalies, uid="agents.decision_anomalies")
         hooks.report_counting.register(receivers.point_anomaly_counts, uid="agents.point_anomaly_counts")
+        # The human queue shows the tool call a session waits to have approved (agents.tools is above it).
+        proposed_calls_asking.register(proposed_calls, uid="agents.tools.proposed_calls")

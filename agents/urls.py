@@ -2,6 +2,7 @@ from django.urls import path
 
 from agents.queue import apis as queue_apis
 from agents.sessions import apis, timeline_apis
+from agents.tools import approval_apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -20,4 +21,6 @@ urlpatterns = [
     path("queue/<int:session_pk>/release", queue_apis.QueueReleaseApi.as_view(), name="queue-release"),
     path("queue/<int:session_pk>/return", queue_apis.QueueReturnApi.as_view(), name="queue-return"),
     path("queue/<int:session_pk>/resolve", queue_apis.QueueResolveApi.as_view(), name="queue-resolve"),
+    path("queue/<int:session_pk>/approve", approval_apis.QueueApproveApi.as_view(), name="queue-approve"),
+    path("queue/<int:session_pk>/reject", approval_apis.QueueRejectApi.as_view(), name="queue-reject"),
 ]
