@@ -42,7 +42,7 @@ from agents.queue.services import _check_holder, operator_actor
 from agents.sessions.handoff import REASON_APPROVAL, handoff_refusal
 from agents.sessions.models import Session, Transition, TransitionKind
 from agents.sessions.reads import sessions_lock
-from agents.sessions.services import AgentRef, _extra, session_move
+from agents.sessions.services import AgentRef, session_move
 from agents.tools.errors import NotAwaitingApproval, UnknownOperation
 from agents.tools.models import ToolCall, ToolCallStatus
 from decision_service.errors import InvalidRequest, PermissionDenied
@@ -86,8 +86,8 @@ def _waits_for(session: Session, call: ToolCall) -> bool:
     ).exists()
 
 
-def _not_awaiting(session: Session, call: ToolCall, why: str) -> NotAwaitingApproval:
-    return NotAwaitingApproval(why, extra=_extra(session, operation_id=call.operation_id, status=call.status))
+def _not_awaiting(session: Session, why: str) -> NotAwaitingApproval:
+    return NotAwaitingApproval(why, extra={"state": session.state, "seq": session.seq})
 
 
 @transaction.atomic
@@ -112,14 +112,12 @@ def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> Too
     if call.status != ToolCallStatus.AWAITING_APPROVAL:
         raise _not_awaiting(
             session,
-            call,
             gettext("The call %(operation)s is %(status)s: it does not wait for a decision.")
             % {"operation": call.operation_id, "status": call.status},
         )
     if not _waits_for(session, call):
         raise _not_awaiting(
             session,
-            call,
             gettext(
                 "The session is in '%(state)s' and no longer waits for the call %(operation)s (it was returned, "
                 "resolved or moved since)."
@@ -142,7 +140,7 @@ def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> Too
     call.decided_by, call.decision_note, call.decided_at = user, note, now
     call.full_clean(exclude=["agent", "session"], validate_unique=False, validate_constraints=False)
     call.save(update_fields=["status", "decided_by", "decision_note", "decided_at", "updated_at"])
-    verdict = gettext("approved") if approve else gettext("rejected")
+    verdict = "approved" if approve else "rejected"  # stored: not in the language of whoever decided
     session_move(
         session,
         to=call.state,
@@ -178,7 +176,7 @@ def approval_pending_call(*, session_pk: int) -> ToolCall:
             return call
     raise NotAwaitingApproval(
         gettext("The session is in '%(state)s' and waits for no tool call's approval.") % {"state": session.state},
-        extra=_extra(session),
+        extra={"state": session.state, "seq": session.seq},
     )
 
 

@@ -19,6 +19,8 @@ from agents import errors as agent_errors
 from agents import urls as agents_urls
 from agents.queue import apis as queue_apis
 from agents.sessions import apis as session_apis
+from agents.tools import approval_apis
+from agents.tools.errors import NotAwaitingApproval
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from decision_service.errors import DatabaseUnavailable
@@ -123,6 +125,8 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (queue_apis.QueueClaimApi.serializer_class, "QueueNote"),
         (queue_apis.QueueReturnApi.serializer_class, "QueueReturn"),
         (queue_apis.QueueResolveApi.serializer_class, "QueueResolve"),
+        (approval_apis.QueueApproveApi.serializer_class, "ApprovalNote"),
+        (approval_apis.QueueRejectApi.serializer_class, "RejectionNote"),
     ],
 )
 def test_request_schemas_match_the_serializers(spec, serializer, name):
@@ -202,6 +206,7 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
         PermissionDenied,
     }
     domain |= _domain_errors(agent_errors)
+    domain.add(NotAwaitingApproval)  # the staff API's approve and reject
     sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
     sent |= set(middleware.PROBLEM_CODES)
     assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent
