@@ -90,10 +90,7 @@ def _not_awaiting(session: Session, why: str) -> NotAwaitingApproval:
     return NotAwaitingApproval(why, extra={"state": session.state, "seq": session.seq})
 
 
-@transaction.atomic
-def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> ToolCall:
-    """Approve or reject a call that waits for a person; the session goes back to the call's state."""
-    note = note.strip()
+def _check_asked(user: Any, *, approve: bool, note: str) -> None:
     if not approval_allowed(user):
         raise PermissionDenied(
             gettext("Approving and rejecting tool calls needs the agents.approve_tool_calls permission.")
@@ -101,29 +98,64 @@ def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> Too
     if not approve and not note:
         message = gettext("Say why the call is rejected: the note is required.")
         raise InvalidRequest(message, errors={"note": [message]})
-    session_pk = ToolCall.objects.filter(pk=call_pk).values_list("session_id", flat=True).first()
-    if session_pk is None:
-        raise UnknownOperation(gettext("There is no tool call %(call)s.") % {"call": call_pk})
+
+
+def _locked(session_pk: int) -> Session:
+    # The lock comes before any other read of this transaction: on SQLite a transaction that read first
+    # would decide on what it read before the winner's commit.
     session = sessions_lock(Session.objects.filter(pk=session_pk)).select_related("claimed_by").first()
     if session is None:
         raise UnknownSession(gettext("There is no session %(session)s.") % {"session": session_pk})
-    # Read under the session's lock: whoever decided first has committed by now.
-    call = ToolCall.objects.get(pk=call_pk)
-    if call.status != ToolCallStatus.AWAITING_APPROVAL:
-        raise _not_awaiting(
-            session,
-            gettext("The call %(operation)s is %(status)s: it does not wait for a decision.")
-            % {"operation": call.operation_id, "status": call.status},
-        )
-    if not _waits_for(session, call):
-        raise _not_awaiting(
-            session,
-            gettext(
-                "The session is in '%(state)s' and no longer waits for the call %(operation)s (it was returned, "
-                "resolved or moved since)."
+    return session
+
+
+def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> ToolCall:
+    """Approve or reject a call that waits for a person; the session goes back to the call's state."""
+    note = note.strip()
+    _check_asked(user, approve=approve, note=note)
+    session_pk = ToolCall.objects.filter(pk=call_pk).values_list("session_id", flat=True).first()
+    if session_pk is None:
+        raise UnknownOperation(gettext("There is no tool call %(call)s.") % {"call": call_pk})
+    with transaction.atomic():
+        session = _locked(session_pk)
+        # Read under the session's lock: whoever decided first has committed by now.
+        call = ToolCall.objects.get(pk=call_pk)
+        if call.status != ToolCallStatus.AWAITING_APPROVAL:
+            raise _not_awaiting(
+                session,
+                gettext("The call %(operation)s is %(status)s: it does not wait for a decision.")
+                % {"operation": call.operation_id, "status": call.status},
             )
-            % {"state": session.state, "operation": call.operation_id},
-        )
+        if not _waits_for(session, call):
+            raise _not_awaiting(
+                session,
+                gettext(
+                    "The session is in '%(state)s' and no longer waits for the call %(operation)s (it was "
+                    "returned, resolved or moved since)."
+                )
+                % {"state": session.state, "operation": call.operation_id},
+            )
+        return _decide_locked(session, call, user=user, approve=approve, note=note)
+
+
+def approval_decide_for_session(*, session_pk: int, user: Any, approve: bool, note: str) -> ToolCall:
+    """``approval_decide`` for the call the session waits for (the staff API and the queue page name
+    queue items, i.e. sessions). The permission is checked before anything about the session is told."""
+    note = note.strip()
+    _check_asked(user, approve=approve, note=note)
+    with transaction.atomic():
+        session = _locked(session_pk)
+        call = _pending_call(session)
+        if call is None:
+            raise _not_awaiting(
+                session,
+                gettext("The session is in '%(state)s' and waits for no tool call's approval.")
+                % {"state": session.state},
+            )
+        return _decide_locked(session, call, user=user, approve=approve, note=note)
+
+
+def _decide_locked(session: Session, call: ToolCall, *, user: Any, approve: bool, note: str) -> ToolCall:
     _check_holder(session, user)
     now = timezone.now()
     event = QueueEvent(
@@ -152,32 +184,15 @@ def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> Too
     return call
 
 
-def approval_decide_for_session(*, session_pk: int, user: Any, approve: bool, note: str) -> ToolCall:
-    """``approval_decide`` for the call the session waits for (the staff API names queue items, i.e.
-    sessions). The permission is checked before anything about the session is told."""
-    if not approval_allowed(user):
-        raise PermissionDenied(
-            gettext("Approving and rejecting tool calls needs the agents.approve_tool_calls permission.")
-        )
-    call = approval_pending_call(session_pk=session_pk)
-    # Found without a lock: approval_decide checks again under it (someone may have decided since).
-    return approval_decide(call_pk=call.pk, user=user, approve=approve, note=note)
+def _pending_call(session: Session) -> ToolCall | None:
+    pending = ToolCall.objects.filter(session_id=session.pk, status=ToolCallStatus.AWAITING_APPROVAL)
+    return next((call for call in pending.order_by("-created_at", "-pk") if _waits_for(session, call)), None)
 
 
-def approval_pending_call(*, session_pk: int) -> ToolCall:
-    """The call a session in the human queue waits for; ``not_awaiting_approval`` when it waits for
-    none, ``unknown_session`` when there is no such session."""
+def approval_pending_call(*, session_pk: int) -> ToolCall | None:
+    """The call a session waits for a person to decide, if any (a read: no lock)."""
     session = Session.objects.select_related("machine").filter(pk=session_pk).first()
-    if session is None:
-        raise UnknownSession(gettext("There is no session %(session)s.") % {"session": session_pk})
-    pending = ToolCall.objects.filter(session_id=session_pk, status=ToolCallStatus.AWAITING_APPROVAL)
-    for call in pending.order_by("-created_at", "-pk"):
-        if _waits_for(session, call):
-            return call
-    raise NotAwaitingApproval(
-        gettext("The session is in '%(state)s' and waits for no tool call's approval.") % {"state": session.state},
-        extra={"state": session.state, "seq": session.seq},
-    )
+    return _pending_call(session) if session is not None else None
 
 
 def proposed_calls(*, sessions: list[Session], **_: Any) -> dict[int, dict[str, Any]]:
