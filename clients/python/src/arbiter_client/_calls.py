@@ -36,6 +36,7 @@ from arbiter_client.types import (
     SessionDetail,
     Simulation,
     Timeline,
+    ToolCallDecision,
 )
 
 API = "/api/v1"
@@ -71,6 +72,8 @@ OPERATIONS = {
     "queueRelease": "queue_release",
     "queueReturn": "queue_return",
     "queueResolve": "queue_resolve",
+    "queueApprove": "queue_approve",
+    "queueReject": "queue_reject",
     "configGet": "config_document",
     "openapiDocument": "openapi_document",
 }
@@ -295,6 +298,16 @@ def queue_return(session_pk: int, state: str, *, note: str | None = None) -> Cal
 
 def queue_resolve(session_pk: int, state: str, *, note: str) -> Call[QueueMove]:
     return Call("POST", f"{API}/queue/{int(session_pk)}/resolve", json=_body(state=state, note=note))
+
+
+def queue_approve(session_pk: int, *, note: str | None = None) -> Call[ToolCallDecision]:
+    """Approve the tool call a waiting session proposes (``agents.approve_tool_calls``)."""
+    return Call("POST", f"{API}/queue/{int(session_pk)}/approve", json=_body(note=note))
+
+
+def queue_reject(session_pk: int, *, note: str) -> Call[ToolCallDecision]:
+    """Reject the tool call a waiting session proposes, saying why (``agents.approve_tool_calls``)."""
+    return Call("POST", f"{API}/queue/{int(session_pk)}/reject", json=_body(note=note))
 
 
 def openapi_document() -> Call[str]:

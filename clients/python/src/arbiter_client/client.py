@@ -136,6 +136,8 @@ class Arbiter:
     queue_release = _op(_calls.queue_release)
     queue_return = _op(_calls.queue_return)
     queue_resolve = _op(_calls.queue_resolve)
+    queue_approve = _op(_calls.queue_approve)
+    queue_reject = _op(_calls.queue_reject)
 
 
 class AsyncArbiter:
@@ -221,3 +223,5 @@ class AsyncArbiter:
     queue_release = _aop(_calls.queue_release)
     queue_return = _aop(_calls.queue_return)
     queue_resolve = _aop(_calls.queue_resolve)
+    queue_approve = _aop(_calls.queue_approve)
+    queue_reject = _aop(_calls.queue_reject)

@@ -344,6 +344,7 @@ class QueueItem(TypedDict):
     reason: str
     waiting_seconds: float
     claimed_by: str | None
+    proposed_call: Any
 
 
 class QueueList(TypedDict):
@@ -438,3 +439,16 @@ class Timeline(TypedDict):
     events: list[TimelineEvent]
     next: str
     has_more: bool
+
+
+class ToolCallDecision(TypedDict):
+    id: int
+    session_id: Any
+    operation_id: str
+    tool: str
+    status: str
+    decided_by: str
+    note: str
+    decided_at: str
+    state: str
+    seq: int
