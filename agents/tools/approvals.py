@@ -9,6 +9,11 @@
   state the call was asked in (``call.state``), kind ``approval``, actor ``operator:<username>``, and a
   ``QueueEvent`` (approve / reject, with the note) goes on its timeline. The agent repeats its call with
   the same operation id: the check lets an approved call go ahead and refuses a rejected one.
+- ``approval_decide_for_session`` — the same, for the call a queue item (a session) waits for: the staff
+  API (``agents.tools.approval_apis``) and the queue page (``agents.tools.admin_approvals``) name sessions.
+- ``proposed_calls`` — what the queue shows of the call a session waits for; registered in
+  ``AgentsConfig.ready()`` on ``agents.queue.selectors.proposed_calls_asking`` (the queue is a room below
+  this one and does not import it).
 
 Invariants:
 - A call is decided once. The decision is made under the session's lock (``sessions_lock``: row lock on
@@ -78,7 +83,9 @@ def call_await_approval(session: Session, call: ToolCall, *, agent: AgentRef) ->
     )
 
 
-def _waits_for(session: Session, call: ToolCall) -> bool:
+def approval_waits_for(session: Session, call: ToolCall) -> bool:
+    """Whether ``session`` still waits in the human queue for a decision on ``call`` (the move into the
+    handoff state was ``call_await_approval``'s for this call): not after a return, a resolve or a new wait."""
     if session.state != session.machine.handoff_state or session.handoff_reason != REASON_APPROVAL:
         return False
     return Transition.objects.filter(
@@ -126,7 +133,7 @@ def approval_decide(*, call_pk: int, user: Any, approve: bool, note: str) -> Too
                 gettext("The call %(operation)s is %(status)s: it does not wait for a decision.")
                 % {"operation": call.operation_id, "status": call.status},
             )
-        if not _waits_for(session, call):
+        if not approval_waits_for(session, call):
             raise _not_awaiting(
                 session,
                 gettext(
@@ -186,7 +193,7 @@ def _decide_locked(session: Session, call: ToolCall, *, user: Any, approve: bool
 
 def _pending_call(session: Session) -> ToolCall | None:
     pending = ToolCall.objects.filter(session_id=session.pk, status=ToolCallStatus.AWAITING_APPROVAL)
-    return next((call for call in pending.order_by("-created_at", "-pk") if _waits_for(session, call)), None)
+    return next((call for call in pending.order_by("-created_at", "-pk") if approval_waits_for(session, call)), None)
 
 
 def approval_pending_call(*, session_pk: int) -> ToolCall | None:
