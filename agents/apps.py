@@ -9,8 +9,10 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import receivers
+        from agents.queue.selectors import proposed_calls_asking
         from agents.runtimes import principal_cache
         from agents.sessions.ghosts import ghost_failure_metrics, ghost_failures_by_point
+        from agents.tools.approvals import proposed_calls
         from decision_service.metrics import metrics_collecting
         from rules import hooks
         from rules.config.runtime import engines
@@ -27,3 +29,5 @@ class AgentsConfig(AppConfig):
         hooks.report_counting.register(receivers.point_anomaly_counts, uid="agents.point_anomaly_counts")
         hooks.report_ghost_failures.register(ghost_failures_by_point, uid="agents.ghost_failures_by_point")
         metrics_collecting.connect(ghost_failure_metrics, dispatch_uid="agents.ghost_failure_metrics")
+        # The human queue shows the tool call a session waits to have approved (agents.tools is above it).
+        proposed_calls_asking.register(proposed_calls, uid="agents.tools.proposed_calls")

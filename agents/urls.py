@@ -3,7 +3,7 @@ from django.urls import path
 from agents.queue import apis as queue_apis
 from agents.sessions import apis, timeline_apis
 from agents.tools import apis as tool_apis
-from agents.tools import breaker_apis
+from agents.tools import approval_apis, breaker_apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -27,4 +27,6 @@ urlpatterns = [
     path("queue/<int:session_pk>/resolve", queue_apis.QueueResolveApi.as_view(), name="queue-resolve"),
     path("tools/breakers", breaker_apis.BreakerListApi.as_view(), name="tool-breaker-list"),
     path("tools/<str:name>/breaker", breaker_apis.BreakerChangeApi.as_view(), name="tool-breaker-change"),
+    path("queue/<int:session_pk>/approve", approval_apis.QueueApproveApi.as_view(), name="queue-approve"),
+    path("queue/<int:session_pk>/reject", approval_apis.QueueRejectApi.as_view(), name="queue-reject"),
 ]

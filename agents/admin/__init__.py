@@ -6,6 +6,10 @@ Presentation only; every write goes through the services.
 from agents.queue import admin as queue
 from agents.runtimes import admin as runtimes
 from agents.sessions.admin import anomalies, sessions
-from agents.tools import admin_breakers, admin_calls
+from agents.tools import (
+    admin_approvals,  # takes the queue admin's place for Session (it imports that first)
+    admin_breakers,
+    admin_calls,
+)
 
-__all__ = ["admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions"]
+__all__ = ["admin_approvals", "admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions"]

@@ -4,6 +4,7 @@ on sessions: ``agents.sessions.admin.sessions.SessionAdmin`` holds the list and 
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
@@ -17,7 +18,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.queue.selectors import CLAIMED, MINE, QUEUE_REASONS, UNCLAIMED, human_queue_list
+from agents.queue.selectors import (
+    CLAIMED,
+    MINE,
+    QUEUE_REASONS,
+    UNCLAIMED,
+    human_queue_list,
+    human_queue_proposed_calls,
+)
 from agents.queue.services import queue_claim, queue_release, queue_resolve, queue_return, queue_work_allowed
 from agents.sessions.admin.sessions import HUMAN_QUEUE_PAGE, KIND_LABELS, SessionAdmin, human_since
 from agents.sessions.handoff import session_handoff_reason
@@ -60,8 +68,11 @@ class SessionQueueAdmin(SessionAdmin):
         queue = human_queue_list(holder=holder, user=request.user, reason=reason)
         page = Paginator(queue, HUMAN_QUEUE_PAGE).get_page(request.GET.get("p"))
         can_work = queue_work_allowed(request.user)
+        can_approve = self.approvals_allowed(request)
+        proposed_calls = human_queue_proposed_calls(list(page.object_list))
         rows = []
         for s in page.object_list:
+            proposed = proposed_calls.get(s.pk)
             targets = session_allowed_targets(s)
             terminal = s.machine.terminal_states
             rows.append(
@@ -79,6 +90,12 @@ class SessionQueueAdmin(SessionAdmin):
                     "release_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "release"]),
                     "return_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "return"]),
                     "resolve_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "resolve"]),
+                    "proposed": proposed,
+                    "proposed_input": json.dumps(proposed["input"], ensure_ascii=False, indent=1, sort_keys=True)
+                    if proposed
+                    else "",
+                    "approve_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "approve"]),
+                    "reject_url": reverse("admin:agents_session_human_queue_act", args=[s.pk, "reject"]),
                 }
             )
         filters = {
@@ -95,6 +112,7 @@ class SessionQueueAdmin(SessionAdmin):
             "changelist_url": reverse("admin:agents_session_changelist"),
             "stuck_help": STUCK_HELP,
             "can_work": can_work,
+            "can_approve": can_approve,
             "holder": holder,
             "reason": reason,
             "filters": filters,
@@ -102,6 +120,33 @@ class SessionQueueAdmin(SessionAdmin):
             "here": request.get_full_path(),
         }
         return TemplateResponse(request, self.human_queue_template, context)
+
+    def human_queue_step(self, request: HttpRequest, *, pk: int, step: str, key: str, note: str, state: str) -> str:
+        """Take one step through its service; answers what was done, for the page's message."""
+        if step == "claim":
+            queue_claim(session_pk=pk, user=request.user, note=note)
+            return gettext("You have %(session)s now.") % {"session": key}
+        if step == "release":
+            queue_release(session_pk=pk, user=request.user, note=note)
+            return gettext("Session %(session)s is back in the queue, unclaimed.") % {"session": key}
+        if step == "return":
+            move = queue_return(session_pk=pk, user=request.user, state=state, note=note)
+            return gettext("Session %(session)s is back with the bot, in %(state)s.") % {
+                "session": key,
+                "state": move.state,
+            }
+        if step == "resolve":
+            move = queue_resolve(session_pk=pk, user=request.user, state=state, note=note)
+            return gettext("Session %(session)s is resolved: it ended in %(state)s.") % {
+                "session": key,
+                "state": move.state,
+            }
+        raise DomainError(gettext("Unknown step '%(step)s'.") % {"step": step})
+
+    def approvals_allowed(self, request: HttpRequest) -> bool:
+        """Whether the page offers to approve and reject proposed tool calls: the approvals' admin
+        (``agents.tools.admin_approvals``, a room above the queue) says so, and adds those steps."""
+        return False
 
     def human_queue_act_view(self, request: HttpRequest, pk: int, step: str) -> HttpResponse:
         """One step on a waiting session (claim, release, return, resolve), through the queue services;
@@ -118,26 +163,7 @@ class SessionQueueAdmin(SessionAdmin):
         state = request.POST.get("state", "").strip()
         key = Session.objects.filter(pk=pk).values_list("key", flat=True).first() or str(pk)
         try:
-            if step == "claim":
-                queue_claim(session_pk=pk, user=request.user, note=note)
-                done = gettext("You have %(session)s now.") % {"session": key}
-            elif step == "release":
-                queue_release(session_pk=pk, user=request.user, note=note)
-                done = gettext("Session %(session)s is back in the queue, unclaimed.") % {"session": key}
-            elif step == "return":
-                move = queue_return(session_pk=pk, user=request.user, state=state, note=note)
-                done = gettext("Session %(session)s is back with the bot, in %(state)s.") % {
-                    "session": key,
-                    "state": move.state,
-                }
-            elif step == "resolve":
-                move = queue_resolve(session_pk=pk, user=request.user, state=state, note=note)
-                done = gettext("Session %(session)s is resolved: it ended in %(state)s.") % {
-                    "session": key,
-                    "state": move.state,
-                }
-            else:
-                raise DomainError(gettext("Unknown step '%(step)s'.") % {"step": step})
+            done = self.human_queue_step(request, pk=pk, step=step, key=key, note=note, state=state)
         except DomainError as refused:
             messages.error(request, gettext("Session %(session)s: %(why)s") % {"session": key, "why": refused.detail})
         else:

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.errors import UnknownSession
-from agents.queue.selectors import QUEUE_REASONS, human_queue_get, human_queue_list
+from agents.queue.selectors import QUEUE_REASONS, human_queue_get, human_queue_list, human_queue_proposed_calls
 from agents.queue.services import queue_claim, queue_release, queue_resolve, queue_return
 from agents.sessions.handoff import session_handoff_reason
 from agents.sessions.models import Session
@@ -25,8 +25,9 @@ QUEUE_LIST_MAX = 500
 READ_QUEUE = "agents.view_session"
 
 
-def queue_item(session: Session, *, now: Any = None) -> dict[str, Any]:
-    """One waiting session (annotated by ``session_human_queue``) as the API shows it."""
+def queue_item(session: Session, *, now: Any = None, proposed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One waiting session (annotated by ``session_human_queue``) as the API shows it; ``proposed``: the
+    tool call it waits to have approved (``human_queue_proposed_calls``)."""
     now = now or timezone.now()
     return {
         "id": session.pk,
@@ -37,14 +38,22 @@ def queue_item(session: Session, *, now: Any = None) -> dict[str, Any]:
         "reason": session_handoff_reason(session),
         "waiting_seconds": round((now - session.state_entered_at).total_seconds(), 3),
         "claimed_by": session.claimed_by.get_username() if session.claimed_by else None,
+        "proposed_call": _proposed(proposed),
     }
+
+
+def _proposed(call: dict[str, Any] | None) -> dict[str, Any] | None:
+    if call is None:
+        return None
+    keys = ("operation_id", "tool", "input", "risk", "state", "asked_at")
+    return {key: call[key] for key in keys}
 
 
 def _item(pk: int) -> dict[str, Any]:
     session = human_queue_get(pk=pk)
     if session is None:  # moved on between the write and this read
         raise UnknownSession(f"Session {pk} is no longer in the human queue.")
-    return queue_item(session)
+    return queue_item(session, proposed=human_queue_proposed_calls([session]).get(session.pk))
 
 
 def _move_body(pk: int, move: Move) -> dict[str, Any]:
@@ -88,8 +97,9 @@ class QueueListApi(StaffApi):
         if problems:
             raise serializers.ValidationError(problems)
         now = timezone.now()
-        sessions = human_queue_list(holder=holder or "", user=request.user, reason=reason or "")[:QUEUE_LIST_MAX]
-        return Response({"queue": [queue_item(s, now=now) for s in sessions]})
+        sessions = list(human_queue_list(holder=holder or "", user=request.user, reason=reason or "")[:QUEUE_LIST_MAX])
+        proposed = human_queue_proposed_calls(sessions)
+        return Response({"queue": [queue_item(s, now=now, proposed=proposed.get(s.pk)) for s in sessions]})
 
 
 class QueueClaimApi(StaffApi):

@@ -20,6 +20,7 @@ from agents.sessions.handoff import (
 )
 from agents.sessions.models import Session, Transition
 from agents.sessions.selectors import session_list, sessions_in_handoff_q
+from rules.hooks import Hook
 from rules.models import StateMachine
 
 
@@ -88,3 +89,18 @@ def human_queue_list(*, holder: str = "", user: Any = None, reason: str = "") ->
 def human_queue_get(*, pk: int) -> Session | None:
     """One session of the human queue (annotated as in ``session_human_queue``), or None when it is not waiting."""
     return session_human_queue().filter(pk=pk).first()
+
+
+# What the queue shows of a session that waits for a tool call's approval. The tool calls are a room
+# above the queue (agents.tools), which the queue does not import: it registers its provider in
+# ``AgentsConfig.ready()``. Called with ``sessions`` (a list from ``session_human_queue``); answers
+# {session pk: the proposed call (id, operation_id, tool, input masked, risk, state, asked_at)}.
+proposed_calls_asking: Hook[dict[int, dict[str, Any]]] = Hook("proposed_calls_asking")
+
+
+def human_queue_proposed_calls(sessions: list[Session]) -> dict[int, dict[str, Any]]:
+    """The tool call each waiting session asks a person to approve, by session pk (absent: none)."""
+    found: dict[int, dict[str, Any]] = {}
+    for answer in proposed_calls_asking.ask(sessions=sessions):
+        found.update(answer)
+    return found

@@ -20,7 +20,7 @@ from agents import urls as agents_urls
 from agents.queue import apis as queue_apis
 from agents.sessions import apis as session_apis
 from agents.tools import apis as tool_apis
-from agents.tools import breaker_apis
+from agents.tools import approval_apis, breaker_apis
 from agents.tools import errors as tool_errors
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
@@ -130,6 +130,8 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (queue_apis.QueueReturnApi.serializer_class, "QueueReturn"),
         (queue_apis.QueueResolveApi.serializer_class, "QueueResolve"),
         (breaker_apis.BreakerChangeApi.serializer_class, "ToolBreakerChangeRequest"),
+        (approval_apis.QueueApproveApi.serializer_class, "ApprovalNote"),
+        (approval_apis.QueueRejectApi.serializer_class, "RejectionNote"),
     ],
 )
 def test_request_schemas_match_the_serializers(spec, serializer, name):

@@ -38,6 +38,7 @@ from arbiter_client.types import (
     Timeline,
     ToolBreakerChange,
     ToolBreakerList,
+    ToolCallDecision,
 )
 
 API = "/api/v1"
@@ -75,6 +76,8 @@ OPERATIONS = {
     "queueResolve": "queue_resolve",
     "toolBreakerList": "tool_breakers",
     "toolBreakerChange": "tool_breaker_change",
+    "queueApprove": "queue_approve",
+    "queueReject": "queue_reject",
     "configGet": "config_document",
     "openapiDocument": "openapi_document",
 }
@@ -308,6 +311,16 @@ def tool_breakers() -> Call[ToolBreakerList]:
 def tool_breaker_change(name: str, action: str, *, reason: str) -> Call[ToolBreakerChange]:
     """``action``: ``"open"`` (stays open until a person closes it) or ``"close"``; the reason is kept."""
     return Call("POST", f"{API}/tools/{_segment(name)}/breaker", json=_body(action=action, reason=reason))
+
+
+def queue_approve(session_pk: int, *, note: str | None = None) -> Call[ToolCallDecision]:
+    """Approve the tool call a waiting session proposes (``agents.approve_tool_calls``)."""
+    return Call("POST", f"{API}/queue/{int(session_pk)}/approve", json=_body(note=note))
+
+
+def queue_reject(session_pk: int, *, note: str) -> Call[ToolCallDecision]:
+    """Reject the tool call a waiting session proposes, saying why (``agents.approve_tool_calls``)."""
+    return Call("POST", f"{API}/queue/{int(session_pk)}/reject", json=_body(note=note))
 
 
 def openapi_document() -> Call[str]:

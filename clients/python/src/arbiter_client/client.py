@@ -138,6 +138,8 @@ class Arbiter:
     queue_resolve = _op(_calls.queue_resolve)
     tool_breakers = _op(_calls.tool_breakers)
     tool_breaker_change = _op(_calls.tool_breaker_change)
+    queue_approve = _op(_calls.queue_approve)
+    queue_reject = _op(_calls.queue_reject)
 
 
 class AsyncArbiter:
@@ -225,3 +227,5 @@ class AsyncArbiter:
     queue_resolve = _aop(_calls.queue_resolve)
     tool_breakers = _aop(_calls.tool_breakers)
     tool_breaker_change = _aop(_calls.tool_breaker_change)
+    queue_approve = _aop(_calls.queue_approve)
+    queue_reject = _aop(_calls.queue_reject)

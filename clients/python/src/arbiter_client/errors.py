@@ -284,6 +284,10 @@ class ClaimedByOther(_Coded):
     code_name = "claimed_by_other"
 
 
+class NotAwaitingApproval(_Coded):
+    code_name = "not_awaiting_approval"
+
+
 def _registry() -> dict[str, type[ArbiterError]]:
     found: dict[str, type[ArbiterError]] = {}
     pending: list[type[ArbiterError]] = [_Coded]

@@ -356,6 +356,7 @@ class QueueItem(TypedDict):
     reason: str
     waiting_seconds: float
     claimed_by: str | None
+    proposed_call: Any
 
 
 class QueueList(TypedDict):
@@ -487,6 +488,19 @@ class ToolBreakerChange(TypedDict):
 class ToolBreakerList(TypedDict):
     store: str
     breakers: list[ToolBreaker]
+
+
+class ToolCallDecision(TypedDict):
+    id: int
+    session_id: Any
+    operation_id: str
+    tool: str
+    status: str
+    decided_by: str
+    note: str
+    decided_at: str
+    state: str
+    seq: int
 
 
 class ToolCallStarted(TypedDict):

@@ -47,7 +47,18 @@ def test_the_queue_lists_waiting_sessions_oldest_first_with_why_and_who(client, 
     items = listed.json()["queue"]
     assert [i["id"] for i in items] == [first, second]
     item = items[0]
-    assert set(item) == {"id", "session_id", "agent", "machine", "state", "reason", "waiting_seconds", "claimed_by"}
+    assert set(item) == {
+        "id",
+        "session_id",
+        "agent",
+        "machine",
+        "state",
+        "reason",
+        "waiting_seconds",
+        "claimed_by",
+        "proposed_call",
+    }
+    assert item["proposed_call"] is None
     assert (item["session_id"], item["agent"], item["machine"], item["state"], item["reason"], item["claimed_by"]) == (
         "q1",
         "support_bot",
