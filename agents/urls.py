@@ -2,6 +2,7 @@ from django.urls import path
 
 from agents.queue import apis as queue_apis
 from agents.sessions import apis, timeline_apis
+from agents.tools import apis as tool_apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -10,11 +11,14 @@ urlpatterns = [
     path("sessions/<str:session_id>/transitions", apis.SessionTransitionApi.as_view(), name="session-transition"),
     path("sessions/<str:session_id>/fields", apis.SessionFieldsApi.as_view(), name="session-fields"),
     path("sessions/<str:session_id>/events", apis.SessionEventApi.as_view(), name="session-event"),
-    path("sessions/<str:session_id>/actions", apis.SessionActionApi.as_view(), name="session-action"),
+    # The whitelist (agents.sessions), and an action's params against its tool's contract (agents.tools).
+    path("sessions/<str:session_id>/actions", tool_apis.ToolActionApi.as_view(), name="session-action"),
     path("sessions/<str:session_id>/interrupt", apis.SessionInterruptApi.as_view(), name="session-interrupt"),
     path("sessions/<str:session_id>/resume", apis.SessionResumeApi.as_view(), name="session-resume"),
     path("sessions/<str:session_id>/timeline", timeline_apis.SessionTimelineApi.as_view(), name="session-timeline"),
     path("sessions/<str:session_id>/anomalies", apis.SessionAnomalyCreateApi.as_view(), name="session-anomaly"),
+    path("sessions/<str:session_id>/tool-calls", tool_apis.ToolCallCreateApi.as_view(), name="tool-call-create"),
+    path("tool-calls/<str:operation_id>/result", tool_apis.ToolCallResultApi.as_view(), name="tool-call-result"),
     path("queue", queue_apis.QueueListApi.as_view(), name="queue-list"),
     path("queue/<int:session_pk>/claim", queue_apis.QueueClaimApi.as_view(), name="queue-claim"),
     path("queue/<int:session_pk>/release", queue_apis.QueueReleaseApi.as_view(), name="queue-release"),

@@ -84,6 +84,17 @@ SESSION_READS = Counter(
     "here was right: one statement), guessed_wrong (it had moved: two), read (no usable guess: two).",
     ["read"],
 )
+# Tools are configuration (each has a contract), so ``tool`` is bounded; so is ``code``: a declared code
+# (configuration too), ``output_invalid``, or ``undeclared`` for any code the contract does not declare.
+TOOL_CALLS = Counter(
+    "arbiter_tool_calls", "Tool-call attempts started (first attempts and retries), by tool.", ["tool"]
+)
+TOOL_FAILURES = Counter(
+    "arbiter_tool_failures",
+    "Tool-call attempts that failed, by tool and error code (undeclared: a code the contract does not declare).",
+    ["tool", "code"],
+)
+TOOL_RETRIES = Counter("arbiter_tool_retries", "Retries the error policy scheduled, by tool.", ["tool"])
 RATE_LIMITED = Counter("arbiter_rate_limited_requests", "Requests refused with 429 rate_limited, by agent.", ["agent"])
 REQUEST_SECONDS = Histogram(
     "arbiter_http_request_duration_seconds",
@@ -144,6 +155,16 @@ def session_moved(*, machine: str, kind: str) -> None:
 
 def decide_session_read(*, read: str) -> None:
     SESSION_READS.labels(read).inc()
+
+
+def tool_attempt_started(*, tool: str) -> None:
+    TOOL_CALLS.labels(tool).inc()
+
+
+def tool_attempt_failed(*, tool: str, code: str, declared: bool, retry: bool) -> None:
+    TOOL_FAILURES.labels(tool, code if declared or code == "output_invalid" else "undeclared").inc()
+    if retry:
+        TOOL_RETRIES.labels(tool).inc()
 
 
 def request_rate_limited(*, agent: str) -> None:

@@ -1,0 +1,110 @@
+"""The agent API of governed tool calls: the check before a call, the result after it, and the action
+check that judges an action's params by its tool's contract. One view per operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.validators import RegexValidator
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.sessions.apis import SessionActionApi, SessionApi
+from agents.sessions.presenters import SessionState
+from agents.tools.errors import UnknownOperation
+from agents.tools.results import tool_call_result
+from agents.tools.services import Started, action_check, tool_call_check
+from decision_service.api.base import AgentApi, request_agent
+from decision_service.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
+from rules.decisions.presenters import timestamp
+
+OPERATION_ID = r"^[A-Za-z0-9_.:-]{1,64}\Z"
+OPERATION_ID_MESSAGE = "1 to 64 letters, digits, _ . : or -."
+ERROR_CODE = r"^[A-Za-z0-9_.:-]{1,64}\Z"  # as a contract's error codes (rules.config.tool_definitions)
+DURATION_MAX_MS = 86_400_000  # a day
+
+
+def started_output(started: Started) -> dict[str, Any]:
+    return {
+        "operation_id": started.operation_id,
+        "attempt": started.attempt,
+        "deadline": timestamp(started.deadline),
+        "timeout_ms": started.timeout_ms,
+        "session": started.session,
+    }
+
+
+class ToolCallCreateApi(SessionApi):
+    class InputSerializer(StrictSerializer):
+        tool = StrictCharField(max_length=64)
+        input = serializers.DictField(allow_empty=True)
+        expected_state = StrictCharField(max_length=64)
+        operation_id = StrictCharField(
+            max_length=64, required=False, validators=[RegexValidator(OPERATION_ID, OPERATION_ID_MESSAGE)]
+        )
+
+    def post(self, request: Request, session_id: str) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        started = tool_call_check(
+            agent=request_agent(request),
+            session_id=session_id,
+            tool=data["tool"],
+            input=data["input"],
+            expected_state=data["expected_state"],
+            operation_id=data.get("operation_id"),
+        )
+        return Response(started_output(started), status=status.HTTP_201_CREATED)
+
+
+class ToolErrorSerializer(StrictSerializer):
+    code = StrictCharField(max_length=64, validators=[RegexValidator(ERROR_CODE, OPERATION_ID_MESSAGE)])
+    message = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class ToolCallResultApi(AgentApi):
+    class InputSerializer(StrictSerializer):
+        output = serializers.JSONField(required=False, allow_null=True)
+        error = ToolErrorSerializer(required=False)
+        duration_ms = StrictIntegerField(min_value=0, max_value=DURATION_MAX_MS)
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if ("output" in attrs) == ("error" in attrs):
+                message = "Exactly one of output and error."
+                raise serializers.ValidationError({"output": [message], "error": [message]})
+            return attrs
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
+        operation_id = kwargs.get("operation_id", "")
+        if "\x00" in operation_id:  # no operation has one, and PostgreSQL cannot compare text holding one
+            raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
+
+    def post(self, request: Request, operation_id: str) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        answer = tool_call_result(
+            agent=request_agent(request),
+            operation_id=operation_id,
+            output=data.get("output"),
+            error=data.get("error"),
+            duration_ms=data["duration_ms"],
+        )
+        return Response(answer)
+
+
+class ToolActionApi(SessionActionApi):
+    """``/actions`` as before (the state's whitelist), and an action that names a tool with a contract has
+    its ``params`` checked against the tool's input schema."""
+
+    def post(self, request: Request, session_id: str) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        shown: SessionState = action_check(
+            agent=request_agent(request), session_id=session_id, action=data["type"], params=data["params"]
+        )
+        return Response({"allowed": True, "allowed_actions": shown["allowed_actions"], "session": shown})

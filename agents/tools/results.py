@@ -1,0 +1,165 @@
+"""An attempt's result: recorded once, judged by the contract's error policy, answered ``done``, ``retry``
+or ``give_up``.
+
+The session's lock is taken first (a give-up moves the session; checks of the session take the same lock
+first), then the call's. A result for an attempt that already has one gets the stored answer again,
+unchanged: a runtime that lost the answer may report again. An output is checked against the contract's
+output schema (a mismatch is a failure with the code ``output_invalid``: the contract's policy for it
+when declared, else not retryable). An error code the contract does not declare is not retryable and is
+recorded as an ``undeclared_tool_error`` anomaly. Every result leaves the tool's concurrency slot and
+counts for its breaker (``agents.tools.gate``): every failure counts, whatever its code — the breaker
+judges the upstream, and a business error that floods it is a sign too. A result after the attempt's
+deadline is still recorded; its answer says ``late: true``.
+
+The policy used is the contract of the active revision (as for the check that started the attempt).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.sessions.models import Session
+from agents.sessions.presenters import session_state
+from agents.sessions.services import AgentRef, _extra, anomaly_record
+from agents.tools import gate
+from agents.tools.codes import UNDECLARED_TOOL_ERROR
+from agents.tools.contracts import active_config, masked_text, summary
+from agents.tools.errors import NoAttemptInFlight, UnknownOperation
+from agents.tools.giveup import give_up_move
+from agents.tools.models import AttemptOutcome, ToolAttempt, ToolCall, ToolCallStatus
+from agents.tools.policy import DONE, GIVE_UP, OUTPUT_INVALID, RETRY, after_failure, policy_for
+from agents.tools.services import _locked
+from decision_service import metrics
+from decision_service.errors import DomainError
+from rules.engine.tools import CompiledTool
+
+_random = random.SystemRandom()  # the jitter's draw: retries of many agents spread out
+
+
+def tool_call_result(
+    *,
+    agent: AgentRef,
+    operation_id: str,
+    output: Any = None,
+    error: Mapping[str, Any] | None = None,
+    duration_ms: int,
+) -> dict[str, Any]:
+    """Record the result of the operation's attempt in flight (``output``, or ``error`` with its ``code``
+    and ``message``); the answer (see the module docstring)."""
+    if "\x00" in operation_id:  # PostgreSQL cannot compare text holding a NUL; no id holds one
+        raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
+    found = ToolCall.objects.filter(agent_id=agent.pk, operation_id=operation_id).values("session__key").first()
+    if found is None:
+        raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
+    tools = active_config().tools
+    with transaction.atomic():
+        session = _locked(agent, found["session__key"])
+        call = ToolCall.objects.select_for_update().get(agent_id=agent.pk, operation_id=operation_id)
+        current = call.attempts.filter(attempt=call.attempt).first() if call.attempt else None
+        outcome: dict[str, Any] | DomainError
+        if current is not None and current.finished_at is not None:
+            outcome = dict(call.answer or {})  # a repeat: the answer as given the first time
+        elif current is None or call.status != ToolCallStatus.RUNNING:
+            outcome = NoAttemptInFlight(
+                f"The operation '{operation_id}' has no attempt waiting for a result ({call.status}).",
+                extra=_extra(session, operation_id=operation_id),
+            )
+        else:
+            outcome = _record(session, agent, tools.get(call.tool), call, current, output, error, duration_ms)
+    if isinstance(outcome, DomainError):
+        raise outcome
+    return outcome
+
+
+def _record(
+    session: Session,
+    agent: AgentRef,
+    compiled: CompiledTool | None,
+    call: ToolCall,
+    current: ToolAttempt,
+    output: Any,
+    error: Mapping[str, Any] | None,
+    duration_ms: int,
+) -> dict[str, Any]:
+    now = timezone.now()
+    late = now > current.deadline
+    codes = compiled.error_codes if compiled is not None else {}
+    contract = compiled.contract if compiled is not None else {}
+    current.finished_at, current.duration_ms = now, duration_ms
+    code = ""
+    if error is None:
+        current.output_summary = summary(output)
+        problems = compiled.output_errors(output) if compiled is not None else []
+        if problems:
+            code = OUTPUT_INVALID
+            current.outcome = AttemptOutcome.OUTPUT_INVALID
+            current.message = masked_text("; ".join(f"{p.pointer or '(the output)'}: {p.message}" for p in problems))
+        else:
+            current.outcome = AttemptOutcome.OK
+    else:
+        code = str(error["code"])
+        current.outcome = AttemptOutcome.ERROR
+        current.message = masked_text(str(error.get("message") or ""))
+    policy = policy_for(codes, code) if code else None
+    current.error_code = code
+    current.declared = policy is None or policy.declared or code == OUTPUT_INVALID
+    current.save()
+    gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
+    gate.breaker_record(call.tool, breaker=contract.get("circuit_breaker"), ok=policy is None)
+    answer: dict[str, Any] = {"operation_id": call.operation_id, "late": late}
+    if policy is None:
+        call.status = ToolCallStatus.DONE
+        answer.update(next=DONE, attempt=current.attempt)
+    else:
+        if not current.declared:
+            anomaly_record(
+                session,
+                agent=agent,
+                session_id=session.key,
+                code=UNDECLARED_TOOL_ERROR,
+                detail=f"'{call.tool}' answered the error code {code!r}, which its contract does not declare; "
+                "not retried",
+                # The upstream's doing, not the model's: recorded, never counted toward max_anomalies.
+                counted=False,
+            )
+        step = after_failure(policy, current.attempt, _random.random())
+        transaction.on_commit(
+            partial(
+                metrics.tool_attempt_failed,
+                tool=call.tool,
+                code=code,
+                declared=current.declared,
+                retry=step.next == RETRY,
+            )
+        )
+        if step.next == RETRY:
+            assert step.retry_after_ms is not None
+            call.status = ToolCallStatus.RETRY_WAIT
+            call.retry_at = now + dt.timedelta(milliseconds=step.retry_after_ms)
+            answer.update(next=RETRY, retry_after_ms=step.retry_after_ms, attempt=current.attempt + 1)
+        else:
+            call.status = ToolCallStatus.GAVE_UP
+            give_up_move(session, agent, call, contract.get("on_exhausted"))
+            answer.update(next=GIVE_UP, attempt=current.attempt)
+    answer["session"] = session_state(session)
+    call.answer = answer
+    call.save(update_fields=["status", "retry_at", "answer", "updated_at"])
+    return answer
+
+
+def failure_next(attempt: ToolAttempt, call: ToolCall) -> str | None:
+    """What the policy made of a failed attempt, read back for the timeline: ``retry`` when another attempt
+    followed (or is due), ``give_up`` when the operation ended with it; None for an attempt that did not fail
+    or has no result yet."""
+    if attempt.finished_at is None or attempt.outcome == AttemptOutcome.OK:
+        return None
+    if call.attempt > attempt.attempt or call.status == ToolCallStatus.RETRY_WAIT:
+        return RETRY
+    return GIVE_UP
