@@ -1,6 +1,6 @@
 """Seed 000's tool-call experiment, reproduced against a real Arbiter (issue 25).
 
-    .venv/bin/python -m bench.tool_policy.run [--conversations 300] [--outage-seconds 6] > /tmp/tool-policy.md
+    .venv/bin/python -m bench.tool_policy.run [--conversations 200] [--outage-seconds 24] > /tmp/tool-policy.md
 
 It makes its own server, as bench/client does: a fresh SQLite database in a temporary directory
 (migrated; the after-sales demo with the reference agent's additions imported; one agent without a rate
@@ -8,7 +8,7 @@ limit), served by Django's threaded WSGI server on loopback. ``DATABASE_URL=post
 database instead (**it is flushed first**). The demo's tool contracts are changed for the run so that it
 takes a minute, not an hour: ``query_order``'s ``RATE_LIMIT_EXCEEDED`` backs off from 5 ms (cap 40 ms,
 5 retries, jitter 0.5) and its breaker opens after 5 failures within 5 s and lets one trial through
-after 300 ms; ``query_order_unguarded`` is the same contract without a breaker.
+after 2 s; ``query_order_unguarded`` is the same contract without a breaker.
 
 1. **Rate limits.** N conversations of the reference agent, each verifying a phone and querying two
    orders, against the mock order system (examples/after_sales_agent/tools.py) whose ``query_order``
@@ -40,7 +40,7 @@ import yaml
 ORDERS = ("SO20240001", "SO20240002")
 PHONE = "13800138000"
 FAST_RATE_LIMIT = {"kind": "exponential", "base_ms": 5, "cap_ms": 40, "jitter": 0.5}
-FAST_BREAKER = {"failure_threshold": 5, "window_s": 5, "half_open_after_ms": 300, "trial_calls": 1}
+FAST_BREAKER = {"failure_threshold": 5, "window_s": 5, "half_open_after_ms": 2000, "trial_calls": 1}
 UNGUARDED = "query_order_unguarded"
 
 
@@ -166,11 +166,37 @@ def rate_limits(url: str, token: str, conversations: int, fraction: float, seed:
     return lines
 
 
-def outage(url: str, token: str, seconds: float, callers: int) -> list[str]:
+def _caller(
+    url: str,
+    token: str,
+    tool: str,
+    upstream: Any,
+    seen: list[tuple[str, str, int]],
+    lock: threading.Lock,
+    window: tuple[float, float, float],
+    index: int,
+) -> None:
+    """One caller: a new conversation per call, one order query each, until the window ends."""
     from arbiter_client import Arbiter
 
     from examples.after_sales_agent.agent import AfterSalesAgent
     from examples.after_sales_agent.llm import ScriptedModel
+
+    down_from, down_to, end = window
+    with Arbiter(url, token) as arbiter:
+        agent = AfterSalesAgent(arbiter, ScriptedModel(), out=None)
+        number = 0
+        while (now := time.perf_counter()) < end:
+            phase = "before" if now < down_from else "down" if now < down_to else "after"
+            session = agent.start(session_id=f"{tool}-{index}-{number}")
+            number += 1
+            turn = agent.use_tool(session, tool, {"order_id": ORDERS[1]}, upstream.query_order)
+            with lock:
+                seen.append((phase, turn.outcome, turn.tool_runs))
+        agent.close()
+
+
+def outage(url: str, token: str, seconds: float, callers: int) -> list[str]:
     from examples.after_sales_agent.tools import OrderSystem
 
     lines = [
@@ -184,28 +210,17 @@ def outage(url: str, token: str, seconds: float, callers: int) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for tool, label in (("query_order", "with the breaker"), (UNGUARDED, "without a breaker")):
-        upstream = OrderSystem()
         lock = threading.Lock()
         seen: list[tuple[str, str, int]] = []  # (phase, outcome, upstream runs)
         start = time.perf_counter()
         down_from, down_to = start + seconds / 3, start + 2 * seconds / 3
+        upstream = OrderSystem(outage=(down_from, down_to))
 
-        def caller(index: int, tool: str = tool, upstream: OrderSystem = upstream, seen: Any = seen) -> None:
-            with Arbiter(url, token) as arbiter:
-                agent = AfterSalesAgent(arbiter, ScriptedModel(), out=None)
-                number = 0
-                while (now := time.perf_counter()) < start + seconds:
-                    phase = "before" if now < down_from else "down" if now < down_to else "after"
-                    with lock:
-                        upstream.down = phase == "down"
-                    session = agent.start(session_id=f"{tool}-{index}-{number}")
-                    number += 1
-                    turn = agent.use_tool(session, tool, {"order_id": ORDERS[1]}, upstream.query_order)
-                    with lock:
-                        seen.append((phase, turn.outcome, turn.tool_runs))
-                agent.close()
-
-        threads = [threading.Thread(target=caller, args=(i,)) for i in range(callers)]
+        window = (down_from, down_to, start + seconds)
+        threads = [
+            threading.Thread(target=_caller, args=(url, token, tool, upstream, seen, lock, window, i))
+            for i in range(callers)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -227,11 +242,11 @@ def outage(url: str, token: str, seconds: float, callers: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=300)
+    parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--fraction", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--outage-seconds", type=float, default=6.0)
-    parser.add_argument("--callers", type=int, default=2)
+    parser.add_argument("--outage-seconds", type=float, default=24.0)
+    parser.add_argument("--callers", type=int, default=4)
     args = parser.parse_args(argv)
     url, token, server = _server()
     try:

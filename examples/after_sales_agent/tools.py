@@ -4,8 +4,8 @@ seed 000 is about made to happen on purpose. Their contracts are in demo/after_s
 - ``verify_phone`` (read_only): a mainland mobile number is verified when it ends in an even digit.
 - ``query_order`` (read_only): answers ``RATE_LIMIT_EXCEEDED`` a given fraction of the time (drawn from
   its own seeded random), each code in ``script`` first (a conversation's exact sequence), every call
-  while ``down`` (an upstream outage: ``UPSTREAM_UNAVAILABLE``, a code the contract does not declare —
-  what a failing upstream really answers), and ``ORDER_NOT_FOUND`` for an order it does not hold.
+  while ``down`` or within the ``outage`` window (``UPSTREAM_UNAVAILABLE``, a code the contract does not
+  declare — what a failing upstream really answers), and ``ORDER_NOT_FOUND`` for an order it lacks.
 - ``update_order`` (write): changes an order's receiver phone or address; ``ORDER_LOCKED`` once shipped.
 Each counts the calls that reached it: the load an upstream sees.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,7 @@ class OrderSystem:
 
     rate_limit_fraction: float = 0.0
     down: bool = False
+    outage: tuple[float, float] | None = None  # down between these ``time.perf_counter()`` readings
     seed: int = 0
     script: list[str] = field(default_factory=list)
     orders: dict[str, dict[str, Any]] = field(default_factory=_orders)
@@ -46,7 +48,7 @@ class OrderSystem:
     failures: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        self._random = random.Random(self.seed)
+        self._random = random.Random(self.seed)  # noqa: S311 (a reproducible draw, not a secret)
         self._lock = threading.Lock()
 
     def _fail(self, tool: str, code: str, message: str = "") -> ToolError:
@@ -63,7 +65,8 @@ class OrderSystem:
             self.calls["query_order"] += 1
             scripted = self.script.pop(0) if self.script else None
             limited = self._random.random() < self.rate_limit_fraction
-            if self.down:
+            now = time.perf_counter()
+            if self.down or (self.outage is not None and self.outage[0] <= now < self.outage[1]):
                 raise self._fail("query_order", UNAVAILABLE, "the order service is down")
             if scripted is not None:
                 raise self._fail("query_order", scripted, "scripted")

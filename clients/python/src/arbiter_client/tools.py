@@ -75,6 +75,7 @@ class ToolGaveUp(Exception):
 @dataclass(frozen=True)
 class Check:
     operation_id: str
+    expected_state: str
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ def policy(
     """The steps of one call; ``Check`` is sent the check's answer (a refusal is raised into it),
     ``Run`` an ``Outcome``, ``Report`` the result's answer, ``Sleep`` nothing. Returns the output."""
     op = operation_id or uuid.uuid4().hex
+    # Every check of one operation names the state it was asked in: while a person decides, the session
+    # waits in the handoff state, and goes back to this one once they have.
+    asked_in: str = session.state
     waited_s = 0.0
     approval_wait = APPROVAL_FIRST_WAIT_S
     waitable: tuple[type[ToolRefused], ...] = (RetryInProgress, ToolConcurrency)
@@ -122,7 +126,7 @@ def policy(
         waitable = (*waitable, CircuitOpen)
     while True:
         try:
-            answer = yield Check(op)
+            answer = yield Check(op, asked_in)
         except SessionRefused as refused:
             session._refused(refused)
             after = refused.retry_after_ms if isinstance(refused, ToolRefused) else None
@@ -208,7 +212,11 @@ def drive(
         try:
             if isinstance(step, Check):
                 sent = session.arbiter.tool_call_check(
-                    session.session_id, name, dict(input), expected_state=session.state, operation_id=step.operation_id
+                    session.session_id,
+                    name,
+                    dict(input),
+                    expected_state=step.expected_state,
+                    operation_id=step.operation_id,
                 )
             elif isinstance(step, Run):
                 sent = _run_sync(fn, input, step.timeout_s)
@@ -254,7 +262,11 @@ async def drive_async(
         try:
             if isinstance(step, Check):
                 sent = await session.arbiter.tool_call_check(
-                    session.session_id, name, dict(input), expected_state=session.state, operation_id=step.operation_id
+                    session.session_id,
+                    name,
+                    dict(input),
+                    expected_state=step.expected_state,
+                    operation_id=step.operation_id,
                 )
             elif isinstance(step, Run):
                 sent = await _run_async(fn, input, step.timeout_s)
