@@ -16,7 +16,12 @@ at ``--connections`` connections (closed loop, wrk), after a short warm-up:
   session is read, then the row inserted — what a conversation's first turn on a worker costs, and what
   any decide costs whose session moved since its worker last saw it;
 - ``decide_candidate``: the LLM's candidate accepted, no session;
-- ``transition``: ``POST /api/v1/sessions/{id}/transitions``, each request moving a fresh session.
+- ``transition``: ``POST /api/v1/sessions/{id}/transitions``, each request moving a fresh session;
+- ``tool_call_check``: ``POST /api/v1/sessions/{id}/tool-calls``, the demo's ``verify_phone`` with a valid
+  phone, each request a new operation on a fresh session (the input checked against its schema, the
+  operation and its first attempt written: issue 25);
+- ``tool_call_result``: ``POST /api/v1/tool-calls/{operation_id}/result``, an output for an attempt in
+  flight (written before the run, one per request), checked against the output schema, recorded, ``done``.
 
 Then each path again at one fixed rate below saturation (half the slowest path's throughput), open loop
 (a request is sent on schedule whether or not earlier ones have been answered; latency is measured from
@@ -44,6 +49,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 LUA = Path(__file__).with_name("load.lua")
@@ -88,6 +94,13 @@ PATHS = [
         201,
     ),
     Path_("transition", "/api/v1/sessions/t%d/transitions", '{"to": "received", "expected_state": "init"}', 200),
+    Path_(
+        "tool_call_check",
+        "/api/v1/sessions/k%d/tool-calls",
+        '{"tool": "verify_phone", "input": {"phone": "13800138000"}, "expected_state": "init", "operation_id": "c%d"}',
+        201,
+    ),
+    Path_("tool_call_result", "/api/v1/tool-calls/r%d/result", '{"output": {"verified": true}, "duration_ms": 3}', 200),
 ]
 
 
@@ -133,16 +146,63 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
     machine = StateMachine.objects.get(key="after_sales")
     now = timezone.now()
     keys = [f"d{i}" for i in range(DECIDE_SESSIONS)] + [f"t{i}" for i in range(TRANSITION_SESSIONS)]
-    keys += [f"n{i}" for i in range(first_seen)]
+    keys += [f"{prefix}{i}" for prefix in "nkq" for i in range(first_seen)]
     Session.objects.bulk_create(
         [Session(agent=agent, key=k, machine=machine, state="init", state_entered_at=now) for k in keys],
         batch_size=5000,
     )
+    _attempts_in_flight(agent, first_seen, now)
     return token
+
+
+def _attempts_in_flight(agent: Any, count: int, now: Any) -> None:
+    """One verify_phone operation with its first attempt in flight per session ``q<i>``, named ``r<i>``:
+    what ``tool_call_result`` reports on, written as the check writes them (its own path is measured apart)."""
+    import datetime as dt
+
+    from agents.sessions.models import Session
+    from agents.tools.contracts import input_digest
+    from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
+    from rules.models import ConfigRevision
+
+    revision = ConfigRevision.objects.order_by("-number").values_list("number", flat=True).first()
+    sessions = dict(Session.objects.filter(key__startswith="q").values_list("key", "pk"))
+    given = {"phone": "13800138000"}
+    deadline = now + dt.timedelta(days=1)
+    calls = ToolCall.objects.bulk_create(
+        [
+            ToolCall(
+                operation_id=f"r{i}",
+                agent=agent,
+                session_id=sessions[f"q{i}"],
+                tool="verify_phone",
+                state="init",
+                revision=revision,
+                risk="read_only",
+                input=given,
+                input_digest=input_digest(given),
+                status=ToolCallStatus.RUNNING,
+                attempt=1,
+                deadline=deadline,
+            )
+            for i in range(count)
+        ],
+        batch_size=5000,
+    )
+    ToolAttempt.objects.bulk_create(
+        [
+            ToolAttempt(
+                call=call, attempt=1, tool="verify_phone", started_at=now, deadline=deadline, breaker_state="closed"
+            )
+            for call in calls
+        ],
+        batch_size=5000,
+    )
 
 
 def counts() -> dict[str, int]:
     from agents.sessions.models import Transition
+    from agents.tools.models import AttemptOutcome, ToolAttempt
     from bench.http.views import BARE_AGENT
     from rules.models import DecisionRecord
 
@@ -150,6 +210,10 @@ def counts() -> dict[str, int]:
         "bare": DecisionRecord.objects.filter(agent_name=BARE_AGENT).count(),
         "decide": DecisionRecord.objects.filter(agent_name=AGENT).count(),
         "transition": Transition.objects.count(),
+        "tool_check": ToolAttempt.objects.filter(call__operation_id__startswith="c").count(),
+        "tool_result": ToolAttempt.objects.filter(
+            outcome=AttemptOutcome.OK, call__operation_id__startswith="r"
+        ).count(),
     }
 
 
@@ -337,6 +401,8 @@ def main() -> None:
             "decide_session_first_seen": "decide",
             "decide_candidate": "decide",
             "transition": "transition",
+            "tool_call_check": "tool_check",
+            "tool_call_result": "tool_result",
         }
 
         def advance(p: Path_, used: int) -> None:
@@ -381,8 +447,9 @@ def main() -> None:
         shutil.rmtree(static, ignore_errors=True)
         print(f"server log: {log.name}", file=sys.stderr)
 
-    if offsets["decide_session_first_seen"] > first_seen:
-        sys.exit(f"decide_session_first_seen ran past its {first_seen:,} sessions: its numbers are not valid.")
+    for once in ("decide_session_first_seen", "tool_call_check", "tool_call_result"):
+        if offsets[once] > first_seen:
+            sys.exit(f"{once} ran past its {first_seen:,} sessions: its numbers are not valid.")
     from django.db import connection
 
     with connection.cursor() as cursor:
