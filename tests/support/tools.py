@@ -71,4 +71,8 @@ tools:
     needs_approval_in: [received]
 """
 
+# The demo as it was before it had contracts: for what a configuration without any does.
+DEMO_WITHOUT_TOOLS = (
+    DEMO_TEXT.split("\n# The after-sales tools the machines' actions name", 1)[0].split("\ntools:\n", 1)[0] + "\n"
+)
 DEMO_WITH_TOOLS = DEMO_TEXT if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML

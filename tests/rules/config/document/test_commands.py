@@ -108,7 +108,7 @@ def test_import_config_dry_run_writes_nothing(write, staff_user):
     before = db_state()
     out, _ = call("import_config", str(DEMO_FILE), "--dry-run")
     assert out.splitlines()[-1] == (
-        "Dry run: 13 change(s) checked; applying them would need no approval; nothing was written."
+        "Dry run: 16 change(s) checked; applying them would need no approval; nothing was written."
     )
     assert db_state() == before
 
