@@ -14,7 +14,9 @@ after 2 s; ``query_order_unguarded`` is the same contract without a breaker.
    orders, against the mock order system (examples/after_sales_agent/tools.py) whose ``query_order``
    answers ``RATE_LIMIT_EXCEEDED`` 30 % of the time: through ``session.call_tool`` (Arbiter's policy)
    against the same agent calling the same tools directly (one try, an error is a failure). A
-   conversation succeeds when every call returns its output.
+   conversation succeeds when every call returns its output. It calls ``query_order_unguarded`` by
+   default: the retry policy alone, as the seed measured it (``--rate-limit-tool query_order`` adds the
+   breaker, which counts every failure, rate limits too, and so opens under a 30 % rate limit).
 2. **Outage.** Callers query orders one after another for ``--outage-seconds``; the upstream is down in
    the middle third (every call answers ``UPSTREAM_UNAVAILABLE``). With the breaker (``query_order``)
    against without (``query_order_unguarded``), the same callers: per call, whether it reached the
@@ -101,7 +103,7 @@ def _server() -> tuple[str, str, Any]:
     return f"http://127.0.0.1:{server.server_address[1]}", token, server
 
 
-def rate_limits(url: str, token: str, conversations: int, fraction: float, seed: int) -> list[str]:
+def rate_limits(url: str, token: str, conversations: int, fraction: float, seed: int, tool: str) -> list[str]:
     from arbiter_client import Arbiter, ToolError
 
     from examples.after_sales_agent.agent import AfterSalesAgent
@@ -109,7 +111,7 @@ def rate_limits(url: str, token: str, conversations: int, fraction: float, seed:
     from examples.after_sales_agent.tools import OrderSystem
 
     def script() -> list[tuple[str, dict[str, Any]]]:
-        return [("verify_phone", {"phone": PHONE})] + [("query_order", {"order_id": o}) for o in ORDERS]
+        return [("verify_phone", {"phone": PHONE})] + [(tool, {"order_id": o}) for o in ORDERS]
 
     rows = []
     # Without Arbiter: the same tools, called once each; any error fails the conversation.
@@ -119,7 +121,7 @@ def rate_limits(url: str, token: str, conversations: int, fraction: float, seed:
     for _ in range(conversations):
         try:
             for name, given in script():
-                plain.functions()[name](given)
+                plain.functions()[name.replace(UNGUARDED, "query_order")](given)
         except ToolError:
             continue
         ok += 1
@@ -136,8 +138,9 @@ def rate_limits(url: str, token: str, conversations: int, fraction: float, seed:
             session = agent.start(session_id=f"rl-{number}")
             done = True
             for name, given in script():
-                turn = agent.use_tool(session, name, given, upstream.functions()[name])
-                outcomes[f"{turn.outcome}" + (f" {turn.code}" if turn.code else "")] += 1
+                fn = upstream.functions()[name.replace(UNGUARDED, "query_order")]
+                turn = agent.use_tool(session, name, given, fn)
+                outcomes[turn.outcome + (f" {turn.code}" if turn.code and turn.code != turn.outcome else "")] += 1
                 if turn.outcome != "done":
                     done = False
                     break
@@ -149,7 +152,7 @@ def rate_limits(url: str, token: str, conversations: int, fraction: float, seed:
     lines = [
         f"### Rate limits: `query_order` answers RATE_LIMIT_EXCEEDED {fraction:.0%} of the time",
         "",
-        f"{conversations} conversations, each `verify_phone` then `query_order` twice (seed {seed}).",
+        f"{conversations} conversations, each `verify_phone` then `{tool}` twice (seed {seed}).",
         "",
         "| agent | conversations that succeeded | upstream calls (query_order failures) | Arbiter requests "
         "per conversation | seconds | outcomes of the calls |",
@@ -247,14 +250,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--outage-seconds", type=float, default=24.0)
     parser.add_argument("--callers", type=int, default=4)
+    parser.add_argument(
+        "--rate-limit-tool",
+        choices=[UNGUARDED, "query_order"],
+        default=UNGUARDED,
+        help="the contract the rate-limit part calls: without a breaker (the retry policy alone, as the seed "
+        "measured it), or with the breaker, which counts every failure, rate limits too",
+    )
+    parser.add_argument("--part", choices=["all", "rate_limits", "outage"], default="all")
     args = parser.parse_args(argv)
     url, token, server = _server()
     try:
-        lines = [
-            *rate_limits(url, token, args.conversations, args.fraction, args.seed),
-            "",
-            *outage(url, token, args.outage_seconds, args.callers),
-        ]
+        lines = []
+        if args.part in ("all", "rate_limits"):
+            lines += rate_limits(url, token, args.conversations, args.fraction, args.seed, args.rate_limit_tool)
+            lines.append("")
+        if args.part in ("all", "outage"):
+            lines += outage(url, token, args.outage_seconds, args.callers)
     finally:
         server.shutdown()
     from django.db import connection

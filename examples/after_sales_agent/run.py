@@ -68,10 +68,7 @@ def conversation_run(
                 fn = upstream.functions()[step["tool"]]
                 tool_turn = agent.use_tool(session, step["tool"], step.get("input") or {}, fn)
                 tools.append(tool_turn)
-                for key, wanted in (step.get("expect") or {}).items():
-                    got = getattr(tool_turn, key)
-                    if got != wanted:
-                        mismatches.append(f"{spec['name']} step {number}: {key} is {got!r}, expected {wanted!r}")
+                mismatches += _unexpected(f"{spec['name']} step {number}", tool_turn, step.get("expect"))
                 continue
             if "wait" in step:
                 if wait is None:
@@ -85,13 +82,19 @@ def conversation_run(
             point = step.get("point", "intent_routing")
             turn = agent.turn(session, step["user"], point=point, facts=step.get("facts"))
             turns.append(turn)
-            for key, wanted in (step.get("expect") or {}).items():
-                got: Any = getattr(turn, key)
-                if got != wanted:
-                    mismatches.append(f"{spec['name']} turn {number}: {key} is {got!r}, expected {wanted!r}")
+            mismatches += _unexpected(f"{spec['name']} turn {number}", turn, step.get("expect"))
     finally:
         agent.close()
     return Outcome(spec["name"], turns, mismatches, session.session_id, tools)
+
+
+def _unexpected(where: str, turn: Any, expect: dict[str, Any] | None) -> list[str]:
+    found = []
+    for key, wanted in (expect or {}).items():
+        got = getattr(turn, key)
+        if got != wanted:
+            found.append(f"{where}: {key} is {got!r}, expected {wanted!r}")
+    return found
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, float]:
