@@ -6,5 +6,6 @@ Presentation only; every write goes through the services.
 from agents.queue import admin as queue
 from agents.runtimes import admin as runtimes
 from agents.sessions.admin import anomalies, sessions
+from agents.tools import admin_calls
 
-__all__ = ["anomalies", "queue", "runtimes", "sessions"]
+__all__ = ["admin_calls", "anomalies", "queue", "runtimes", "sessions"]

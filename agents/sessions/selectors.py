@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
+from django.apps import apps
 from django.db.models import BooleanField, Case, Q, QuerySet, Value, When
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
@@ -150,35 +151,53 @@ def session_states() -> list[str]:
 
 @dataclass(frozen=True)
 class TimelineEntry:
-    """One event of a session: a transition, a decision, an anomaly or a queue event (claim, release):
-    exactly one of the four is set."""
+    """One event of a session: a transition, a decision, an anomaly, a queue event (claim, release) or a
+    tool-call attempt — its start (``tool_invocation``) or its failure (``error_handled``): exactly one of
+    the five is set."""
 
-    kind: str  # "transition" | "decision" | "anomaly" | "queue"
+    kind: str  # "transition" | "decision" | "anomaly" | "queue" | "tool_invocation" | "error_handled"
     at: dt.datetime
     transition: Transition | None = None
     decision: DecisionRecord | None = None
     anomaly: Anomaly | None = None
     # An agents.queue.models.QueueEvent: the queue builds on sessions, so sessions does not import it.
     queue_event: Any = None
+    # An agents.tools.models.ToolAttempt with its call, read by name for the same reason.
+    attempt: Any = None
 
     @property
     def seq(self) -> int | None:
         return self.transition.seq if self.transition is not None else None
 
+    @property
+    def tool_next(self) -> str | None:
+        """What the error policy made of a failed attempt: ``retry`` when another attempt followed (or is
+        due), ``give_up`` when the operation ended with it; None for any other event."""
+        if self.kind != ERROR_HANDLED:
+            return None
+        call = self.attempt.call
+        return "retry" if call.attempt > self.attempt.attempt or call.status == "retry_wait" else "give_up"
 
+
+TOOL_INVOCATION, ERROR_HANDLED = "tool_invocation", "error_handled"
 # When two events share a timestamp: a decision comes before the anomaly it raised, and both before
-# the move it made (the decide service writes them in that order).
-_RANK = {"decision": 0, "anomaly": 1, "transition": 2, "queue": 3}
+# the move it made (the decide service writes them in that order); an attempt's failure before the move
+# its give-up made (written in that order too), its start after all of them.
+_RANK = {"decision": 0, "anomaly": 1, ERROR_HANDLED: 2, "transition": 3, "queue": 4, TOOL_INVOCATION: 5}
 
 
 def _sort_key(entry: TimelineEntry) -> tuple[dt.datetime, int]:
     return entry.at, _RANK[entry.kind]
 
 
+Position = tuple[dt.datetime, Any]
+
+
 @dataclass(frozen=True)
 class TimelineCursor:
-    """Where a page of a session's timeline ended: the last event it took from each of the four streams
-    (moves by ``seq``; decisions, anomalies and queue events by time and primary key). The next page
+    """Where a page of a session's timeline ended: the last event it took from each of its streams
+    (moves by ``seq``; decisions, anomalies and queue events by time and primary key; tool-call attempts
+    by their start, and failed ones by their finish, each with the attempt's primary key). The next page
     starts after each of them, so a page never repeats or skips an event, whatever its neighbours' clocks
     said. ``TimelineCursor()`` is the beginning."""
 
@@ -186,10 +205,13 @@ class TimelineCursor:
     decision: tuple[dt.datetime, str] | None = None
     anomaly: tuple[dt.datetime, int] | None = None
     queue: tuple[dt.datetime, int] | None = None
+    tool: tuple[dt.datetime, int] | None = None
+    tool_error: tuple[dt.datetime, int] | None = None
 
     def following(self, entries: list[TimelineEntry]) -> TimelineCursor:
         """The cursor after ``entries``, a page read from this cursor."""
         seq, decision, anomaly, queue = self.seq, self.decision, self.anomaly, self.queue
+        tool, tool_error = self.tool, self.tool_error
         for e in entries:
             if e.transition is not None:
                 seq = e.transition.seq
@@ -197,39 +219,58 @@ class TimelineCursor:
                 decision = (e.at, str(e.decision.pk))
             elif e.anomaly is not None:
                 anomaly = (e.at, e.anomaly.pk)
+            elif e.kind == TOOL_INVOCATION:
+                tool = (e.at, e.attempt.pk)
+            elif e.kind == ERROR_HANDLED:
+                tool_error = (e.at, e.attempt.pk)
             else:
                 queue = (e.at, e.queue_event.pk)
-        return TimelineCursor(seq=seq, decision=decision, anomaly=anomaly, queue=queue)
+        return TimelineCursor(
+            seq=seq, decision=decision, anomaly=anomaly, queue=queue, tool=tool, tool_error=tool_error
+        )
 
 
-def _after(position: tuple[dt.datetime, Any] | None) -> Q:
+def _after(position: Position | None, field: str = "created_at") -> Q:
     if position is None:
         return Q()
     at, pk = position
-    return Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk)
+    return Q(**{f"{field}__gt": at}) | Q(**{field: at, "pk__gt": pk})
+
+
+def _attempts(session: Session) -> QuerySet[Any]:
+    """The session's tool-call attempts with their calls (``agents.tools`` builds on sessions: by name)."""
+    return apps.get_model("agents", "ToolAttempt").objects.filter(call__session=session).select_related("call")
 
 
 def session_timeline(
     session: Session, *, limit: int | None = None, after: TimelineCursor | None = None
 ) -> list[TimelineEntry]:
-    """The session's transitions, decisions, anomalies and queue events in one list, oldest first.
+    """The session's transitions, decisions, anomalies, queue events and tool-call attempts in one list,
+    oldest first.
 
     Ordered by time; transitions always keep their ``seq`` order among themselves (``heapq.merge``
     never reorders one input), even if clocks disagree. Decisions and anomalies belong to the session
-    when they name its agent and session id. Without ``after`` (the admin's page): everything, or with
-    ``limit`` only the latest ``limit`` events. With ``after`` (the agent API's pages): the first
-    ``limit`` events that follow it. The order is the same either way: a merge of the four streams.
+    when they name its agent and session id. An attempt is an event when it starts (``tool_invocation``,
+    showing its outcome once reported) and, when it failed, one more when its result came
+    (``error_handled``). Without ``after`` (the admin's page): everything, or with ``limit`` only the
+    latest ``limit`` events. With ``after`` (the agent API's pages): the first ``limit`` events that
+    follow it. The order is the same either way: a merge of the streams.
     """
     transitions = session.transitions.select_related("decision")
     decisions = DecisionRecord.objects.filter(agent_id=session.agent_id, session_id=session.key)
     anomalies = Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
     queue_events = session.queue_events.all()
+    attempts = _attempts(session)
+    # A failed attempt: finished, and not "ok" (agents.tools.models.AttemptOutcome).
+    failures = attempts.filter(finished_at__isnull=False).exclude(outcome="ok")
     if after is None:
         streams: list[Any] = [
             transitions.order_by("-seq"),
             decisions.order_by("-created_at", "-pk"),
             anomalies.order_by("-created_at", "-pk"),
             queue_events.order_by("-created_at", "-pk"),
+            attempts.order_by("-started_at", "-pk"),
+            failures.order_by("-finished_at", "-pk"),
         ]
     else:
         streams = [
@@ -237,18 +278,22 @@ def session_timeline(
             decisions.filter(_after(after.decision)).order_by("created_at", "pk"),
             anomalies.filter(_after(after.anomaly)).order_by("created_at", "pk"),
             queue_events.filter(_after(after.queue)).order_by("created_at", "pk"),
+            attempts.filter(_after(after.tool, "started_at")).order_by("started_at", "pk"),
+            failures.filter(_after(after.tool_error, "finished_at")).order_by("finished_at", "pk"),
         ]
     # An event among the first (or last) ``limit`` of the merge is among the first (last) ``limit`` of its own stream.
     rows = [list(stream[:limit] if limit is not None else stream) for stream in streams]
     if after is None:
         rows = [list(reversed(r)) for r in rows]
-    moves, records, found, queued = rows
+    moves, records, found, queued, started, failed = rows
     merged = list(
         heapq.merge(
             [TimelineEntry("transition", t.created_at, transition=t) for t in moves],
             [TimelineEntry("decision", d.created_at, decision=d) for d in records],
             [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in found],
             [TimelineEntry("queue", q.created_at, queue_event=q) for q in queued],
+            [TimelineEntry(TOOL_INVOCATION, a.started_at, attempt=a) for a in started],
+            [TimelineEntry(ERROR_HANDLED, a.finished_at, attempt=a) for a in failed],
             key=_sort_key,
         )
     )

@@ -1,7 +1,8 @@
 """``GET /api/v1/sessions/<id>/timeline``: an agent reads its session's history, page by page.
 
 The events are the admin's session timeline (``session_timeline``, one selector for both): moves,
-decisions, anomalies and queue events, oldest first. Text is shown as the decision log keeps it: a
+decisions, anomalies, queue events and tool-call attempts (``tool_invocation``, ``error_handled``), oldest
+first. Text is shown as the decision log keeps it: a
 decision's input, reasons and raw output are already masked in the log; the free text kept with the
 session as sent (a move's reason, an anomaly's detail and raw output, an operator's note) is masked here
 with the same masker — the point's, where the event names one, else the built-in patterns.
@@ -23,7 +24,13 @@ from rest_framework.response import Response
 
 from agents.errors import InvalidCursor
 from agents.sessions.apis import SessionApi
-from agents.sessions.selectors import TimelineCursor, TimelineEntry, session_get_for_agent, session_timeline
+from agents.sessions.selectors import (
+    ERROR_HANDLED,
+    TimelineCursor,
+    TimelineEntry,
+    session_get_for_agent,
+    session_timeline,
+)
 from decision_service.api.base import request_agent
 from decision_service.errors import InvalidRequest
 from rules.config.runtime import engines
@@ -40,7 +47,14 @@ def cursor_encode(cursor: TimelineCursor) -> str:
     def position(p: tuple[dt.datetime, Any] | None) -> list[Any] | None:
         return None if p is None else [p[0].isoformat(), p[1]]
 
-    raw = {"t": cursor.seq, "d": position(cursor.decision), "a": position(cursor.anomaly), "q": position(cursor.queue)}
+    raw = {
+        "t": cursor.seq,
+        "d": position(cursor.decision),
+        "a": position(cursor.anomaly),
+        "q": position(cursor.queue),
+        "i": position(cursor.tool),
+        "e": position(cursor.tool_error),
+    }
     return base64.urlsafe_b64encode(json.dumps(raw, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
@@ -56,8 +70,11 @@ def cursor_decode(text: str) -> TimelineCursor:
             decision=_position(raw["d"], str),
             anomaly=_position(raw["a"], int),
             queue=_position(raw["q"], int),
+            # Absent from cursors given out before tool calls were recorded: those pages had none to skip.
+            tool=_position(raw.get("i"), int),
+            tool_error=_position(raw.get("e"), int),
         )
-    except (ValueError, TypeError, KeyError, binascii.Error, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidCursor(
             "'after' is not a cursor this timeline gave out; start again without it.",
             errors={"after": ["Not a cursor from a timeline page's 'next'."]},
@@ -134,6 +151,8 @@ def timeline_entry_body(entry: TimelineEntry, _masked: _Masking) -> dict[str, An
             reason=d.reason,
             revision=d.revision,
         )
+    elif entry.attempt is not None:
+        body.update(_attempt_body(entry))
     elif entry.anomaly is not None:
         a = entry.anomaly
         body.update(
@@ -146,6 +165,27 @@ def timeline_entry_body(entry: TimelineEntry, _masked: _Masking) -> dict[str, An
     else:
         q = entry.queue_event
         body.update(kind=q.kind, actor=q.actor, state=q.state, note=_masked(q.note, ""))
+    return body
+
+
+def _attempt_body(entry: TimelineEntry) -> dict[str, Any]:
+    """A tool-call attempt's event. Its input, message and output summary were masked when written
+    (``agents.tools``), the summary cut short; ``outcome`` and what follows it are null while in flight."""
+    a, call = entry.attempt, entry.attempt.call
+    body: dict[str, Any] = {"operation_id": call.operation_id, "tool": a.tool, "attempt": a.attempt}
+    if entry.kind == ERROR_HANDLED:
+        body.update(code=a.error_code, declared=a.declared, message=a.message, next=entry.tool_next)
+    else:
+        body.update(
+            input=call.input,
+            breaker_state=a.breaker_state,
+            deadline=timestamp(a.deadline),
+            outcome=a.outcome or None,
+            output_summary=a.output_summary or None,
+            finished_at=timestamp(a.finished_at) if a.finished_at else None,
+            late=a.finished_at > a.deadline if a.finished_at else None,
+        )
+    body["duration_ms"] = a.duration_ms
     return body
 
 

@@ -106,3 +106,10 @@ def check_when_due(client: APIClient, session_id: str, tool: str, input: Any, op
             return answer
         assert time.monotonic() < deadline, answer.json()
         time.sleep(min(answer.json()["retry_after_ms"], 50) / 1000)
+
+
+def move(client: APIClient, session_id: str, to: str, expected: str) -> None:
+    answer = client.post(
+        f"/api/v1/sessions/{session_id}/transitions", {"to": to, "expected_state": expected}, format="json"
+    )
+    assert answer.status_code == 200, answer.json()

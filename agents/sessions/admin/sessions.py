@@ -201,6 +201,16 @@ def _entry_row(entry: TimelineEntry, shown: Callable[[str, Any], Any]) -> dict[s
         )
     elif entry.queue_event is not None:
         row.update(queue_event=entry.queue_event)
+    elif entry.attempt is not None:
+        # Input, message and output summary were masked when the attempt was written (agents.tools).
+        call = entry.attempt.call
+        row.update(
+            attempt=entry.attempt,
+            call=call,
+            input=_value_text(call.input),
+            next=entry.tool_next,
+            url=reverse("admin:agents_toolcall_change", args=[call.pk]),
+        )
     elif entry.anomaly is not None:
         a = entry.anomaly
         row.update(

@@ -1,0 +1,136 @@
+"""``/actions`` judges an action's params by its tool's contract; tool-call attempts in the session's
+timeline, through the agent API (its pages and cursors) and on the admin's session page."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from django.test import Client
+
+from agents.sessions.models import Anomaly, Session
+from agents.tools.models import ToolCall
+from tests.support.tool_calls import PHONE, check, check_when_due, report
+
+pytestmark = pytest.mark.django_db
+
+
+def act(client, session, action, params):
+    return client.post(f"/api/v1/sessions/{session}/actions", {"type": action, "params": params}, format="json")
+
+
+def test_an_action_naming_a_tool_has_its_params_checked_against_the_input_schema(client, session):
+    refused = act(client, session, "verify_phone", {"phone": "abc"})
+    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_tool_input")
+    assert refused.json()["errors"] == {"/phone": ['"abc" does not match "^1[3-9][0-9]{9}$"']}
+    assert refused.json()["session"]["session_id"] == session
+    assert Anomaly.objects.filter(code="invalid_tool_input").count() == 1
+    assert act(client, session, "verify_phone", {"param_name": "does_not_exist"}).status_code == 422
+    allowed = act(client, session, "verify_phone", {"phone": PHONE})
+    assert (allowed.status_code, allowed.json()["allowed"]) == (200, True)
+    assert not ToolCall.objects.exists()  # an action check starts no call
+
+
+def test_an_action_without_a_contract_is_still_judged_by_the_whitelist_only(client, session):
+    assert act(client, session, "transfer_to_human", {"anything": 1}).status_code == 200
+    refused = act(client, session, "not_listed", {})
+    assert (refused.status_code, refused.json()["code"]) == (422, "action_not_allowed")
+    assert Anomaly.objects.filter(code="action_not_allowed").count() == 1
+
+
+def test_the_whitelist_comes_before_the_params(client, session):
+    client.post(f"/api/v1/sessions/{session}/transitions", {"to": "asking", "expected_state": "start"}, format="json")
+    refused = act(client, session, "verify_phone", {"phone": "abc"})
+    assert refused.json()["code"] == "action_not_allowed"
+    assert not Anomaly.objects.filter(code="invalid_tool_input").exists()
+
+
+def timeline(client, session, after=None, limit=50):
+    query = f"?limit={limit}" + (f"&after={after}" if after else "")
+    answer = client.get(f"/api/v1/sessions/{session}/timeline{query}")
+    assert answer.status_code == 200, answer.json()
+    return answer.json()
+
+
+def test_each_attempt_is_a_tool_invocation_and_each_failure_an_error_handled(client, session):
+    check(client, session, "verify_phone", {"phone": PHONE}, operation_id="op-1")
+    page = timeline(client, session)
+    (started,) = page["events"]
+    assert started["type"] == "tool_invocation" and started["outcome"] is None
+    assert (started["tool"], started["attempt"], started["input"]) == ("verify_phone", 1, {"phone": "[phone]"})
+    assert started["breaker_state"] == "closed"
+    report(client, "op-1", error={"code": "RATE_LIMIT_EXCEEDED", "message": "for 13800138000"}, duration_ms=40)
+    # Polling with the last page's cursor: the failure follows, once.
+    (failed,) = timeline(client, session, after=page["next"])["events"]
+    assert failed == {
+        "type": "error_handled",
+        "at": failed["at"],
+        "operation_id": "op-1",
+        "tool": "verify_phone",
+        "attempt": 1,
+        "code": "RATE_LIMIT_EXCEEDED",
+        "declared": True,
+        "message": "for [phone]",
+        "next": "retry",
+        "duration_ms": 40,
+    }
+    check_when_due(client, session, "verify_phone", {"phone": PHONE}, "op-1")
+    report(client, "op-1", output={"verified": True, "note": "13800138000"}, duration_ms=7)
+    events = timeline(client, session)["events"]
+    assert [(e["type"], e["attempt"]) for e in events] == [
+        ("tool_invocation", 1),
+        ("error_handled", 1),
+        ("tool_invocation", 2),
+    ]
+    first, _, second = events
+    assert (first["outcome"], first["duration_ms"], first["late"]) == ("error", 40, False)
+    assert (second["outcome"], second["output_summary"]) == ("ok", '{"note":"[phone]","verified":true}')
+
+
+def test_pages_of_a_timeline_with_attempts_neither_repeat_nor_skip(client, session):
+    for n in range(3):
+        check(client, session, "flaky", {}, operation_id=f"op-{n}")
+        report(client, f"op-{n}", output={})
+    check(client, session, "to_state", {}, operation_id="gives-up")
+    report(client, "gives-up", error={"code": "NOPE"})
+    everything = timeline(client, session)["events"]
+    seen, after = [], None
+    while True:
+        page = timeline(client, session, after=after, limit=2)
+        seen += page["events"]
+        after = page["next"]
+        if not page["has_more"]:
+            break
+    assert seen == everything
+    # The give-up's failure (undeclared: an anomaly too), then the move on_exhausted made.
+    assert [e["type"] for e in everything][-4:] == ["tool_invocation", "error_handled", "anomaly", "transition"]
+    assert everything[-3]["next"] == "give_up"
+
+
+def test_a_cursor_from_before_tool_calls_still_reads(client, session):
+    check(client, session, "flaky", {}, operation_id="op-1")
+    old = {"t": 0, "d": None, "a": None, "q": None}  # the four-stream cursor pages gave out before
+    text = base64.urlsafe_b64encode(json.dumps(old).encode()).decode().rstrip("=")
+    assert [e["type"] for e in timeline(client, session, after=text)["events"]] == ["tool_invocation"]
+    bad = base64.urlsafe_b64encode(json.dumps({**old, "i": ["x", 1]}).encode()).decode().rstrip("=")
+    answer = client.get(f"/api/v1/sessions/{session}/timeline?after={bad}")
+    assert (answer.status_code, answer.json()["code"]) == (422, "invalid_cursor")
+
+
+def test_the_admin_session_page_and_the_tool_call_admin_show_the_attempts(client, session, staff_user):
+    check(client, session, "flaky", {"phone": PHONE}, operation_id="op-1")
+    report(client, "op-1", error={"code": "UPSTREAM_TIMEOUT"})
+    browser = Client()
+    browser.force_login(staff_user)
+    page = browser.get(f"/admin/agents/session/{Session.objects.get(key=session).pk}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-kind="tool_invocation"' in html and 'data-kind="error_handled"' in html
+    assert "UPSTREAM_TIMEOUT" in html and PHONE not in html
+    call = ToolCall.objects.get()
+    listing = browser.get("/admin/agents/toolcall/")
+    assert listing.status_code == 200 and "op-1" in listing.content.decode()
+    detail = browser.get(f"/admin/agents/toolcall/{call.pk}/change/")
+    assert detail.status_code == 200 and "UPSTREAM_TIMEOUT" in detail.content.decode()
+    assert browser.get("/admin/agents/toolcall/add/").status_code == 403
