@@ -375,10 +375,6 @@ class NoAttemptInFlight(ToolRefused):
     code_name = "no_attempt_in_flight"
 
 
-class NotAwaitingApproval(_Coded):
-    code_name = "not_awaiting_approval"
-
-
 class UnknownOperation(NotFound):
     code_name = "unknown_operation"
 

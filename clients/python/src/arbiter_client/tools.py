@@ -41,6 +41,7 @@ from arbiter_client.errors import (
     CircuitOpen,
     RetryInProgress,
     SessionRefused,
+    StateMismatch,
     ToolConcurrency,
     ToolRefused,
 )
@@ -119,6 +120,9 @@ def policy(
     # Every check of one operation names the state it was asked in: while a person decides, the session
     # waits in the handoff state, and goes back to this one once they have.
     asked_in: str = session.state
+    # A call resumed (its id given) while the session waits in the handoff state may have been approved
+    # since: the session is back where the call was asked, which a refusal's session object then says.
+    resuming = operation_id is not None and bool(session.handed_off)
     waited_s = 0.0
     approval_wait = APPROVAL_FIRST_WAIT_S
     waitable: tuple[type[ToolRefused], ...] = (RetryInProgress, ToolConcurrency)
@@ -129,6 +133,9 @@ def policy(
             answer = yield Check(op, asked_in)
         except SessionRefused as refused:
             session._refused(refused)
+            if resuming and isinstance(refused, StateMismatch) and refused.state and refused.state != asked_in:
+                resuming, asked_in = False, refused.state
+                continue
             after = refused.retry_after_ms if isinstance(refused, ToolRefused) else None
             if not isinstance(refused, waitable) or after is None or waited_s >= max_wait_s:
                 raise
@@ -137,6 +144,7 @@ def policy(
             yield Sleep(pause)
             continue
         session.absorb(answer)
+        resuming = False
         if answer.get("code") == "awaiting_approval":
             if waited_s >= max_wait_s:
                 raise AwaitingApproval("awaiting_approval", 202, dict(answer))
