@@ -47,14 +47,13 @@ def cursor_encode(cursor: TimelineCursor) -> str:
     def position(p: tuple[dt.datetime, Any] | None) -> list[Any] | None:
         return None if p is None else [p[0].isoformat(), p[1]]
 
-    raw = {
-        "t": cursor.seq,
-        "d": position(cursor.decision),
-        "a": position(cursor.anomaly),
-        "q": position(cursor.queue),
-        "i": position(cursor.tool),
-        "e": position(cursor.tool_error),
-    }
+    raw = {"t": cursor.seq, "d": position(cursor.decision), "a": position(cursor.anomaly), "q": position(cursor.queue)}
+    # The tool-call streams only once a page passed one of their events: a cursor of a session without
+    # tool calls reads as it did before they were recorded.
+    if cursor.tool is not None:
+        raw["i"] = position(cursor.tool)
+    if cursor.tool_error is not None:
+        raw["e"] = position(cursor.tool_error)
     return base64.urlsafe_b64encode(json.dumps(raw, separators=(",", ":")).encode()).decode().rstrip("=")
 
 

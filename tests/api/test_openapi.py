@@ -19,6 +19,8 @@ from agents import errors as agent_errors
 from agents import urls as agents_urls
 from agents.queue import apis as queue_apis
 from agents.sessions import apis as session_apis
+from agents.tools import apis as tool_apis
+from agents.tools import errors as tool_errors
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from decision_service.errors import DatabaseUnavailable
@@ -117,6 +119,9 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (session_apis.SessionInterruptApi.InputSerializer, "InterruptRequest"),
         (session_apis.SessionResumeApi.InputSerializer, "ResumeRequest"),
         (session_apis.SessionAnomalyCreateApi.InputSerializer, "AnomalyRequest"),
+        (tool_apis.ToolCallCreateApi.InputSerializer, "ToolCallRequest"),
+        (tool_apis.ToolCallResultApi.InputSerializer, "ToolResultRequest"),
+        (tool_apis.ToolErrorSerializer, "ToolError"),
         (staff_apis.ChangeRequestCreateApi.InputSerializer, "ChangeRequestCreate"),
         (staff_apis.ChangeRequestApproveApi.InputSerializer, "ChangeRequestApprove"),
         (staff_apis.SimulationCreateApi.InputSerializer, "SimulationRequest"),
@@ -202,6 +207,8 @@ def test_problem_codes_are_exactly_those_the_api_can_send(spec):
         PermissionDenied,
     }
     domain |= _domain_errors(agent_errors)
+    # agents/tools/errors.py: the tool-call API's refusals and the staff approvals' (not_awaiting_approval).
+    domain |= _domain_errors(tool_errors)
     sent = {code for code, _ in _DRF_CODES.values()} | {str(e.code) for e in domain} | {"server_error"}
     sent |= set(middleware.PROBLEM_CODES)
     assert set(spec["components"]["schemas"]["ProblemCode"]["enum"]) == sent

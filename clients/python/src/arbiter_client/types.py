@@ -415,7 +415,7 @@ TimelineEvent = TypedDict(
         "fields": NotRequired[dict[str, Any]],
         "id": NotRequired[str],
         "point": NotRequired[str | None],
-        "input": NotRequired[str],
+        "input": NotRequired[str | Any],
         "session_state": NotRequired[str | None],
         "candidate": NotRequired[Any | None],
         "candidate_invalid": NotRequired[bool],
@@ -429,6 +429,19 @@ TimelineEvent = TypedDict(
         "raw": NotRequired[str],
         "state": NotRequired[str],
         "note": NotRequired[str],
+        "operation_id": NotRequired[str],
+        "tool": NotRequired[str],
+        "attempt": NotRequired[int],
+        "breaker_state": NotRequired[str],
+        "deadline": NotRequired[str],
+        "outcome": NotRequired[str | None],
+        "output_summary": NotRequired[str | None],
+        "finished_at": NotRequired[str | None],
+        "late": NotRequired[bool | None],
+        "duration_ms": NotRequired[int | None],
+        "declared": NotRequired[bool],
+        "message": NotRequired[str],
+        "next": NotRequired[str | None],
     },
 )
 
@@ -438,3 +451,20 @@ class Timeline(TypedDict):
     events: list[TimelineEvent]
     next: str
     has_more: bool
+
+
+class ToolCallStarted(TypedDict):
+    operation_id: str
+    attempt: int
+    deadline: str
+    timeout_ms: int
+    session: SessionState
+
+
+class ToolResult(TypedDict):
+    operation_id: str
+    attempt: int
+    next: str
+    retry_after_ms: NotRequired[int]
+    late: bool
+    session: SessionState
