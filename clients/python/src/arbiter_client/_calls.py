@@ -36,6 +36,8 @@ from arbiter_client.types import (
     SessionDetail,
     Simulation,
     Timeline,
+    ToolCallStarted,
+    ToolResult,
 )
 
 API = "/api/v1"
@@ -224,7 +226,7 @@ def tool_call_check(
     *,
     expected_state: str,
     operation_id: str | None = None,
-) -> Call[dict[str, Any]]:
+) -> Call[ToolCallStarted]:
     """May the session call ``tool`` with ``input`` now: ``201`` with the attempt's ``operation_id``,
     ``attempt``, ``deadline`` and ``timeout_ms``, or ``202`` while a person has to approve it (the answer
     is then the ``awaiting_approval`` problem document; ask again with its ``operation_id``)."""
@@ -240,7 +242,7 @@ def tool_call_result(
     duration_ms: int,
     output: Any = None,
     error: dict[str, Any] | None = None,
-) -> Call[dict[str, Any]]:
+) -> Call[ToolResult]:
     """Report the attempt in flight: its ``output``, or its ``error`` (``{code, message?}``); the answer's
     ``next`` says ``done``, ``retry`` (after ``retry_after_ms``) or ``give_up``."""
     body: dict[str, Any] = {"duration_ms": duration_ms}

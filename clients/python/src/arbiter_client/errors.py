@@ -284,6 +284,10 @@ class ClaimedByOther(_Coded):
     code_name = "claimed_by_other"
 
 
+class NotAwaitingApproval(_Coded):
+    code_name = "not_awaiting_approval"
+
+
 class ToolRefused(SessionRefused):
     """Base of the tool-call refusals (``POST /sessions/<id>/tool-calls`` and ``/tool-calls/<id>/result``);
     each carries the session object. ``retry_after_ms`` is set on the ones that say when to come back."""
