@@ -49,7 +49,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from bench.http.seed import attempts_in_flight, settle
 
 ROOT = Path(__file__).resolve().parents[2]
 LUA = Path(__file__).with_name("load.lua")
@@ -151,63 +152,8 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
         [Session(agent=agent, key=k, machine=machine, state="init", state_entered_at=now) for k in keys],
         batch_size=5000,
     )
-    _attempts_in_flight(agent, first_seen, now)
+    attempts_in_flight(agent, first_seen, now)
     return token
-
-
-def _attempts_in_flight(agent: Any, count: int, now: Any) -> None:
-    """One verify_phone operation with its first attempt in flight per session ``q<i>``, named ``r<i>``:
-    what ``tool_call_result`` reports on, written as the check writes them (its own path is measured apart)."""
-    import datetime as dt
-
-    from agents.sessions.models import Session
-    from agents.tools.contracts import input_digest
-    from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
-    from rules.models import ConfigRevision
-
-    revision = ConfigRevision.objects.order_by("-number").values_list("number", flat=True).first()
-    sessions = dict(Session.objects.filter(key__startswith="q").values_list("key", "pk"))
-    given = {"phone": "13800138000"}
-    deadline = now + dt.timedelta(days=1)
-    calls = ToolCall.objects.bulk_create(
-        [
-            ToolCall(
-                operation_id=f"r{i}",
-                agent=agent,
-                session_id=sessions[f"q{i}"],
-                tool="verify_phone",
-                state="init",
-                revision=revision,
-                risk="read_only",
-                input=given,
-                input_digest=input_digest(given),
-                status=ToolCallStatus.RUNNING,
-                attempt=1,
-                deadline=deadline,
-            )
-            for i in range(count)
-        ],
-        batch_size=5000,
-    )
-    ToolAttempt.objects.bulk_create(
-        [
-            ToolAttempt(
-                call=call, attempt=1, tool="verify_phone", started_at=now, deadline=deadline, breaker_state="closed"
-            )
-            for call in calls
-        ],
-        batch_size=5000,
-    )
-
-
-def _settle() -> None:
-    """Write the loaded rows out and refresh the planner's statistics before any path runs, so the first
-    path measured does not pay for the load (a checkpoint, autovacuum's analyze of the new rows)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-        cursor.execute("CHECKPOINT")
 
 
 def counts() -> dict[str, int]:
@@ -397,7 +343,7 @@ def main() -> None:
     # at 4,000 req/s, well above what two cores serve; checked after the run.
     first_seen = max(FIRST_SEEN_SESSIONS, round((3 + args.duration + args.paced_seconds) * 4000))
     token = prepare(first_seen)
-    _settle()
+    settle()
     from decision_service import serving
 
     log = tempfile.NamedTemporaryFile(prefix="arbiter-bench-serve-", suffix=".log", delete=False)  # noqa: SIM115
