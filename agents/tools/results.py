@@ -109,7 +109,7 @@ def _record(
         current.message = masked_text(str(error.get("message") or ""))
     policy = policy_for(codes, code) if code else None
     current.error_code = code
-    current.declared = policy is None or policy.declared or code == OUTPUT_INVALID
+    current.declared = policy is None or policy.declared
     current.save()
     gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
     gate.breaker_record(call.tool, breaker=contract.get("circuit_breaker"), ok=policy is None)
@@ -118,7 +118,8 @@ def _record(
         call.status = ToolCallStatus.DONE
         answer.update(next=DONE, attempt=current.attempt)
     else:
-        if not current.declared:
+        # Arbiter's own output_invalid, undeclared, is no anomaly: the contract's default for it applies.
+        if not current.declared and error is not None:
             anomaly_record(
                 session,
                 agent=agent,

@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
@@ -85,7 +86,8 @@ def test_an_output_its_schema_refuses_is_an_output_invalid_failure(client, sessi
     body = report(client, "op-1", output={"verified": "yes"}).json()
     assert body["next"] == "give_up"  # output_invalid is not declared by verify_phone: not retryable
     attempt = ToolAttempt.objects.get()
-    assert (attempt.outcome, attempt.error_code, attempt.declared) == ("output_invalid", "output_invalid", True)
+    # verify_phone does not declare output_invalid: the default policy, and no anomaly (Arbiter's own code).
+    assert (attempt.outcome, attempt.error_code, attempt.declared) == ("output_invalid", "output_invalid", False)
     assert "/verified" in attempt.message and not Anomaly.objects.exists()
 
 
@@ -153,3 +155,40 @@ def test_malformed_results_are_invalid_requests(client, session, body, field):
     assert (answer.status_code, answer.json()["code"]) == (422, "invalid_request"), answer.json()
     assert field in answer.json()["errors"]
     assert ToolAttempt.objects.get().finished_at is None
+
+
+def test_attempts_failures_by_code_and_retries_are_counted_per_tool(
+    client, session, django_capture_on_commit_callbacks
+):
+    def scrape():
+        answer = client.get("/metrics")
+        assert answer.status_code == 200
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(answer.content.decode())
+            for s in family.samples
+        }
+
+    def moved(name, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    before = scrape()
+    with django_capture_on_commit_callbacks(execute=True):
+        started(client, session, "verify_phone", {"phone": PHONE})
+        report(client, "op-1", error={"code": "RATE_LIMIT_EXCEEDED"})
+    with django_capture_on_commit_callbacks(execute=True):
+        check_when_due(client, session, "verify_phone", {"phone": PHONE}, "op-1")
+        report(client, "op-1", output={"verified": "not a boolean"})
+    with django_capture_on_commit_callbacks(execute=True):
+        # The invalid output gave up and handed the first session off: another session.
+        client.post("/api/v1/sessions", {"machine": "tooling", "session_id": "s2"}, format="json")
+        started(client, "s2", "flaky", operation_id="op-2")
+        report(client, "op-2", error={"code": f"ANY_{PHONE}"})  # an agent's code of its own: not a label
+    after = scrape()
+    assert moved("arbiter_tool_calls_total", tool="verify_phone") == 2
+    assert moved("arbiter_tool_retries_total", tool="verify_phone") == 1
+    assert moved("arbiter_tool_failures_total", tool="verify_phone", code="RATE_LIMIT_EXCEEDED") == 1
+    assert moved("arbiter_tool_failures_total", tool="verify_phone", code="output_invalid") == 1
+    assert moved("arbiter_tool_failures_total", tool="flaky", code="undeclared") == 1
+    assert not any(PHONE in str(labels) for _, labels in after)
