@@ -89,6 +89,8 @@ def calls_per_turn(url: str, token: str) -> list[str]:
                 raise SystemExit("\n".join(outcome.mismatches))
             outcomes.append(outcome)
             turns = outcome.turns
+            if not turns:  # tool calls only (issue 25): measured by bench/tool_policy
+                continue
             lines.append(
                 f"| {outcome.name} | {len(turns)} | {sum(t.arbiter_calls for t in turns) / len(turns):.2f} "
                 f"({', '.join(str(t.arbiter_calls) for t in turns)}) | {sum(t.model_calls for t in turns)} "

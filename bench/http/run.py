@@ -16,7 +16,12 @@ at ``--connections`` connections (closed loop, wrk), after a short warm-up:
   session is read, then the row inserted — what a conversation's first turn on a worker costs, and what
   any decide costs whose session moved since its worker last saw it;
 - ``decide_candidate``: the LLM's candidate accepted, no session;
-- ``transition``: ``POST /api/v1/sessions/{id}/transitions``, each request moving a fresh session.
+- ``transition``: ``POST /api/v1/sessions/{id}/transitions``, each request moving a fresh session;
+- ``tool_call_check``: ``POST /api/v1/sessions/{id}/tool-calls``, the demo's ``verify_phone`` with a valid
+  phone, each request a new operation on a fresh session (the input checked against its schema, the
+  operation and its first attempt written: issue 25);
+- ``tool_call_result``: ``POST /api/v1/tool-calls/{operation_id}/result``, an output for an attempt in
+  flight (written before the run, one per request), checked against the output schema, recorded, ``done``.
 
 Then each path again at one fixed rate below saturation (half the slowest path's throughput), open loop
 (a request is sent on schedule whether or not earlier ones have been answered; latency is measured from
@@ -44,6 +49,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.http.seed import attempts_in_flight, settle
 
 ROOT = Path(__file__).resolve().parents[2]
 LUA = Path(__file__).with_name("load.lua")
@@ -88,6 +95,13 @@ PATHS = [
         201,
     ),
     Path_("transition", "/api/v1/sessions/t%d/transitions", '{"to": "received", "expected_state": "init"}', 200),
+    Path_(
+        "tool_call_check",
+        "/api/v1/sessions/k%d/tool-calls",
+        '{"tool": "verify_phone", "input": {"phone": "13800138000"}, "expected_state": "init", "operation_id": "c%d"}',
+        201,
+    ),
+    Path_("tool_call_result", "/api/v1/tool-calls/r%d/result", '{"output": {"verified": true}, "duration_ms": 3}', 200),
 ]
 
 
@@ -133,16 +147,18 @@ def prepare(first_seen: int = FIRST_SEEN_SESSIONS) -> str:
     machine = StateMachine.objects.get(key="after_sales")
     now = timezone.now()
     keys = [f"d{i}" for i in range(DECIDE_SESSIONS)] + [f"t{i}" for i in range(TRANSITION_SESSIONS)]
-    keys += [f"n{i}" for i in range(first_seen)]
+    keys += [f"{prefix}{i}" for prefix in "nkq" for i in range(first_seen)]
     Session.objects.bulk_create(
         [Session(agent=agent, key=k, machine=machine, state="init", state_entered_at=now) for k in keys],
         batch_size=5000,
     )
+    attempts_in_flight(agent, first_seen, now)
     return token
 
 
 def counts() -> dict[str, int]:
     from agents.sessions.models import Transition
+    from agents.tools.models import AttemptOutcome, ToolAttempt
     from bench.http.views import BARE_AGENT
     from rules.models import DecisionRecord
 
@@ -150,6 +166,10 @@ def counts() -> dict[str, int]:
         "bare": DecisionRecord.objects.filter(agent_name=BARE_AGENT).count(),
         "decide": DecisionRecord.objects.filter(agent_name=AGENT).count(),
         "transition": Transition.objects.count(),
+        "tool_check": ToolAttempt.objects.filter(call__operation_id__startswith="c").count(),
+        "tool_result": ToolAttempt.objects.filter(
+            outcome=AttemptOutcome.OK, call__operation_id__startswith="r"
+        ).count(),
     }
 
 
@@ -283,7 +303,19 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.0, help="fixed rate (0: half the slowest path's)")
     parser.add_argument("--paced-seconds", type=float, default=10.0)
     parser.add_argument("--output", help="also write the Markdown report here")
+    parser.add_argument(
+        "--only",
+        help="comma-separated paths to run (bare is always run: every path is read against it), "
+        "e.g. tool_call_check,tool_call_result",
+    )
     args = parser.parse_args()
+    paths = PATHS
+    if args.only:
+        wanted = {"bare", *args.only.split(",")}
+        unknown = wanted - {p.name for p in PATHS}
+        if unknown:
+            sys.exit(f"unknown paths: {', '.join(sorted(unknown))}")
+        paths = [p for p in PATHS if p.name in wanted]
 
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a PostgreSQL database this benchmark may empty.")
@@ -311,6 +343,7 @@ def main() -> None:
     # at 4,000 req/s, well above what two cores serve; checked after the run.
     first_seen = max(FIRST_SEEN_SESSIONS, round((3 + args.duration + args.paced_seconds) * 4000))
     token = prepare(first_seen)
+    settle()
     from decision_service import serving
 
     log = tempfile.NamedTemporaryFile(prefix="arbiter-bench-serve-", suffix=".log", delete=False)  # noqa: SIM115
@@ -337,6 +370,8 @@ def main() -> None:
             "decide_session_first_seen": "decide",
             "decide_candidate": "decide",
             "transition": "transition",
+            "tool_call_check": "tool_check",
+            "tool_call_result": "tool_result",
         }
 
         def advance(p: Path_, used: int) -> None:
@@ -346,7 +381,7 @@ def main() -> None:
         cpu_ms: dict[str, dict[str, float]] = {}
         checks: dict[str, tuple[int, int]] = {}
         lost: dict[str, int] = {}
-        for p in PATHS:
+        for p in paths:
             before = counts()[rows[p.name]]
             warm = wrk(port, p, token, seconds=3, connections=args.connections, offset=offsets[p.name])
             advance(p, warm.requests)
@@ -370,7 +405,7 @@ def main() -> None:
         rate = args.rate or max(1, round(min(r.rps for r in closed.values()) / 2))
         fixed: dict[str, Result] = {}
         paced_checks: dict[str, tuple[int, int]] = {}
-        for p in PATHS:
+        for p in paths:
             before = counts()[rows[p.name]]
             fixed[p.name] = paced(port, p, token, rate=rate, seconds=args.paced_seconds, offset=offsets[p.name])
             advance(p, fixed[p.name].requests)
@@ -381,8 +416,9 @@ def main() -> None:
         shutil.rmtree(static, ignore_errors=True)
         print(f"server log: {log.name}", file=sys.stderr)
 
-    if offsets["decide_session_first_seen"] > first_seen:
-        sys.exit(f"decide_session_first_seen ran past its {first_seen:,} sessions: its numbers are not valid.")
+    for once in ("decide_session_first_seen", "tool_call_check", "tool_call_result"):
+        if offsets[once] > first_seen:
+            sys.exit(f"{once} ran past its {first_seen:,} sessions: its numbers are not valid.")
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -407,7 +443,7 @@ def main() -> None:
     # wrk stops with requests in flight (and gives up on some on the way): the server may log a row whose
     # answer wrk never reads. So a wrk run may add more rows than the answers it counted, never fewer (an
     # answered decision is always logged); the fixed-rate run waits for every answer: exactly equal.
-    for p in PATHS:
+    for p in paths:
         r, f = closed[p.name], fixed[p.name]
         answered, added = checks[p.name]
         p_answered, p_added = paced_checks[p.name]

@@ -33,13 +33,17 @@ import httpx
 from arbiter_client import (
     Arbiter,
     CandidateParseError,
+    CircuitOpen,
     EventNotAllowed,
     FieldsMissing,
     GuardFailed,
     InvalidFields,
+    InvalidToolInput,
     Session,
     SessionHandedOff,
     StateMismatch,
+    ToolGaveUp,
+    ToolRefused,
     parse_candidate,
 )
 
@@ -125,6 +129,32 @@ class Turn:
     fields: dict[str, Any] = field(default_factory=dict)  # the values this turn stored, as the server keeps them
 
 
+TOOL_REPLIES = {
+    "done": "已为您查询/处理完毕。",
+    "invalid_tool_input": "这个信息格式好像不对，请再核对一下（例如 11 位手机号、订单号）。",
+    "circuit_open": "订单系统暂时不可用，请稍后再试。",
+    "gave_up": "暂时没能处理成功，已为您转接人工客服，请稍候。",
+    "refused": "这个操作现在无法办理。",
+}
+
+
+@dataclass
+class ToolTurn:
+    """One tool call the model asked for, run through ``session.call_tool``: what came of it."""
+
+    tool: str
+    input: dict[str, Any]
+    outcome: str = ""  # done, invalid_tool_input, circuit_open, gave_up, or the refusal's code
+    output: Any = None
+    code: str | None = None  # the last failure reported (gave_up) or the refusal's code
+    errors: list[str] = field(default_factory=list)  # JSON pointers of an input the schema refused
+    tool_runs: int = 0  # times the tool function itself ran: the load the upstream saw
+    state: str = ""
+    handed_off: bool = False
+    arbiter_calls: int = 0
+    reply: str | None = None
+
+
 class AfterSalesAgent:
     def __init__(
         self,
@@ -149,6 +179,46 @@ class AfterSalesAgent:
 
     def start(self, *, machine: str = "after_sales", session_id: str | None = None, **context: Any) -> Session:
         return self.arbiter.session(machine=machine, session_id=session_id, context=context or None)
+
+    def use_tool(
+        self,
+        session: Session,
+        name: str,
+        input: Mapping[str, Any],
+        fn: Callable[[Any], Any],
+        *,
+        sleep: Callable[[float], None] | None = None,
+    ) -> ToolTurn:
+        """Run the tool call the model asked for under Arbiter's policy (``session.call_tool``): the input
+        is checked against the contract before the tool runs, declared failures are retried as the
+        contract says, an open breaker fails fast, and a give-up has moved the session already."""
+        calls_before = self.arbiter.counter.requests
+        turn = ToolTurn(name, dict(input))
+
+        def counted(given: Any) -> Any:
+            turn.tool_runs += 1
+            return fn(given)
+
+        options: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
+        try:
+            turn.output = session.call_tool(name, input, counted, **options)
+            turn.outcome = "done"
+        except InvalidToolInput as refused:  # the model's arguments: ask the customer, never run the tool
+            turn.outcome = turn.code = refused.code
+            turn.errors = sorted(refused.errors)
+        except CircuitOpen as refused:
+            turn.outcome = turn.code = refused.code
+        except ToolRefused as refused:
+            turn.outcome, turn.code = "refused", refused.code
+        except ToolGaveUp as gave_up:
+            turn.outcome, turn.code = "gave_up", gave_up.code
+        turn.state, turn.handed_off = session.state, session.handed_off
+        turn.reply = TOOL_REPLIES.get(turn.outcome, TOOL_REPLIES["refused"])
+        turn.arbiter_calls = self.arbiter.counter.requests - calls_before
+        if self.out is not None:
+            shown = ("tool", "outcome", "code", "errors", "tool_runs", "state", "arbiter_calls", "reply")
+            self.out(json.dumps({k: getattr(turn, k) for k in shown}, ensure_ascii=False))
+        return turn
 
     def prompt(self, point: str, revision: int, answer: Mapping[str, Any]) -> str:
         """What the model is told it may answer: from the answer's ``prompt`` when the server sends

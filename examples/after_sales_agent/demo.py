@@ -15,6 +15,7 @@ come out as its conversation expects.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -127,6 +128,15 @@ def transcript(outcome: Outcome) -> list[str]:
         if held := fields_line(turn):
             lines.append(f"    fields: {held}")
         lines.append(f"    bot: {turn.reply if turn.reply is not None else '(silent: a person has the conversation)'}")
+    for call in outcome.tools:  # the tool calls the model asked for, each through session.call_tool
+        refused = f" at {', '.join(call.errors)}" if call.errors else ""
+        code = f" ({call.code}{refused})" if call.code else ""
+        lines.append(f"  model calls {call.tool} {json.dumps(call.input, ensure_ascii=False)}")
+        lines.append(
+            f"    {call.outcome}{code}: the tool ran {call.tool_runs} time(s), "
+            f"{call.arbiter_calls} Arbiter call(s), state {call.state}"
+        )
+        lines.append(f"    bot: {call.reply}")
     return lines
 
 

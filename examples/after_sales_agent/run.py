@@ -14,15 +14,16 @@ import argparse
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arbiter_client import Arbiter, Session
 
-from examples.after_sales_agent.agent import AfterSalesAgent, Turn
+from examples.after_sales_agent.agent import AfterSalesAgent, ToolTurn, Turn
 from examples.after_sales_agent.conversations import conversation_load, conversation_paths
 from examples.after_sales_agent.llm import Model, OpenAICompatibleModel, ScriptedModel
+from examples.after_sales_agent.tools import OrderSystem
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Outcome:
     turns: list[Turn]
     mismatches: list[str]
     session_id: str = ""
+    tools: list[ToolTurn] = field(default_factory=list)
 
 
 Wait = Callable[[Session, float], None]
@@ -48,16 +50,26 @@ def conversation_run(
 ) -> Outcome:
     """Run one conversation. A step ``wait: N`` is the customer saying nothing for N seconds:
     ``wait(session, N)`` lets that time pass for the server (its timeout sweep), and is required then.
-    ``open: STATE`` moves the new session there first (the greeting), outside the turns."""
+    ``open: STATE`` moves the new session there first (the greeting), outside the turns. A step
+    ``tool: NAME`` with ``input`` is a tool call the model asked for, run through ``call_tool`` on the
+    mock order system (``upstream:`` sets what it answers first: ``{script: [CODE, …]}``)."""
     spec = conversation_load(path)
     scripted = ScriptedModel()
     agent = AfterSalesAgent(arbiter, model or scripted, out=out, points=points)
     session = agent.start(machine=spec["machine"], session_id=f"{session_prefix}{spec['name']}-{uuid.uuid4().hex[:8]}")
     if spec.get("open"):
         session.move(spec["open"], reason="conversation opened")
-    turns, mismatches = [], []
+    turns, mismatches, tools = [], [], []
+    upstream = OrderSystem()
     try:
         for number, step in enumerate(spec["turns"], 1):
+            if "tool" in step:
+                upstream.script[:] = list((step.get("upstream") or {}).get("script") or [])
+                fn = upstream.functions()[step["tool"]]
+                tool_turn = agent.use_tool(session, step["tool"], step.get("input") or {}, fn)
+                tools.append(tool_turn)
+                mismatches += _unexpected(f"{spec['name']} step {number}", tool_turn, step.get("expect"))
+                continue
             if "wait" in step:
                 if wait is None:
                     raise ValueError(f"{spec['name']} waits for a timeout: pass wait=")
@@ -70,16 +82,23 @@ def conversation_run(
             point = step.get("point", "intent_routing")
             turn = agent.turn(session, step["user"], point=point, facts=step.get("facts"))
             turns.append(turn)
-            for key, wanted in (step.get("expect") or {}).items():
-                got: Any = getattr(turn, key)
-                if got != wanted:
-                    mismatches.append(f"{spec['name']} turn {number}: {key} is {got!r}, expected {wanted!r}")
+            mismatches += _unexpected(f"{spec['name']} turn {number}", turn, step.get("expect"))
     finally:
         agent.close()
-    return Outcome(spec["name"], turns, mismatches, session.session_id)
+    return Outcome(spec["name"], turns, mismatches, session.session_id, tools)
+
+
+def _unexpected(where: str, turn: Any, expect: dict[str, Any] | None) -> list[str]:
+    found = []
+    for key, wanted in (expect or {}).items():
+        got = getattr(turn, key)
+        if got != wanted:
+            found.append(f"{where}: {key} is {got!r}, expected {wanted!r}")
+    return found
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, float]:
+    """Per message turn (a tool call the model asked for is not a message: ``Outcome.tools``)."""
     turns = [t for o in outcomes for t in o.turns]
     return {
         "turns": len(turns),
@@ -102,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in conversation_paths():
             print(f"== {path.stem}")
             outcomes.append(conversation_run(arbiter, path, model=model, points=points))
-    print(summary(outcomes))
+    print(summary(outcomes), {"tool_calls": sum(len(o.tools) for o in outcomes)})
     problems = [m for o in outcomes for m in o.mismatches]
     for problem in problems:
         print("MISMATCH", problem, file=sys.stderr)

@@ -73,6 +73,9 @@ def test_agent_demo_runs_every_conversation_and_prints_the_summary(separate) -> 
         "== off_whitelist",
         "== refund_300",
         "== refund_800",
+        "== tool_invalid_phone",
+        "== tool_query_order",
+        "== tool_rate_limited",
     ]
     assert "decided by rule: human_handoff → state human_handoff (0 LLM calls)" in text
     assert "bot: (silent: a person has the conversation)" in text
@@ -81,7 +84,14 @@ def test_agent_demo_runs_every_conversation_and_prints_the_summary(separate) -> 
     assert "    fields: receiver_phone refused (invalid_fields); missing for the tool: receiver_phone" in seen
     assert "    fields: receiver_phone normalised (digits)" in seen
     assert "decided by llm: change_address → state executing (1 LLM call)" in text
-    assert "conversations: 8, turns: 18" in seen
+    # The tool calls the model asks for, through call_tool: refused by the schema, retried, given up.
+    assert (
+        "    invalid_tool_input (invalid_tool_input at /phone): the tool ran 0 time(s), 1 Arbiter call(s), state init"
+        in seen
+    )
+    assert "    done: the tool ran 3 time(s), 6 Arbiter call(s), state init" in seen
+    assert any(line.startswith("    gave_up (ORDER_NOT_FOUND): the tool ran 1 time(s)") for line in seen)
+    assert "conversations: 11, turns: 18" in seen
     assert "turns without an LLM call: 6 of 18 (33%)" in seen
     per_turn = next(m for line in seen if (m := re.fullmatch(r"Arbiter calls per turn: (\d+\.\d\d)", line)))
     assert 1.0 <= float(per_turn.group(1)) < 3.0

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
+from agents.tools.models import ToolCall
 from examples.after_sales_agent.agent import TOOLS, AfterSalesAgent
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
 from examples.after_sales_agent.conversations import HERE, conversation_load, conversation_paths
@@ -48,7 +49,8 @@ def test_each_reference_conversation_comes_out_as_it_says(bot, path, capsys) -> 
     outcome = conversation_run(bot, path, wait=sweep_later)
     assert outcome.mismatches == []
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [p["arbiter_calls"] for p in printed] == [t.arbiter_calls for t in outcome.turns]
+    assert [p["arbiter_calls"] for p in printed if "tool" not in p] == [t.arbiter_calls for t in outcome.turns]
+    assert [p["arbiter_calls"] for p in printed if "tool" in p] == [t.arbiter_calls for t in outcome.tools]
     # A turn the rules settle costs one call, one that needs the model two (the point read at most once
     # more); a decide from a stale state is refused once (409) and made again; a tool's intent costs one
     # more (the fields write), and the event into the tool's state one more.
@@ -64,6 +66,25 @@ def test_all_conversations_together_give_the_calls_per_turn(bot) -> None:
     totals = summary(outcomes)
     assert totals["turns"] == sum(len(o.turns) for o in outcomes) == 18
     assert totals["arbiter_calls_per_turn"] < 3.9
+
+
+def test_the_tool_conversations_leave_the_server_s_record(bot) -> None:
+    """The model's tool calls, through call_tool: a rate-limited query is one operation of three attempts;
+    a phone the schema refuses is two anomalies and no operation; an order that does not exist gives up
+    at once (ORDER_NOT_FOUND is not retryable) and hands the conversation to a person (on_exhausted)."""
+    limited = conversation_run(bot, HERE / "tool_rate_limited.yaml", out=None)
+    assert limited.mismatches == []
+    calls = ToolCall.objects.filter(session__key=limited.session_id).order_by("created_at")
+    assert [(c.tool, c.attempt, c.status) for c in calls] == [("query_order", 3, "done"), ("query_order", 1, "gave_up")]
+    first = list(calls[0].attempts.order_by("attempt").values_list("error_code", flat=True))
+    assert first == ["RATE_LIMIT_EXCEEDED", "RATE_LIMIT_EXCEEDED", ""]
+    assert Session.objects.get(key=limited.session_id).state == "human_handoff"
+
+    refused = conversation_run(bot, HERE / "tool_invalid_phone.yaml", out=None)
+    assert refused.mismatches == []
+    assert [c.tool for c in ToolCall.objects.filter(session__key=refused.session_id)] == ["verify_phone"]
+    codes = list(Anomaly.objects.filter(session_id=refused.session_id).values_list("code", flat=True))
+    assert codes == ["invalid_tool_input", "invalid_tool_input"]
 
 
 def test_the_phone_is_collected_into_the_session_field(bot) -> None:

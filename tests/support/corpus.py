@@ -191,6 +191,10 @@ class Normaliser:
     VOLATILE_KEYS: dict[str, Callable[[Any], bool]] = {
         "created_at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,
         "at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,  # a timeline event's time
+        # A tool attempt's times (its answer and its timeline event).
+        "deadline": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,
+        "started_at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,
+        "finished_at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,
         "evaluated_us": lambda v: type(v) is int and v >= 0,
         "seconds_in_state": lambda v: type(v) in (int, float) and v >= 0,
     }

@@ -1,5 +1,5 @@
-"""Tool contracts the tests share: the demo-like verify_phone / query_order / update_order contracts, as a
-``tools:`` section appended to the demo configuration (the demo files themselves do not have it)."""
+"""Tool contracts the tests share: the demo's verify_phone / query_order / update_order contracts, as a
+``tools:`` section (demo/after_sales.yaml ends with the same one, so the demo text already has it)."""
 
 from __future__ import annotations
 
@@ -71,4 +71,8 @@ tools:
     needs_approval_in: [received]
 """
 
-DEMO_WITH_TOOLS = DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
+# The demo as it was before it had contracts: for what a configuration without any does.
+DEMO_WITHOUT_TOOLS = (
+    DEMO_TEXT.split("\n# The after-sales tools the machines' actions name", 1)[0].split("\ntools:\n", 1)[0] + "\n"
+)
+DEMO_WITH_TOOLS = DEMO_TEXT if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML

@@ -20,9 +20,9 @@ from rules.config.tools import mcp_tool_contract, mcp_tool_document, tool_fill, 
 from rules.config.yaml_export import config_export
 from rules.config.yaml_import import config_import
 from rules.models import StateMachine, ToolContract
-from tests.support import DEMO_TEXT, approved, make_user
+from tests.support import approved, make_user
 from tests.support.admin import form_data
-from tests.support.tools import DEMO_WITH_TOOLS
+from tests.support.tools import DEMO_WITH_TOOLS, DEMO_WITHOUT_TOOLS
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +45,7 @@ def test_export_import_export_keeps_the_contracts_byte_for_byte(actor):
 
 
 def test_a_configuration_without_tools_keeps_its_document_and_digest(actor):
-    _load(DEMO_TEXT, actor)
+    _load(DEMO_WITHOUT_TOOLS, actor)
     assert "tools" not in config_document() and "tools" not in revision_latest().snapshot
     assert "tools:" not in config_export()
 
@@ -77,7 +77,7 @@ def test_the_model_refuses_what_the_document_refuses(actor):
         tool_save(tool=tool, actor=actor, reason="typo")
     errors = refused.value.message_dict
     assert errors["input_schema"][0].startswith("properties.phone.type: Not a valid JSON Schema")
-    assert errors["needs_approval_in"] == ["[0]: Unknown state 'nowhere' (not a state of after_sales, change_address)."]
+    assert errors["needs_approval_in"] == ["[0]: Unknown state 'nowhere' (not a state of after_sales)."]
 
 
 def test_a_broken_schema_never_reaches_a_revision(actor):
@@ -133,7 +133,7 @@ TOOLS_LIST = {
 
 
 def test_the_command_imports_a_tools_list_and_exports_it_again(tmp_path, actor):
-    _load(DEMO_TEXT, actor)
+    _load(DEMO_WITHOUT_TOOLS, actor)
     editor = make_user("editor", "config_editors")
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(TOOLS_LIST), encoding="utf-8")

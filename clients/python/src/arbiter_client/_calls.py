@@ -39,6 +39,8 @@ from arbiter_client.types import (
     ToolBreakerChange,
     ToolBreakerList,
     ToolCallDecision,
+    ToolCallStarted,
+    ToolResult,
 )
 
 API = "/api/v1"
@@ -60,6 +62,8 @@ OPERATIONS = {
     "sessionInterrupt": "session_interrupt",
     "sessionResume": "session_resume",
     "sessionAnomalyCreate": "session_anomaly",
+    "toolCallCreate": "tool_call_check",
+    "toolCallResult": "tool_call_result",
     "simulationCreate": "simulate",
     "changeRequestList": "change_requests",
     "changeRequestCreate": "change_request_create",
@@ -217,6 +221,43 @@ def session_anomaly(
 ) -> Call[AnomalyRecorded]:
     body = _body(code=code, detail=detail, raw=raw)
     return Call("POST", f"{API}/sessions/{_segment(session_id)}/anomalies", json=body)
+
+
+_TOOL_FINAL = frozenset({"circuit_open", "tool_concurrency"})
+
+
+def tool_call_check(
+    session_id: str,
+    tool: str,
+    input: dict[str, Any],
+    *,
+    expected_state: str,
+    operation_id: str | None = None,
+) -> Call[ToolCallStarted]:
+    """May the session call ``tool`` with ``input`` now: ``201`` with the attempt's ``operation_id``,
+    ``attempt``, ``deadline`` and ``timeout_ms``, or ``202`` while a person has to approve it (the answer
+    is then the ``awaiting_approval`` problem document; ask again with its ``operation_id``)."""
+    body = _body(tool=tool, input=input, expected_state=expected_state, operation_id=operation_id)
+    path = f"{API}/sessions/{_segment(session_id)}/tool-calls"
+    # With an operation id, a repeat is answered with the attempt already started: safe to send again.
+    return Call("POST", path, json=body, repeatable=operation_id is not None, final_codes=_TOOL_FINAL)
+
+
+def tool_call_result(
+    operation_id: str,
+    *,
+    duration_ms: int,
+    output: Any = None,
+    error: dict[str, Any] | None = None,
+) -> Call[ToolResult]:
+    """Report the attempt in flight: its ``output``, or its ``error`` (``{code, message?}``); the answer's
+    ``next`` says ``done``, ``retry`` (after ``retry_after_ms``) or ``give_up``."""
+    body: dict[str, Any] = {"duration_ms": duration_ms}
+    if error is not None:
+        body["error"] = error
+    else:
+        body["output"] = output
+    return Call("POST", f"{API}/tool-calls/{_segment(operation_id)}/result", json=body, repeatable=True)
 
 
 def simulate(

@@ -6,7 +6,10 @@ What is retried, and why it is safe:
 - A connection that could not be opened (``httpx.ConnectError``, ``ConnectTimeout``): nothing was sent.
 - A connection lost after sending (read timeout, reset): only for reads and for writes that carry an
   ``Idempotency-Key`` — the server then answers a repeat with the outcome already recorded. The key is
-  chosen once per call and kept across its retries.
+  chosen once per call and kept across its retries. A tool call's check and result carry their own
+  key, the ``operation_id`` (``repeatable``): a repeat gets the answer already given.
+- Not the refusals a call names as ``final_codes``: a tool's ``circuit_open`` (503) and
+  ``tool_concurrency`` (429) are the tool policy's to wait for or not (``call_tool``), not the transport's.
 The wait is exponential with full jitter (between half and all of ``base * 2**attempt``, at most
 ``max_delay``), or the server's ``Retry-After`` when it sends one; a ``Retry-After`` longer than
 ``max_retry_after`` is not waited for (the error is raised at once with ``retry_after`` set).
@@ -58,10 +61,12 @@ class Call(Generic[R]):
     params: Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     expect: str = "json"  # "json" or "text"
+    repeatable: bool = False  # the body names the operation: a repeat is answered, not done again
+    final_codes: frozenset[str] = frozenset()  # 429/503 codes raised at once, not retried here
 
     @property
     def replayable(self) -> bool:
-        return self.method == "GET" or "Idempotency-Key" in self.headers
+        return self.method == "GET" or self.repeatable or "Idempotency-Key" in self.headers
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,8 @@ def send(
             try:
                 return _decode(call, response)
             except ArbiterError as error:
+                if error.code in call.final_codes:
+                    raise
                 delay = policy.delay(attempt, error.retry_after)
                 if delay is None:
                     raise
@@ -176,6 +183,8 @@ async def send_async(
             try:
                 return _decode(call, response)
             except ArbiterError as error:
+                if error.code in call.final_codes:
+                    raise
                 delay = policy.delay(attempt, error.retry_after)
                 if delay is None:
                     raise

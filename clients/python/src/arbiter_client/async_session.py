@@ -3,9 +3,11 @@ and the same behaviour as ``Session`` (see arbiter_client.session for what is re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from arbiter_client import tools
 from arbiter_client.errors import SessionRefused, StateMismatch
 from arbiter_client.session import SessionState
 from arbiter_client.types import (
@@ -172,6 +174,29 @@ class AsyncSession(SessionState):
         self.allowed_actions = list(answer["allowed_actions"])
         self.absorb(answer)
         return answer
+
+    async def call_tool(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        fn: Callable[[Any], Awaitable[Any]],
+        *,
+        operation_id: str | None = None,
+        max_wait_s: float = 60.0,
+        wait_for_breaker: bool = False,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> Any:
+        """As ``Session.call_tool``, with an async ``fn`` (its timeout by ``asyncio.wait_for``)."""
+        return await tools.drive_async(
+            self,
+            name,
+            input,
+            fn,
+            operation_id=operation_id,
+            max_wait_s=max_wait_s,
+            wait_for_breaker=wait_for_breaker,
+            sleep=sleep,
+        )
 
     async def report_anomaly(self, code: str, *, detail: str | None = None, raw: str | None = None) -> AnomalyRecorded:
         answer = await self.arbiter.session_anomaly(self.session_id, code, detail=detail, raw=raw)

@@ -288,6 +288,101 @@ class NotAwaitingApproval(_Coded):
     code_name = "not_awaiting_approval"
 
 
+class ToolRefused(SessionRefused):
+    """Base of the tool-call refusals (``POST /sessions/<id>/tool-calls`` and ``/tool-calls/<id>/result``);
+    each carries the session object. ``retry_after_ms`` is set on the ones that say when to come back."""
+
+    @property
+    def retry_after_ms(self) -> int | None:
+        value = self.problem.get("retry_after_ms")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def operation_id(self) -> str | None:
+        value = self.problem.get("operation_id")
+        return value if isinstance(value, str) else None
+
+
+class ToolNotAllowed(ToolRefused):
+    """The state's ``actions`` do not name the tool (recorded as an anomaly)."""
+
+    code_name = "tool_not_allowed"
+
+
+class UnknownTool(ToolRefused):
+    """The state names the tool but the active configuration has no contract for it."""
+
+    code_name = "unknown_tool"
+
+
+class InvalidToolInput(ToolRefused):
+    """The input fails the tool's ``input_schema``: ``errors`` maps each JSON pointer to its messages."""
+
+    code_name = "invalid_tool_input"
+
+
+class CircuitOpen(ToolRefused):
+    """The tool's breaker is open (shared by every worker): fail fast; ``retry_after_ms`` says when a trial may pass."""
+
+    code_name = "circuit_open"
+
+
+class RetryInProgress(ToolRefused):
+    """Another operation of this session in this state waits for its retry (``retry_after_ms``)."""
+
+    code_name = "retry_in_progress"
+
+
+class ToolConcurrency(ToolRefused):
+    """The tool's ``max_concurrent`` calls are in flight (``retry_after_ms``)."""
+
+    code_name = "tool_concurrency"
+
+
+class AwaitingApproval(ToolRefused):
+    """The call waits for a person (the server's 202); ``call_tool`` raises it once ``max_wait_s`` has
+    passed without an answer: call again later with the same ``operation_id`` to go on waiting."""
+
+    code_name = "awaiting_approval"
+
+
+class ToolCallRejected(ToolRefused):
+    """A person rejected the call."""
+
+    code_name = "tool_call_rejected"
+
+
+class OperationConflict(ToolRefused):
+    """The operation id names another call (another session, tool or input)."""
+
+    code_name = "operation_conflict"
+
+
+class OperationFinished(ToolRefused):
+    """The operation is done or gave up; ``answer`` is its last answer. A new call needs a new id."""
+
+    code_name = "operation_finished"
+
+    @property
+    def answer(self) -> dict[str, Any]:
+        value = self.problem.get("answer")
+        return value if isinstance(value, dict) else {}
+
+
+class RetriesExhausted(ToolRefused):
+    code_name = "retries_exhausted"
+
+
+class NoAttemptInFlight(ToolRefused):
+    """A result for an operation with no attempt waiting for one."""
+
+    code_name = "no_attempt_in_flight"
+
+
+class UnknownOperation(NotFound):
+    code_name = "unknown_operation"
+
+
 def _registry() -> dict[str, type[ArbiterError]]:
     found: dict[str, type[ArbiterError]] = {}
     pending: list[type[ArbiterError]] = [_Coded]

@@ -15,9 +15,11 @@ client. ``follow`` moves through the point's outcome → state map: the one the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from arbiter_client import tools
 from arbiter_client.errors import SessionRefused, StateMismatch
 from arbiter_client.types import (
     ActionAllowed,
@@ -302,6 +304,31 @@ class Session(SessionState):
         self.allowed_actions = list(answer["allowed_actions"])
         self.absorb(answer)
         return answer
+
+    def call_tool(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        fn: Callable[[Any], Any],
+        *,
+        operation_id: str | None = None,
+        max_wait_s: float = 60.0,
+        wait_for_breaker: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> Any:
+        """Run ``fn(input)`` under the tool's contract: checked first, its result reported, retried when
+        the policy says so, and its output returned (see arbiter_client.tools for each step). ``fn``
+        raises ``ToolError(code, message)`` for a declared failure; a give-up raises ``ToolGaveUp``."""
+        return tools.drive(
+            self,
+            name,
+            input,
+            fn,
+            operation_id=operation_id,
+            max_wait_s=max_wait_s,
+            wait_for_breaker=wait_for_breaker,
+            sleep=sleep,
+        )
 
     def report_anomaly(self, code: str, *, detail: str | None = None, raw: str | None = None) -> AnomalyRecorded:
         answer = self.arbiter.session_anomaly(self.session_id, code, detail=detail, raw=raw)

@@ -99,7 +99,8 @@ def test_the_diff_lists_what_is_added():
         "+ rule refund_approval.over_auto_refund_limit: priority 10, risk: {fact: refund_amount, op: '>', "
         "threshold: auto_refund_limit} → human_handoff" in result.diff
     )
-    assert result.diff[-1] == "+ machine change_address: 7 states, initial created, handoff human_handoff"
+    assert "+ machine change_address: 7 states, initial created, handoff human_handoff" in result.diff
+    assert result.diff[-1] == "+ tool verify_phone: read_only, 1 error codes"
 
 
 def test_reimporting_the_same_file_writes_nothing(actor):
