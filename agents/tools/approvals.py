@@ -93,6 +93,23 @@ def approval_waits_for(session: Session, call: ToolCall) -> bool:
     ).exists()
 
 
+LAPSED_NOTE = "The session left the human queue without a decision on this call."
+
+
+def approval_lapse(session: Session, call: ToolCall) -> bool:
+    """Settle a call left waiting once its session no longer waits for it (an operator returned or
+    resolved the session without deciding): it is rejected with ``LAPSED_NOTE`` and no one as decider, so
+    the agent's repeat is told ``tool_call_rejected`` instead of waiting for a person nobody asks. The
+    caller holds the session's lock. False while the session still waits for the call."""
+    if approval_waits_for(session, call):
+        return False
+    call.status = ToolCallStatus.REJECTED
+    call.decision_note = LAPSED_NOTE
+    call.decided_at = timezone.now()
+    call.save(update_fields=["status", "decision_note", "decided_at", "updated_at"])
+    return True
+
+
 def _not_awaiting(session: Session, why: str) -> NotAwaitingApproval:
     return NotAwaitingApproval(why, extra={"state": session.state, "seq": session.seq})
 

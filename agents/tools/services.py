@@ -135,8 +135,10 @@ def _check_locked(
         existing is not None
         and existing.status == ToolCallStatus.AWAITING_APPROVAL
         and (existing.session_id, existing.tool, existing.input_digest) == (session.pk, tool, digest)
+        and not approvals.approval_lapse(session, existing)
     ):
         # The wait for a person hands the session off: asking again is no move of a handed-off session.
+        # (A wait an operator ended without deciding has just been settled as rejected: checked below.)
         return _awaiting(session, existing)
     if handed_off := session_handed_off(session, agent, f"a call of the tool '{tool}'"):
         handed_off.extra["operation_id"] = operation_id
@@ -257,7 +259,9 @@ def _existing(
         return _started(call, current, session)
     if status == ToolCallStatus.REJECTED:
         return ToolCallRejected(
-            f"A person rejected the call {op!r}" + (f": {call.decision_note}" if call.decision_note else "."),
+            # No decider: the session left the queue undecided (approvals.approval_lapse).
+            (f"A person rejected the call {op!r}" if call.decided_by_id else f"The call {op!r} was not approved")
+            + (f": {call.decision_note}" if call.decision_note else "."),
             extra=_refusal_extra(session, op),
         )
     if status in (ToolCallStatus.DONE, ToolCallStatus.GAVE_UP):

@@ -31,7 +31,7 @@ machines:
     transitions:
       browsing: [confirming, human_handoff]
       confirming: [done, browsing, human_handoff]
-      human_handoff: [done]
+      human_handoff: [done, browsing]
     actions:
       browsing: [cancel_order]
       confirming: [cancel_order]
@@ -141,3 +141,19 @@ def test_agent_tokens_cannot_decide(world):
         refused = bot.post(f"/api/v1/queue/{pk}/{step}", {"note": "me"})
         assert refused.status in (401, 403), refused
     assert_problem(_call(bot, "o3", "op-agent"), 202, "awaiting_approval")
+
+
+def test_returned_without_a_decision_the_repeat_is_refused_not_left_waiting(world):
+    # An operator may hand the session back without deciding: nobody will be asked about the call any
+    # more, so the agent's repeat must not be told to keep waiting.
+    bot, boss = world
+    pk = _waiting(bot, boss, "o4", "op-lapsed")
+    assert boss.post(f"/api/v1/queue/{pk}/claim", {}).status == 200
+    returned = boss.post(f"/api/v1/queue/{pk}/return", {"state": "browsing", "note": "customer changed their mind"})
+    assert returned.status == 200, returned
+    refused = assert_problem(_call(bot, "o4", "op-lapsed", state="browsing"), 422, "tool_call_rejected")
+    assert "without a decision" in refused["detail"]
+    assert refused["session"]["state"] == "browsing"
+    # Settled once: deciding it now is refused, and a new operation goes ahead where no person is needed.
+    assert_problem(boss.post(f"/api/v1/queue/{pk}/approve", {}), 409, "not_awaiting_approval")
+    assert _call(bot, "o4", "op-lapsed-2", state="browsing").status == 201
