@@ -129,7 +129,12 @@ def _record(
     current.error_code = code
     current.declared = policy is None or policy.declared
     current.save(update_fields=_RESULT_FIELDS)
-    gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
+    # As gate_enter, a tool with neither a breaker nor a limit holds no slot: its result does not look
+    # one up (a Redis round trip, or a savepoint and the breaker row's lock). A tool gone from the
+    # revision still gives its slot back; one whose limit was dropped since the check leaves a slot
+    # nobody is counted against, given back at the attempt's deadline.
+    if compiled is None or contract.get("circuit_breaker") is not None or contract.get("max_concurrent") is not None:
+        gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
     gate.breaker_record(call.tool, breaker=contract.get("circuit_breaker"), ok=policy is None)
     answer: dict[str, Any] = {"operation_id": call.operation_id, "late": late}
     if policy is None:
