@@ -142,6 +142,22 @@ def session_lock_with_recent(*, agent_id: Any, key: str, history: int) -> tuple[
     return fetched[0], _recent(history, fetched[1])
 
 
+def session_lock_with_feedback(*, agent_id: Any, key: str) -> tuple[Session | None, FeedbackBasis]:
+    """``session_lock``, and what its feedback hints are counted from as the lock was taken: for a caller
+    whose answer shows the session and records no anomaly of its own (the tool-call check and result).
+    One statement on PostgreSQL (the feedback columns ride on the locking read); SQLite reads them apart."""
+    if connection.vendor != "postgresql":
+        session = session_lock(agent_id=agent_id, key=key)
+        return session, (feedback_basis(session) if session is not None else FeedbackBasis())
+    fetched = _session_fetch(
+        lock=True, with_feedback=True, params={"agent_id": agent_id, "key": key, "limit": FEEDBACK_LIMIT}
+    )
+    if fetched is None:
+        return None, FeedbackBasis()
+    session, extra = fetched
+    return session, FeedbackBasis.from_columns(extra[0], extra[1], FEEDBACK_LIMIT)
+
+
 def session_read(*, agent_id: Any, key: str, limit: int = FEEDBACK_LIMIT) -> tuple[Session | None, FeedbackBasis]:
     """The agent's session ``key`` with its machine as last committed, without a lock, and what its
     feedback hints are counted from: for a caller that only reads the session (a decide that moves

@@ -23,8 +23,10 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from agents.sessions.feedback import FeedbackBasis
 from agents.sessions.models import Session
 from agents.sessions.presenters import session_state
 from agents.sessions.services import AgentRef, _extra, anomaly_record
@@ -35,11 +37,12 @@ from agents.tools.errors import NoAttemptInFlight, UnknownOperation
 from agents.tools.giveup import give_up_move
 from agents.tools.models import AttemptOutcome, ToolAttempt, ToolCall, ToolCallStatus
 from agents.tools.policy import DONE, GIVE_UP, OUTPUT_INVALID, RETRY, after_failure, policy_for
-from agents.tools.services import _locked
+from agents.tools.services import locked_with_feedback
 from decision_service import metrics
 from decision_service.errors import DomainError
 from rules.engine.tools import CompiledTool
 
+_RESULT_FIELDS = ["finished_at", "duration_ms", "outcome", "error_code", "declared", "message", "output_summary"]
 _random = random.SystemRandom()  # the jitter's draw: retries of many agents spread out
 
 
@@ -60,9 +63,8 @@ def tool_call_result(
         raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
     tools = active_config().tools
     with transaction.atomic():
-        session = _locked(agent, found["session__key"])
-        call = ToolCall.objects.select_for_update().get(agent_id=agent.pk, operation_id=operation_id)
-        current = call.attempts.filter(attempt=call.attempt).first() if call.attempt else None
+        session, basis = locked_with_feedback(agent, found["session__key"])
+        call, current = _call_locked(agent, operation_id)
         outcome: dict[str, Any] | DomainError
         if current is not None and current.finished_at is not None:
             outcome = dict(call.answer or {})  # a repeat: the answer as given the first time
@@ -72,10 +74,25 @@ def tool_call_result(
                 extra=_extra(session, operation_id=operation_id),
             )
         else:
-            outcome = _record(session, agent, tools.get(call.tool), call, current, output, error, duration_ms)
+            outcome = _record(session, agent, tools.get(call.tool), call, current, output, error, duration_ms, basis)
     if isinstance(outcome, DomainError):
         raise outcome
     return outcome
+
+
+def _call_locked(agent: AgentRef, operation_id: str) -> tuple[ToolCall, ToolAttempt | None]:
+    """The call and its current attempt (None before its first), both locked: one statement when the
+    call has an attempt, which is every call a result can be for."""
+    current = (
+        ToolAttempt.objects.select_related("call")
+        .select_for_update(of=("self", "call"))
+        .filter(call__agent_id=agent.pk, call__operation_id=operation_id, attempt=F("call__attempt"))
+        .order_by()  # by the primary key: the model's ordering would join the call's for nothing
+        .first()
+    )
+    if current is not None:
+        return current.call, current
+    return ToolCall.objects.select_for_update().get(agent_id=agent.pk, operation_id=operation_id), None
 
 
 def _record(
@@ -87,6 +104,7 @@ def _record(
     output: Any,
     error: Mapping[str, Any] | None,
     duration_ms: int,
+    basis: FeedbackBasis,
 ) -> dict[str, Any]:
     now = timezone.now()
     late = now > current.deadline
@@ -110,8 +128,13 @@ def _record(
     policy = policy_for(codes, code) if code else None
     current.error_code = code
     current.declared = policy is None or policy.declared
-    current.save()
-    gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
+    current.save(update_fields=_RESULT_FIELDS)
+    # As gate_enter, a tool with neither a breaker nor a limit holds no slot: its result does not look
+    # one up (a Redis round trip, or a savepoint and the breaker row's lock). A tool gone from the
+    # revision still gives its slot back; one whose limit was dropped since the check leaves a slot
+    # nobody is counted against, given back at the attempt's deadline.
+    if compiled is None or contract.get("circuit_breaker") is not None or contract.get("max_concurrent") is not None:
+        gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
     gate.breaker_record(call.tool, breaker=contract.get("circuit_breaker"), ok=policy is None)
     answer: dict[str, Any] = {"operation_id": call.operation_id, "late": late}
     if policy is None:
@@ -149,7 +172,10 @@ def _record(
             call.status = ToolCallStatus.GAVE_UP
             give_up_move(session, agent, call, contract.get("on_exhausted"))
             answer.update(next=GIVE_UP, attempt=current.attempt)
-    answer["session"] = session_state(session)
+    # The hints read with the lock are the ones now unless this result recorded an anomaly or moved the
+    # session (an undeclared error, a give-up): then they are read again.
+    recorded = call.status == ToolCallStatus.GAVE_UP or (error is not None and not current.declared)
+    answer["session"] = session_state(session, feedback=None if recorded else basis.hints())
     call.answer = answer
     call.save(update_fields=["status", "retry_at", "answer", "updated_at"])
     return answer

@@ -36,9 +36,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.errors import SessionClosed, StateMismatch, UnknownSession
+from agents.sessions.feedback import FeedbackBasis
 from agents.sessions.models import Session
 from agents.sessions.presenters import SessionState, session_state
-from agents.sessions.reads import session_lock
+from agents.sessions.reads import session_lock, session_lock_with_feedback
 from agents.sessions.services import (
     AgentRef,
     _closed,
@@ -95,6 +96,17 @@ def _locked(agent: AgentRef, session_id: str) -> Session:
     return session
 
 
+def locked_with_feedback(agent: AgentRef, session_id: str) -> tuple[Session, FeedbackBasis]:
+    """``_locked``, and the session's feedback read in the same statement (PostgreSQL): an answer that
+    records no anomaly shows its hints without reading them again."""
+    if "\x00" in session_id:
+        raise UnknownSession(f"This agent has no session {session_id!r}.")
+    session, basis = session_lock_with_feedback(agent_id=agent.pk, key=session_id)
+    if session is None:
+        raise UnknownSession(f"This agent has no session '{session_id}'.")
+    return session, basis
+
+
 def tool_call_check(
     *,
     agent: AgentRef,
@@ -109,8 +121,8 @@ def tool_call_check(
     digest = input_digest(input)
     config = active_config()
     with transaction.atomic():
-        session = _locked(agent, session_id)
-        outcome = _check_locked(session, agent, config, tool, dict(input), digest, expected_state, operation_id)
+        session, basis = locked_with_feedback(agent, session_id)
+        outcome = _check_locked(session, agent, config, tool, dict(input), digest, expected_state, operation_id, basis)
     if isinstance(outcome, DomainError):
         raise outcome
     return outcome
@@ -129,6 +141,7 @@ def _check_locked(
     digest: str,
     expected_state: str,
     operation_id: str,
+    basis: FeedbackBasis,
 ) -> Started | DomainError:
     existing = ToolCall.objects.filter(agent_id=agent.pk, operation_id=operation_id).first()
     if (
@@ -167,7 +180,7 @@ def _check_locked(
         return refusal
     now = timezone.now()
     if existing is not None:
-        return _existing(session, agent, compiled, existing, tool, digest, now)
+        return _existing(session, agent, compiled, existing, tool, digest, now, basis)
     if waiting := _lease(session, now, exclude=None):
         return waiting
     call = ToolCall(
@@ -184,7 +197,7 @@ def _check_locked(
     )
     if session.state in (compiled.contract.get("needs_approval_in") or []):
         return _await_approval(session, agent, call)
-    return _start(session, compiled, call, now)
+    return _start(session, compiled, call, now, basis)
 
 
 def _with_operation(refusal: StateMismatch | SessionClosed, operation_id: str) -> DomainError:
@@ -246,6 +259,7 @@ def _existing(
     tool: str,
     digest: str,
     now: dt.datetime,
+    basis: FeedbackBasis,
 ) -> Started | DomainError:
     op = call.operation_id
     if (call.session_id, call.tool, call.input_digest) != (session.pk, tool, digest):
@@ -256,7 +270,7 @@ def _existing(
     status = call.status
     if status == ToolCallStatus.RUNNING:
         current = call.attempts.get(attempt=call.attempt)
-        return _started(call, current, session)
+        return _started(call, current, session, basis)
     if status == ToolCallStatus.REJECTED:
         return ToolCallRejected(
             # No decider: the session left the queue undecided (approvals.approval_lapse).
@@ -287,7 +301,7 @@ def _existing(
     # A retry that is due, or a call a person approved: its next attempt, under the lease like any other.
     if waiting := _lease(session, now, exclude=call.pk):
         return waiting
-    return _start(session, compiled, call, now)
+    return _start(session, compiled, call, now, basis)
 
 
 def _awaiting(session: Session, call: ToolCall) -> AwaitingApproval:
@@ -318,15 +332,20 @@ def _taken(session: Session, operation_id: str) -> OperationConflict:
     )
 
 
-def _start(session: Session, compiled: CompiledTool, call: ToolCall, now: dt.datetime) -> Started | DomainError:
+def _start(
+    session: Session, compiled: CompiledTool, call: ToolCall, now: dt.datetime, basis: FeedbackBasis
+) -> Started | DomainError:
     """The next attempt of ``call`` through the tool's gate, written; or the gate's refusal, nothing written."""
     contract = compiled.contract
     attempt = call.attempt + 1
     timeout_ms = int(contract.get("timeout_ms") or 0) or 10_000
     deadline = now + dt.timedelta(milliseconds=timeout_ms)
+    new = call.pk is None
     try:
         with transaction.atomic():  # a savepoint: a gate's refusal leaves no call and no attempt behind
-            if call.pk is None:
+            if new:
+                # Inserted as it will be once its first attempt is written: no UPDATE of the row after.
+                call.status, call.attempt, call.deadline = ToolCallStatus.RUNNING, attempt, deadline
                 call.save(force_insert=True)
             permit = gate.gate_enter(
                 compiled.name,
@@ -343,25 +362,28 @@ def _start(session: Session, compiled: CompiledTool, call: ToolCall, now: dt.dat
                 deadline=deadline,
                 breaker_state=permit.state,
             )
-            call.status, call.attempt, call.deadline, call.retry_at = ToolCallStatus.RUNNING, attempt, deadline, None
-            call.save(update_fields=["status", "attempt", "deadline", "retry_at", "updated_at"])
+            if not new:
+                call.status, call.attempt, call.deadline = ToolCallStatus.RUNNING, attempt, deadline
+                call.retry_at = None
+                call.save(update_fields=["status", "attempt", "deadline", "retry_at", "updated_at"])
     except IntegrityError:
         return _taken(session, call.operation_id)
     except DomainError as refusal:  # circuit_open, tool_concurrency: the answer carries the session
         refusal.extra.update(_refusal_extra(session, call.operation_id))
         return refusal
     transaction.on_commit(partial(metrics.tool_attempt_started, tool=call.tool))
-    return _started(call, current, session)
+    return _started(call, current, session, basis)
 
 
-def _started(call: ToolCall, current: ToolAttempt, session: Session) -> Started:
+def _started(call: ToolCall, current: ToolAttempt, session: Session, basis: FeedbackBasis) -> Started:
+    # No anomaly was recorded on the way to a start: the hints read with the lock are the ones now.
     timeout_ms = round((current.deadline - current.started_at).total_seconds() * 1000)
     return Started(
         operation_id=call.operation_id,
         attempt=current.attempt,
         deadline=current.deadline,
         timeout_ms=timeout_ms,
-        session=session_state(session),
+        session=session_state(session, feedback=basis.hints()),
     )
 
 
