@@ -1,16 +1,21 @@
 """A breaker's ``ignore_codes`` through the tool-call API (DRF's test client), on each store: an ignored
 failure does not move the breaker, another code does, and a half-open trial that ends with an ignored code
-gives its trial slot back. The store is chosen as a deployment chooses it (a Redis broker URL or none)."""
+gives its trial slot back; the staff API lists the ignored codes as the spec describes them. The store is
+chosen as a deployment chooses it (a Redis broker URL or none)."""
 
 from __future__ import annotations
 
 import time
 
+import jsonschema
 import pytest
+import yaml
 
 from agents.tools.breaker_backend import store
 from agents.tools.gate import CLOSED, HALF_OPEN, OPEN, breaker_state
 from rules.config.yaml_import import config_import
+from tests.agents.tools.test_breaker_apis import by_tool, staff
+from tests.support import SPEC
 from tests.support.breakers import HAS_REDIS
 from tests.support.tool_calls import PHONE, TOOLS_DOCUMENT, check, report
 
@@ -93,3 +98,13 @@ def test_a_trial_ended_by_an_ignored_code_gives_its_slot_back(client):
     assert again.status_code == 201, again.json()
     assert report(client, "op-3", output={"verified": True}).status_code == 200
     assert state() == CLOSED
+
+
+def test_the_staff_list_shows_the_ignored_codes_as_the_spec_describes(client):
+    response = staff("watcher", "agents.view_toolbreaker").get("/api/v1/tools/breakers")
+    assert response.status_code == 200, response.content
+    item = by_tool(response.json())["verify_phone"]
+    assert item["circuit_breaker"]["ignore_codes"] == ["RATE_LIMIT_EXCEEDED"]
+    spec = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+    schema = {"$ref": "#/components/schemas/ToolBreaker", "components": spec["components"]}
+    jsonschema.Draft202012Validator(schema).validate(item)
