@@ -12,6 +12,12 @@ time-based breaker with a failure count (``rules.config.tool_definitions``):
 - half_open: ``trial_calls`` calls are let through as trials, the others refused. A trial's failure opens
   the breaker again; once ``trial_calls`` successes are in, it closes. Trials that all went past their
   deadline without a result count as a failure (else the breaker would wait for them for ever).
+- ignored: a failed attempt with one of the contract's ``ignore_codes`` (resilience4j's ``ignoreExceptions``)
+  is no result at all for the breaker: not a failure, not a success (the caller does not record it). A
+  half-open trial that ends so gives its trial slot back (``ok=None``; resilience4j releases the permission
+  too), so another call may try; the breaker stays half-open. The slot is given back at most up to
+  ``trial_calls`` less the successes already in, so a stray result cannot let more trials through than
+  that at once — but a trial of an earlier half-open spell, ignored late, does free one of this spell's.
 - forced: a person opened it; it refuses every call and ignores results until a person closes it.
 
 The concurrency limit: each attempt let through holds a lease until ``gate_leave`` or its deadline.
@@ -122,11 +128,16 @@ def leave(s: State, *, lease: str) -> bool:
     return s.in_flight.pop(lease, None) is not None
 
 
-def record(s: State, b: Breaker | None, *, ok: bool, now: int) -> Outcome:
+def record(s: State, b: Breaker | None, *, ok: bool | None, now: int) -> Outcome:
+    """A result: ``ok`` True (success), False (failure) or None (an ignored trial: its slot given back)."""
     before = s.state
     if b is None or s.forced:
         return Outcome(before, s.state)
     advance(s, b, now)
+    if ok is None:
+        if s.state == HALF_OPEN:
+            s.trials_left = min(b.trials - len(s.marks), s.trials_left + 1)
+        return Outcome(before, s.state)
     if s.state == CLOSED and not ok:
         s.marks = [t for t in s.marks if t > now - b.window_ms] + [now]
         if len(s.marks) >= b.threshold:

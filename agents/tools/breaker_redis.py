@@ -104,14 +104,21 @@ return {'', before, s.state, 0}
 """
 )
 
-# ARGV[7]: 1 ok, 0 failed.
+# ARGV[7]: 1 ok, 0 failed, i an ignored trial (its slot given back; breaker_machine.record).
 _RECORD = (
     _COMMON
     + """
 local ok = ARGV[7] == '1'
 if not has_b or s.forced then return {'', before, s.state, 0} end
 advance()
-if s.state == 'closed' and not ok then
+if ARGV[7] == 'i' then
+  if s.state == 'half_open' then
+    s.trials_left = math.min(trials - s.trials_ok, s.trials_left + 1)
+    save()
+  elseif before ~= s.state then
+    save()
+  end
+elseif s.state == 'closed' and not ok then
   redis.call('ZREMRANGEBYSCORE', F, '-inf', now - window)
   local seq = redis.call('HINCRBY', H, 'seq', 1)
   redis.call('ZADD', F, now, string.format('%d', now) .. ':' .. seq)
@@ -244,8 +251,8 @@ class RedisStore:
         if self._run("leave", tool, [lease]) is None:
             self.fallback.leave(tool, lease=lease)
 
-    def record(self, tool: str, *, breaker: Breaker | None, ok: bool) -> Outcome:
-        answer = self._run("record", tool, [*self._head(breaker), "1" if ok else "0"])
+    def record(self, tool: str, *, breaker: Breaker | None, ok: bool | None) -> Outcome:
+        answer = self._run("record", tool, [*self._head(breaker), "i" if ok is None else "1" if ok else "0"])
         if answer is None:
             return self.fallback.record(tool, breaker=breaker, ok=ok)
         return self._outcome(answer)

@@ -50,7 +50,7 @@ class Store(Protocol):
 
     def leave(self, tool: str, *, lease: str) -> None: ...
 
-    def record(self, tool: str, *, breaker: Breaker | None, ok: bool) -> Outcome: ...
+    def record(self, tool: str, *, breaker: Breaker | None, ok: bool | None) -> Outcome: ...
 
     def snapshot(self, tool: str, *, breaker: Breaker | None) -> Snapshot: ...
 
@@ -136,7 +136,7 @@ class DatabaseStore:
             if machine.leave(s, lease=lease):
                 self._save(row, s)
 
-    def record(self, tool: str, *, breaker: Breaker | None, ok: bool) -> Outcome:
+    def record(self, tool: str, *, breaker: Breaker | None, ok: bool | None) -> Outcome:
         with transaction.atomic():
             row = self._locked(tool)
             s = self._state(row)

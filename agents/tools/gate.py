@@ -8,6 +8,8 @@ INTERFACE (the tool-call services call only these):
   slot until ``gate_leave`` or until ``deadline_ms`` (epoch ms) has passed.
 - ``gate_leave(tool, *, lease)`` — the attempt's result came: its slot is free.
 - ``breaker_record(tool, *, breaker, ok) -> str`` — an attempt's outcome; returns the breaker's state after.
+  ``ok=None``: a half-open trial whose failure the contract's ``ignore_codes`` ignore — its slot is given
+  back, nothing counted (an ignored failure of any other attempt is not recorded at all).
 - ``breaker_state(tool, *, breaker) -> str`` — "closed" | "open" | "half_open" (no breaker: "closed").
 
 ``breaker`` is the contract's ``circuit_breaker`` mapping or None; ``max_concurrent`` None is no limit.
@@ -72,7 +74,7 @@ def gate_leave(tool: str, *, lease: str) -> None:
     store().leave(tool, lease=lease)
 
 
-def breaker_record(tool: str, *, breaker: Mapping[str, Any] | None, ok: bool) -> str:
+def breaker_record(tool: str, *, breaker: Mapping[str, Any] | None, ok: bool | None) -> str:
     if breaker is None:
         return CLOSED
     outcome = store().record(tool, breaker=Breaker.of(breaker), ok=ok)

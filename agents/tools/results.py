@@ -8,7 +8,9 @@ output schema (a mismatch is a failure with the code ``output_invalid``: the con
 when declared, else not retryable). An error code the contract does not declare is not retryable and is
 recorded as an ``undeclared_tool_error`` anomaly. Every result leaves the tool's concurrency slot and
 counts for its breaker (``agents.tools.gate``): every failure counts, whatever its code — the breaker
-judges the upstream, and a business error that floods it is a sign too. A result after the attempt's
+judges the upstream, and a business error that floods it is a sign too — except a code the breaker's
+``ignore_codes`` names (a rate limit says the upstream is alive): that failure is not recorded at all,
+and a half-open trial that ends so gives its trial slot back. A result after the attempt's
 deadline is still recorded; its answer says ``late: true``.
 
 The policy used is the contract of the active revision (as for the check that started the attempt).
@@ -135,7 +137,12 @@ def _record(
     # nobody is counted against, given back at the attempt's deadline.
     if compiled is None or contract.get("circuit_breaker") is not None or contract.get("max_concurrent") is not None:
         gate.gate_leave(call.tool, lease=f"{call.pk}:{current.attempt}")
-    gate.breaker_record(call.tool, breaker=contract.get("circuit_breaker"), ok=policy is None)
+    breaker = contract.get("circuit_breaker")
+    if code and code in (breaker or {}).get("ignore_codes", ()):
+        if current.breaker_state == gate.HALF_OPEN:
+            gate.breaker_record(call.tool, breaker=breaker, ok=None)
+    else:
+        gate.breaker_record(call.tool, breaker=breaker, ok=policy is None)
     answer: dict[str, Any] = {"operation_id": call.operation_id, "late": late}
     if policy is None:
         call.status = ToolCallStatus.DONE

@@ -15,6 +15,9 @@ Where a field means what a well-known library means, it keeps that meaning:
   failures within ``window_s`` seconds (a count, not resilience4j's failure *rate*); OPEN → HALF_OPEN after
   ``half_open_after_ms`` (``waitDurationInOpenState``); HALF_OPEN lets ``trial_calls`` calls through
   (``permittedNumberOfCallsInHalfOpenState``) and closes on their success, opens again on a failure.
+  ``ignore_codes`` as ``ignoreExceptions``: a failed attempt with one of these codes (declared error codes,
+  or ``output_invalid``) is counted neither as a success nor as a failure; a half-open trial that ends so
+  gives its trial slot back. A rate limit says the upstream is alive: it is not an outage.
 - ``risk`` as MCP's tool annotations read it: ``read_only`` (readOnlyHint), ``destructive``
   (destructiveHint), ``write`` otherwise.
 
@@ -47,7 +50,9 @@ TOOL_KEYS = (
 TOOL_REQUIRED = ("name", "input_schema", "risk")
 ERROR_CODE_KEYS = ("code", "description", "retryable", "max_retries", "backoff")
 BACKOFF_KEYS = ("kind", "base_ms", "cap_ms", "jitter")
-BREAKER_KEYS = ("failure_threshold", "window_s", "half_open_after_ms", "trial_calls")
+BREAKER_KEYS = ("failure_threshold", "window_s", "half_open_after_ms", "trial_calls", "ignore_codes")
+BREAKER_COUNTS = ("failure_threshold", "window_s", "half_open_after_ms", "trial_calls")
+OUTPUT_INVALID = "output_invalid"  # Arbiter's own code for an output its schema rejects (agents.tools.policy)
 RISKS = ("read_only", "write", "destructive")
 BACKOFF_KINDS = ("fixed", "exponential")
 HANDOFF = "handoff"
@@ -186,7 +191,29 @@ def _error_code_problems(codes: Any) -> Problems:
     return problems
 
 
-def _breaker_problems(breaker: Any) -> Problems:
+def _ignore_problems(ignore: Any, declared: set[str], at: tuple[Any, ...]) -> Problems:
+    if not isinstance(ignore, list):
+        return {at: gettext("ignore_codes is a list of error codes.")}
+    problems: Problems = {}
+    seen: dict[str, int] = {}
+    for index, code in enumerate(ignore):
+        if not isinstance(code, str):
+            problems[(*at, index)] = gettext("An ignored code is an error code (text).")
+        elif code in seen:
+            problems[(*at, index)] = gettext("The code %(code)s is ignored twice (also ignore_codes[%(index)s]).") % {
+                "code": code,
+                "index": seen[code],
+            }
+        elif code != OUTPUT_INVALID and code not in declared:
+            problems[(*at, index)] = gettext(
+                "The breaker can only ignore a code the contract declares (or %(invalid)s); %(code)s is not one."
+            ) % {"invalid": OUTPUT_INVALID, "code": code}
+        if isinstance(code, str) and code not in seen:
+            seen[code] = index
+    return problems
+
+
+def _breaker_problems(breaker: Any, declared: set[str]) -> Problems:
     if breaker is None:
         return {}
     at = ("circuit_breaker",)
@@ -196,9 +223,11 @@ def _breaker_problems(breaker: Any) -> Problems:
     for key in breaker:
         if key not in BREAKER_KEYS:
             problems[(*at, key)] = _unknown(key, BREAKER_KEYS)
-    for key in BREAKER_KEYS:
+    for key in BREAKER_COUNTS:
         if key in breaker and not _positive_int(breaker[key]):
             problems[(*at, key)] = gettext("%(key)s is a whole number, at least 1.") % {"key": key}
+    if "ignore_codes" in breaker:
+        problems.update(_ignore_problems(breaker["ignore_codes"], declared, (*at, "ignore_codes")))
     return problems
 
 
@@ -264,7 +293,13 @@ def tool_problems(tool: Mapping[str, Any], *, machines: Mapping[str, Mapping[str
         problems[("max_concurrent",)] = gettext(
             "max_concurrent is a whole number, at least 1 (leave it out for no limit)."
         )
-    problems.update(_breaker_problems(tool.get("circuit_breaker")))
+    codes = tool.get("error_codes", [])
+    declared = (
+        {e["code"] for e in codes if isinstance(e, dict) and isinstance(e.get("code"), str)}
+        if isinstance(codes, list)
+        else set()
+    )
+    problems.update(_breaker_problems(tool.get("circuit_breaker"), declared))
     if tool.get("risk") not in RISKS:
         problems[("risk",)] = gettext("The risk is read_only, write or destructive.")
     problems.update(_state_problems(tool, MachineView(machines), name))
@@ -310,7 +345,10 @@ def canonical_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     if tool.get("max_concurrent") is not None:
         document["max_concurrent"] = tool["max_concurrent"]
     if tool.get("circuit_breaker") is not None:
-        document["circuit_breaker"] = {**DEFAULT_BREAKER, **tool["circuit_breaker"]}
+        breaker = {**DEFAULT_BREAKER, **tool["circuit_breaker"]}
+        # Left out when empty, sorted otherwise: one canonical form for the same meaning.
+        ignored = sorted(breaker.pop("ignore_codes", None) or [])
+        document["circuit_breaker"] = {**breaker, "ignore_codes": ignored} if ignored else breaker
     document["risk"] = tool["risk"]
     if tool.get("needs_approval_in"):
         document["needs_approval_in"] = list(tool["needs_approval_in"])

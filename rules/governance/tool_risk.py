@@ -6,7 +6,9 @@ would be — lowering a destructive tool to read-only is itself high-risk), chan
 answers (``input_schema``, ``output_schema``), how its failures are handled (``error_codes``,
 ``on_exhausted``), its ``risk``, or the states where a person approves its calls (``needs_approval_in``)
 is high-risk, and so is deleting it. Everything else — a new tool, a read-only tool's contract, a
-description, the timeout, concurrency limit or breaker — applies at once. Pure functions over document data.
+description, the timeout, concurrency limit or breaker (its ``ignore_codes`` too: dropping the whole
+breaker applies at once, so ignoring some of its codes cannot be riskier) — applies at once. Pure
+functions over document data.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class ToolContractForm(AuditedModelForm):
         empty=None,
         rows=4,
         label=_("Circuit breaker"),
-        help_text=_("failure_threshold, window_s, half_open_after_ms, trial_calls; empty: no breaker."),
+        help_text=_("failure_threshold, window_s, half_open_after_ms, trial_calls, ignore_codes; empty: no breaker."),
     )
     needs_approval_in = YamlValueField(
         empty=[], rows=2, label=_("Needs approval in"), help_text=_("A YAML list of states, e.g. [confirming].")

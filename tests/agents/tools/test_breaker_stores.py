@@ -170,12 +170,46 @@ def test_a_refusal_for_concurrency_does_not_use_up_a_trial(store, clock):
     assert enter(store, tool, "3:1", limit=3).refused == CIRCUIT_OPEN
 
 
+def test_an_ignored_trial_gives_its_slot_back_and_counts_for_nothing(store, clock):
+    tool = tool_name()
+    fail(store, tool, 3)
+    clock.now += 5_000
+    assert enter(store, tool, "1:1").refused == "" and enter(store, tool, "2:1").refused == ""
+    assert enter(store, tool, "3:1").refused == CIRCUIT_OPEN
+    ignored = store.record(tool, breaker=B, ok=None)
+    assert (ignored.before, ignored.after) == (HALF_OPEN, HALF_OPEN)
+    assert enter(store, tool, "3:1").refused == ""  # the slot given back, once
+    assert enter(store, tool, "4:1").refused == CIRCUIT_OPEN
+    store.record(tool, breaker=B, ok=True)
+    assert store.record(tool, breaker=B, ok=True).after == CLOSED  # two successes, as if it never was
+
+
+def test_an_ignored_result_never_gives_more_slots_than_trial_calls(store, clock):
+    tool = tool_name()
+    fail(store, tool, 3)
+    clock.now += 5_000
+    enter(store, tool, "1:1")
+    store.record(tool, breaker=B, ok=True)
+    for _ in range(3):  # stray results (attempts of before it opened) cannot add slots
+        store.record(tool, breaker=B, ok=None)
+    assert enter(store, tool, "2:1").refused == ""
+    assert enter(store, tool, "3:1").refused == CIRCUIT_OPEN
+
+
+def test_an_ignored_result_while_closed_changes_nothing(store):
+    tool = tool_name()
+    fail(store, tool, 2)
+    for _ in range(5):
+        assert store.record(tool, breaker=B, ok=None).after == CLOSED
+    assert store.snapshot(tool, breaker=B).failures == 2
+
+
 ENTER = st.tuples(st.just("enter"), st.integers(0, 5), st.integers(1, 8_000))
 STEPS = st.lists(
     st.one_of(
         ENTER,
         ENTER,  # calls come more often than anything else
-        st.tuples(st.just("record"), st.booleans()),
+        st.tuples(st.just("record"), st.booleans() | st.none()),  # None: an ignored trial
         st.tuples(st.just("leave"), st.integers(0, 5)),
         st.tuples(st.just("force"), st.booleans()).filter(lambda step: step[1] is False) | st.just(("force", True)),
         st.tuples(st.just("wait"), st.integers(0, 6_000)),
@@ -189,6 +223,17 @@ STEPS = st.lists(
 # Random lists rarely hold these sequences (a full limit; a threshold of failures, then the trials):
 @example(limit=1, steps=[("enter", 0, 5000), ("enter", 1, 5000), ("leave", 0), ("enter", 1, 5000)])
 @example(limit=None, steps=[*[("record", False)] * 3, ("enter", 0, 5000), ("wait", 5000), *[("enter", 1, 9)] * 3])
+@example(
+    limit=None,
+    steps=[
+        *[("record", False)] * 3,
+        ("wait", 5000),
+        ("enter", 0, 9),
+        ("enter", 1, 9),
+        ("record", None),
+        ("enter", 2, 9),
+    ],
+)
 def test_each_store_answers_as_the_state_machine(kind, limit, steps):
     clock = MsClock()
     store, tool, model = make_store(kind, clock), tool_name("h"), machine.State()
