@@ -10,6 +10,7 @@ from django.utils import translation
 from agents.sessions.reads import sessions_seen_forget
 from rules.config.runtime import engines
 from tests.support import FakeClock, load_demo
+from tests.support.breakers import breakers_forget_all
 from tests.support.worker import Worker, celery_worker
 
 
@@ -29,6 +30,13 @@ def _fresh_session_guesses():
     sessions_seen_forget()
     yield
     sessions_seen_forget()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_breakers():
+    # With Redis, tools' breakers live there and outlive each test's database: forget them after each.
+    yield
+    breakers_forget_all()
 
 
 @pytest.fixture(autouse=True)

@@ -105,6 +105,10 @@ class ToolActionApi(SessionActionApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         shown: SessionState = action_check(
-            agent=request_agent(request), session_id=session_id, action=data["type"], params=data["params"]
+            agent=request_agent(request),
+            session_id=session_id,
+            action=data["type"],
+            # Sent or not: asking whether an action is allowed here, without its params, is no invalid input.
+            params=data["params"] if "params" in request.data else None,
         )
         return Response({"allowed": True, "allowed_actions": shown["allowed_actions"], "session": shown})

@@ -286,3 +286,9 @@ class RedisStore:
     def clear(self, tool: str) -> None:
         """Forget a tool's state (tests)."""
         self._client.delete(*keys(tool))
+
+    def clear_all(self) -> None:
+        """Forget every tool's state (tests: a shared Redis outlives each test's database)."""
+        found = list(self._client.scan_iter(match=f"{KEY_PREFIX}*", count=500))
+        if found:
+            self._client.delete(*found)

@@ -387,10 +387,11 @@ def _started(call: ToolCall, current: ToolAttempt, session: Session, basis: Feed
     )
 
 
-def action_check(*, agent: AgentRef, session_id: str, action: str, params: Mapping[str, Any]) -> SessionState:
-    """``POST /sessions/<id>/actions``: the state's whitelist (``session_action``), then, when the action
-    names a tool with a contract in the active revision, ``params`` against its input schema
-    (``invalid_tool_input``, an anomaly). Returns the session object when both let the action through."""
+def action_check(*, agent: AgentRef, session_id: str, action: str, params: Mapping[str, Any] | None) -> SessionState:
+    """``POST /sessions/<id>/actions``: the state's whitelist (``session_action``), then, when ``params``
+    were sent and the action names a tool with a contract in the active revision, ``params`` against its
+    input schema (``invalid_tool_input``, an anomaly). ``None``: the whitelist only (may this action be
+    taken here at all?). Returns the session object when the checks let the action through."""
     tools = active_config().tools
     with transaction.atomic():
         try:
@@ -401,7 +402,7 @@ def action_check(*, agent: AgentRef, session_id: str, action: str, params: Mappi
         else:
             compiled = tools.get(action)
             refusal = None
-            if compiled is not None:
+            if compiled is not None and params is not None:
                 session = _locked(agent, session_id)
                 refusal = input_refusal(session, agent, compiled, dict(params), operation_id=None)
             outcome = shown if refusal is None else refusal

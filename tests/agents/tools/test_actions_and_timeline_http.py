@@ -32,6 +32,14 @@ def test_an_action_naming_a_tool_has_its_params_checked_against_the_input_schema
     assert not ToolCall.objects.exists()  # an action check starts no call
 
 
+def test_asking_about_a_tools_action_without_params_asks_the_whitelist_only(client, session):
+    # "May I verify a phone here?" before the customer gave one is a fair question, not invalid input.
+    answer = client.post(f"/api/v1/sessions/{session}/actions", {"type": "verify_phone"}, format="json")
+    assert (answer.status_code, answer.json()["allowed"]) == (200, True)
+    assert act(client, session, "verify_phone", {}).status_code == 422  # sent, even empty: checked
+    assert Anomaly.objects.filter(code="invalid_tool_input").count() == 1
+
+
 def test_an_action_without_a_contract_is_still_judged_by_the_whitelist_only(client, session):
     assert act(client, session, "transfer_to_human", {"anything": 1}).status_code == 200
     refused = act(client, session, "not_listed", {})
