@@ -84,7 +84,7 @@ class AttemptOutcome(models.TextChoices):
     IN_FLIGHT = "", _("in flight")
     OK = "ok", _("ok")
     ERROR = "error", _("error")
-    OUTPUT_INVALID = "output_invalid", _("output invalid")
+    OUTPUT_INVALID = "output_invalid", _("output refused by its schema")
 
 
 class ToolAttempt(models.Model):

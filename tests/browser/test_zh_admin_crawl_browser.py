@@ -256,7 +256,10 @@ def _choice_values(data_words: set[str]) -> set[str]:
             for value, label in field.choices or ():
                 if isinstance(value, str) and re.fullmatch(r"[a-z][a-z_]+", value) and value != str(label):
                     values.add(value)
-    return values - data_words
+    # Long keys are shown with a break opportunity after each underscore (refund_<wbr>approval): their
+    # pieces are text nodes of their own, and a piece may spell a choice value ("approval").
+    pieces = {piece for word in data_words for piece in word.split("_") if piece}
+    return values - data_words - pieces
 
 
 TEXT_NODES = """() => {
