@@ -86,6 +86,8 @@ def test_the_page_lists_each_tool_with_its_breaker_and_recent_failures_by_code(t
     assert 'data-tool="update_order" data-state="open"' in html
     assert "<code>UPSTREAM_TIMEOUT</code> × 1" in html and "ORDER_LOCKED" not in html
     assert 'name="action"' not in html  # seeing is not operating
+    # The demo's query_order breaker does not count rate limits (circuit_breaker.ignore_codes): said so.
+    assert "not counted: RATE_LIMIT_EXCEEDED" in html
 
 
 def test_open_and_close_with_a_reason_are_recorded(tools):
