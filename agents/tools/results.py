@@ -25,14 +25,13 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from agents.sessions.feedback import FeedbackBasis
 from agents.sessions.models import Session
 from agents.sessions.presenters import session_state
 from agents.sessions.services import AgentRef, _extra, anomaly_record
-from agents.tools import gate
+from agents.tools import gate, statements
 from agents.tools.codes import UNDECLARED_TOOL_ERROR
 from agents.tools.contracts import active_config, masked_text, summary
 from agents.tools.errors import NoAttemptInFlight, UnknownOperation
@@ -60,12 +59,12 @@ def tool_call_result(
     and ``message``); the answer (see the module docstring)."""
     if "\x00" in operation_id:  # PostgreSQL cannot compare text holding a NUL; no id holds one
         raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
-    found = ToolCall.objects.filter(agent_id=agent.pk, operation_id=operation_id).values("session__key").first()
-    if found is None:
+    session_key = statements.session_key_of(agent.pk, operation_id)
+    if session_key is None:
         raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
     tools = active_config().tools
     with transaction.atomic():
-        session, basis = locked_with_feedback(agent, found["session__key"])
+        session, basis = locked_with_feedback(agent, session_key)
         call, current = _call_locked(agent, operation_id)
         outcome: dict[str, Any] | DomainError
         if current is not None and current.finished_at is not None:
@@ -85,13 +84,7 @@ def tool_call_result(
 def _call_locked(agent: AgentRef, operation_id: str) -> tuple[ToolCall, ToolAttempt | None]:
     """The call and its current attempt (None before its first), both locked: one statement when the
     call has an attempt, which is every call a result can be for."""
-    current = (
-        ToolAttempt.objects.select_related("call")
-        .select_for_update(of=("self", "call"))
-        .filter(call__agent_id=agent.pk, call__operation_id=operation_id, attempt=F("call__attempt"))
-        .order_by()  # by the primary key: the model's ordering would join the call's for nothing
-        .first()
-    )
+    current = statements.attempt_locked(agent.pk, operation_id)
     if current is not None:
         return current.call, current
     return ToolCall.objects.select_for_update().get(agent_id=agent.pk, operation_id=operation_id), None
@@ -130,7 +123,7 @@ def _record(
     policy = policy_for(codes, code) if code else None
     current.error_code = code
     current.declared = policy is None or policy.declared
-    current.save(update_fields=_RESULT_FIELDS)
+    statements.update(current, _RESULT_FIELDS)
     # As gate_enter, a tool with neither a breaker nor a limit holds no slot: its result does not look
     # one up (a Redis round trip, or a savepoint and the breaker row's lock). A tool gone from the
     # revision still gives its slot back; one whose limit was dropped since the check leaves a slot
@@ -184,7 +177,7 @@ def _record(
     recorded = call.status == ToolCallStatus.GAVE_UP or (error is not None and not current.declared)
     answer["session"] = session_state(session, feedback=None if recorded else basis.hints())
     call.answer = answer
-    call.save(update_fields=["status", "retry_at", "answer", "updated_at"])
+    statements.update(call, ["status", "retry_at", "answer", "updated_at"])
     return answer
 
 

@@ -50,7 +50,7 @@ from agents.sessions.services import (
     session_allowed_actions,
     session_handed_off,
 )
-from agents.tools import approvals, gate
+from agents.tools import approvals, gate, statements
 from agents.tools.codes import INVALID_TOOL_INPUT, TOOL_NOT_ALLOWED
 from agents.tools.contracts import active_config, input_digest, input_masked, masked_text, pointer_errors
 from agents.tools.errors import (
@@ -143,7 +143,7 @@ def _check_locked(
     operation_id: str,
     basis: FeedbackBasis,
 ) -> Started | DomainError:
-    existing = ToolCall.objects.filter(agent_id=agent.pk, operation_id=operation_id).first()
+    existing = statements.call_by_operation(agent.pk, operation_id)
     if (
         existing is not None
         and existing.status == ToolCallStatus.AWAITING_APPROVAL
@@ -234,20 +234,15 @@ def _retry_after_ms(retry_at: dt.datetime, now: dt.datetime) -> int:
 def _lease(session: Session, now: dt.datetime, *, exclude: int | None) -> RetryInProgress | None:
     """Seed 000's state-level retry lock: while an operation of this session in this state waits for its
     retry, no other operation starts there (retries of one failing upstream do not snowball)."""
-    waiting = ToolCall.objects.filter(
-        session=session, state=session.state, status=ToolCallStatus.RETRY_WAIT, retry_at__gt=now
-    )
-    if exclude is not None:
-        waiting = waiting.exclude(pk=exclude)
-    first = waiting.order_by("-retry_at").only("operation_id", "tool", "retry_at").first()
+    first = statements.lease_holder(session.pk, session.state, ToolCallStatus.RETRY_WAIT, now, exclude)
     if first is None:
         return None
-    assert first.retry_at is not None
-    after = _retry_after_ms(first.retry_at, now)
+    operation_id, tool, retry_at = first
+    after = _retry_after_ms(retry_at, now)
     return RetryInProgress(
-        f"The operation {first.operation_id} ({first.tool}) waits to retry in '{session.state}' for {after} ms; "
+        f"The operation {operation_id} ({tool}) waits to retry in '{session.state}' for {after} ms; "
         "no other call starts there until then.",
-        extra=_extra(session, retry_after_ms=after, waiting_operation_id=first.operation_id),
+        extra=_extra(session, retry_after_ms=after, waiting_operation_id=operation_id),
     )
 
 
@@ -346,7 +341,7 @@ def _start(
             if new:
                 # Inserted as it will be once its first attempt is written: no UPDATE of the row after.
                 call.status, call.attempt, call.deadline = ToolCallStatus.RUNNING, attempt, deadline
-                call.save(force_insert=True)
+                statements.insert(call)
             permit = gate.gate_enter(
                 compiled.name,
                 breaker=contract.get("circuit_breaker"),
@@ -354,7 +349,7 @@ def _start(
                 lease=f"{call.pk}:{attempt}",
                 deadline_ms=int(deadline.timestamp() * 1000),
             )
-            current = ToolAttempt.objects.create(
+            current = ToolAttempt(
                 call=call,
                 attempt=attempt,
                 tool=call.tool,
@@ -362,6 +357,7 @@ def _start(
                 deadline=deadline,
                 breaker_state=permit.state,
             )
+            statements.insert(current)
             if not new:
                 call.status, call.attempt, call.deadline = ToolCallStatus.RUNNING, attempt, deadline
                 call.retry_at = None
