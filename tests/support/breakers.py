@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from rest_framework.test import APIClient
 
 from agents.tools.breaker_backend import redis_url
 from agents.tools.breaker_redis import RedisStore
 from agents.tools.breaker_store import DatabaseStore, Store
 from decision_service.env import BASE_DIR
+from rules.governance.tokens import staff_token_create
 
 REDIS_URL = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
 HAS_REDIS = REDIS_URL.startswith("redis://")
@@ -232,3 +236,17 @@ def two_servers(database: SharedDatabase, tmp_path: Path) -> Iterator[tuple[str,
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+def staff(username: str, *permissions: str) -> APIClient:
+    user = get_user_model().objects.create_user(username=username, password=f"pw-{username}-123", is_staff=True)
+    for dotted in permissions:
+        app_label, codename = dotted.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {staff_token_create(user=user)}")
+    return api
+
+
+def by_tool(body: dict) -> dict:
+    return {item["tool"]: item for item in body["breakers"]}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rules.config.document.validate import config_check
 from tests.support import DEMO_TEXT
 
 PHONE = {"type": "string", "pattern": "^1[3-9][0-9]{9}$"}
@@ -76,3 +77,49 @@ DEMO_WITHOUT_TOOLS = (
     DEMO_TEXT.split("\n# The after-sales tools the machines' actions name", 1)[0].split("\ntools:\n", 1)[0] + "\n"
 )
 DEMO_WITH_TOOLS = DEMO_TEXT if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
+
+
+# A small document with one tool contract, for the YAML checker's tests.
+# Line numbers matter below.
+DOC = """\
+version: 1
+thresholds: []
+keyword_lists: []
+points: []
+machines:
+  - key: orders
+    states: [collecting, executing, done, handoff]
+    initial: collecting
+    handoff: handoff
+    terminal: [done]
+    transitions:
+      collecting: [executing, handoff]
+      executing: [done, collecting, handoff]
+    actions:
+      executing: [update_order]
+    events:
+      - name: clarification_required
+        from: [executing]
+        to: collecting
+tools:
+  - name: update_order
+    input_schema:
+      type: object
+      properties:
+        receiver_phone: {type: string, pattern: "^1[3-9][0-9]{9}$"}
+      required: [receiver_phone]
+    error_codes:
+      - code: UPSTREAM_TIMEOUT
+        retryable: true
+        backoff: {kind: exponential, base_ms: 100, cap_ms: 1000}
+      - code: ORDER_LOCKED
+    on_exhausted: {event: clarification_required}
+    risk: write
+    needs_approval_in: [executing]
+"""
+
+
+def problems_of(text: str) -> list[str]:
+    document, problems = config_check(text)
+    assert document is None
+    return problems

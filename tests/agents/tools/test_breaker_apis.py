@@ -4,8 +4,6 @@ reason, the permissions each asks for, and no way in with an agent's token."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from agents.runtimes.services import agent_create
@@ -13,8 +11,7 @@ from agents.tools.errors import CircuitOpen
 from agents.tools.gate import CLOSED, OPEN, breaker_record, gate_enter
 from agents.tools.models import BreakerChange
 from rules.config.yaml_import import config_import
-from rules.governance.tokens import staff_token_create
-from tests.support.breakers import wall_deadline
+from tests.support.breakers import by_tool, staff, wall_deadline
 from tests.support.tools import DEMO_WITH_TOOLS
 
 BREAKER = {"failure_threshold": 3, "window_s": 60, "half_open_after_ms": 30000, "trial_calls": 1}
@@ -23,20 +20,6 @@ BREAKER = {"failure_threshold": 3, "window_s": 60, "half_open_after_ms": 30000, 
 @pytest.fixture
 def tools(db):
     config_import(text=DEMO_WITH_TOOLS, source="demo with tools", actor=None, reason="demo")
-
-
-def staff(username: str, *permissions: str) -> APIClient:
-    user = get_user_model().objects.create_user(username=username, password=f"pw-{username}-123", is_staff=True)
-    for dotted in permissions:
-        app_label, codename = dotted.split(".")
-        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {staff_token_create(user=user)}")
-    return api
-
-
-def by_tool(body: dict) -> dict:
-    return {item["tool"]: item for item in body["breakers"]}
 
 
 def test_the_list_shows_each_contract_with_its_breaker(tools):

@@ -14,9 +14,8 @@ import yaml
 from agents.tools.breaker_backend import store
 from agents.tools.gate import CLOSED, HALF_OPEN, OPEN, breaker_state
 from rules.config.yaml_import import config_import
-from tests.agents.tools.test_breaker_apis import by_tool, staff
 from tests.support import SPEC
-from tests.support.breakers import HAS_REDIS
+from tests.support.breakers import HAS_REDIS, by_tool, staff
 from tests.support.tool_calls import PHONE, TOOLS_DOCUMENT, check, report
 
 BREAKER = {

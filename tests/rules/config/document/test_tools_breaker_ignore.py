@@ -4,7 +4,7 @@ each once, in a list; each problem at its line; the canonical form sorts it and 
 from __future__ import annotations
 
 from rules.config.document.validate import config_from_yaml
-from tests.rules.config.document.test_tools_yaml import DOC, problems_of
+from tests.support.tools import DOC, problems_of
 
 
 def with_breaker(lines: str) -> str:

@@ -5,52 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rules.config.document.validate import config_check, config_from_yaml
+from rules.config.document.validate import config_from_yaml
 from rules.config.tool_definitions import tool_problems
-
-# Line numbers matter below.
-DOC = """\
-version: 1
-thresholds: []
-keyword_lists: []
-points: []
-machines:
-  - key: orders
-    states: [collecting, executing, done, handoff]
-    initial: collecting
-    handoff: handoff
-    terminal: [done]
-    transitions:
-      collecting: [executing, handoff]
-      executing: [done, collecting, handoff]
-    actions:
-      executing: [update_order]
-    events:
-      - name: clarification_required
-        from: [executing]
-        to: collecting
-tools:
-  - name: update_order
-    input_schema:
-      type: object
-      properties:
-        receiver_phone: {type: string, pattern: "^1[3-9][0-9]{9}$"}
-      required: [receiver_phone]
-    error_codes:
-      - code: UPSTREAM_TIMEOUT
-        retryable: true
-        backoff: {kind: exponential, base_ms: 100, cap_ms: 1000}
-      - code: ORDER_LOCKED
-    on_exhausted: {event: clarification_required}
-    risk: write
-    needs_approval_in: [executing]
-"""
-
-
-def problems_of(text: str) -> list[str]:
-    document, problems = config_check(text)
-    assert document is None
-    return problems
+from tests.support.tools import DOC, problems_of
 
 
 def test_a_contract_reads_in_canonical_form():
