@@ -8,15 +8,20 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from agents import receivers
         from agents.queue.selectors import proposed_calls_asking
         from agents.runtimes import principal_cache
         from agents.sessions.ghosts import ghost_failure_metrics, ghost_failures_by_point
         from agents.tools.approvals import proposed_calls
         from decision_service.metrics import metrics_collecting
+        from decision_service.sequence import ensure_event_sequence
         from rules import hooks
         from rules.config.runtime import engines
 
+        # The event sequence's triggers, again after every migrate: SQLite drops them with a rebuilt table.
+        post_migrate.connect(ensure_event_sequence, sender=self, dispatch_uid="agents.ensure_event_sequence")
         engines.watch("agents", expression=principal_cache.agents_stamp, changed=principal_cache.clear)
 
         # What rules asks of agents (rules.hooks): agents answers, rules never imports agents.

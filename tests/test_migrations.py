@@ -19,7 +19,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from agents.runtimes.models import AgentRuntime
-from agents.sessions.models import Anomaly, Session
+from agents.sessions.models import Anomaly, Session, Transition
+from agents.tools.models import ToolAttempt
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, StateMachine
 
 BEFORE = [("rules", "0005_decision_session_move"), ("agents", "0006_session_key_index")]
@@ -298,3 +299,75 @@ def test_moves_keys_join_the_agents_one_key_table():
         (AgentRuntime.objects.get(name="other").pk, "turn-1", "transition", None, {"session_id": "a", "seq": 1}),
     ]
     assert {k.request_digest for k in keys} == {"d" * 64}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_events_are_numbered_and_new_ones_follow_them():
+    """rules 0027 and agents 0018: every existing event row gets a sequence id (a result already in gets
+    one for it too), each table's in its time order, and what is written afterwards numbers after them all
+    (SQLite's counter row is moved past the numbers given out)."""
+    latest = _latest()
+    try:
+        old = _migrate([("agents", "0017_attempt_outcome_label"), ("rules", "0026_tool_contract_permissions")])
+        OldMachine = old.get_model("rules", "StateMachine")
+        OldAgent = old.get_model("agents", "AgentRuntime")
+        OldSession = old.get_model("agents", "Session")
+        OldTransition = old.get_model("agents", "Transition")
+        OldAnomaly = old.get_model("agents", "Anomaly")
+        OldCall = old.get_model("agents", "ToolCall")
+        OldAttempt = old.get_model("agents", "ToolAttempt")
+        machine = OldMachine.objects.create(
+            key="flow",
+            states=["start", "done"],
+            initial_state="start",
+            handoff_state="start",
+            terminal_states=["done"],
+            transitions={"start": ["done"]},
+        )
+        now = timezone.now()
+        bot = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
+        session = OldSession.objects.create(
+            agent=bot, key="s", machine=machine, state="done", seq=2, state_entered_at=now
+        )
+        for seq in (2, 1):  # written out of order: numbered by seq
+            OldTransition.objects.create(session=session, seq=seq, from_state="start", to_state="done")
+        for i in range(3):
+            OldAnomaly.objects.create(agent=bot, session_id="s", code=f"c{i}")
+        call = OldCall.objects.create(
+            session=session,
+            agent=bot,
+            operation_id="op",
+            tool="t",
+            state="start",
+            risk="read_only",
+            input_digest="d" * 64,
+            status="done",
+            attempt=2,
+        )
+        for n, finished in ((1, now), (2, None)):
+            OldAttempt.objects.create(
+                call=call,
+                attempt=n,
+                tool="t",
+                started_at=now,
+                deadline=now,
+                finished_at=finished,
+                outcome="error" if finished else "",
+            )
+        _migrate(latest)
+    finally:
+        _migrate(latest)
+    moves = list(Transition.objects.filter(session__key="s").order_by("seq"))
+    anomalies = list(Anomaly.objects.filter(session_id="s").order_by("pk"))
+    numbers = [m.sequence_id for m in moves] + [a.sequence_id for a in anomalies]
+    assert None not in numbers and len(set(numbers)) == len(numbers)
+    assert [m.sequence_id for m in moves] == sorted(m.sequence_id for m in moves)
+    assert [a.sequence_id for a in anomalies] == sorted(a.sequence_id for a in anomalies)
+    first, second = ToolAttempt.objects.filter(call__operation_id="op").order_by("attempt")
+    assert first.sequence_id < second.sequence_id < first.result_sequence_id  # the result: after every start
+    assert second.result_sequence_id is None  # none came
+    numbers += [first.sequence_id, second.sequence_id, first.result_sequence_id]
+    assert len(set(numbers)) == len(numbers)
+    new = Anomaly.objects.create(session_id="s", code="after")
+    new.refresh_from_db()
+    assert new.sequence_id > max(numbers)

@@ -7,6 +7,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from agents.sessions.models import Session
+from decision_service.sequence import SequenceIdField
 
 
 class QueueEventKind(models.TextChoices):
@@ -38,6 +39,9 @@ class QueueEvent(models.Model):
     )
     note = models.TextField(blank=True, verbose_name=_("note"))
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created at"))
+    sequence_id = SequenceIdField(
+        verbose_name=_("sequence id"), help_text=_("Its place in the order of everything the service records.")
+    )
 
     class Meta:
         verbose_name = _("queue event")

@@ -8,6 +8,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.runtimes.models import AgentRuntime
+from decision_service.sequence import SequenceIdField
 from rules.models import StateMachine
 
 
@@ -34,6 +35,10 @@ class Anomaly(models.Model):
         related_name="anomalies",
         db_constraint=False,
         verbose_name=_("decision"),
+    )
+
+    sequence_id = SequenceIdField(
+        verbose_name=_("sequence id"), help_text=_("Its place in the order of everything the service records.")
     )
 
     class Meta:
@@ -156,6 +161,9 @@ class Transition(models.Model):
         verbose_name=_("fields changed"),
     )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    sequence_id = SequenceIdField(
+        verbose_name=_("sequence id"), help_text=_("Its place in the order of everything the service records.")
+    )
 
     class Meta:
         verbose_name = _("transition")
@@ -170,6 +178,7 @@ class Transition(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(seq__gte=1), name="transition_seq_positive"),
         ]
+        indexes = [models.Index(fields=["session", "sequence_id"], name="transition_session_seq_idx")]
 
     def __str__(self) -> str:
         return f"{self.session_id} #{self.seq}: {self.from_state} → {self.to_state}"

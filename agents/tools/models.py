@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.models import Session
+from decision_service.sequence import SequenceIdField
 
 
 class ToolCallStatus(models.TextChoices):
@@ -112,6 +113,14 @@ class ToolAttempt(models.Model):
     message = models.TextField(blank=True, verbose_name=_("message"))  # masked
     output_summary = models.TextField(blank=True, verbose_name=_("output summary"))  # masked, cut short
     duration_ms = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("duration (ms)"))
+    sequence_id = SequenceIdField(
+        verbose_name=_("sequence id"), help_text=_("Its place in the order of everything the service records.")
+    )
+    result_sequence_id = SequenceIdField(
+        stamp_on="finished_at",
+        verbose_name=_("result sequence id"),
+        help_text=_("The result's place in the order of everything the service records (set when it came)."),
+    )
 
     class Meta:
         verbose_name = _("tool attempt")

@@ -20,6 +20,7 @@ from django.db.models import Model
 from agents.sessions.models import Session
 from agents.tools.models import ToolAttempt, ToolCall
 from decision_service.db import built_per_database, prepared_cursor
+from decision_service.sequence import SequenceIdField
 
 M = TypeVar("M", bound=Model)
 
@@ -171,7 +172,10 @@ def _insert_text(model: type[Model], with_pk: bool) -> tuple[str, list[Any]]:
     found = _written.get(key)
     if found is None:
         meta = model._meta
-        fields = [f for f in meta.concrete_fields if with_pk or not f.primary_key]
+        # The sequence ids are the database's to fill (decision_service.sequence), as the ORM leaves them.
+        fields = [
+            f for f in meta.concrete_fields if (with_pk or not f.primary_key) and not isinstance(f, SequenceIdField)
+        ]
         columns = ", ".join(_q(f.column) for f in fields)
         values = ", ".join(f"%({f.attname})s" for f in fields)
         sql = f"INSERT INTO {_q(meta.db_table)} ({columns}) VALUES ({values})"  # noqa: S608

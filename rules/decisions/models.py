@@ -20,6 +20,8 @@ import uuid
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from decision_service.sequence import SequenceIdField
+
 
 class RuledBy(models.TextChoices):
     HARD_RULE = "hard_rule", _("hard rule")
@@ -98,6 +100,10 @@ class DecisionRecord(models.Model):
         verbose_name=_("session read"),
     )
 
+    sequence_id = SequenceIdField(
+        verbose_name=_("sequence id"), help_text=_("Its place in the order of everything the service records.")
+    )
+
     class Meta:
         ordering = ["-created_at"]
         verbose_name = _("decision")
@@ -107,7 +113,8 @@ class DecisionRecord(models.Model):
         ]
         indexes = [
             models.Index(fields=["point", "-created_at"], name="decision_point_time_idx"),
-            models.Index(fields=["session_id", "created_at"], name="decision_session_idx"),
+            # A session's decisions in the service-wide order (its timeline, read after a sequence id).
+            models.Index(fields=["session_id", "sequence_id"], name="decision_session_seq_idx"),
             models.Index(fields=["decision", "-created_at"], name="decision_outcome_time_idx"),
             models.Index(fields=["ruled_by", "-created_at"], name="decision_ruled_by_time_idx"),
             models.Index(fields=["agent_id", "-created_at"], name="decision_agent_time_idx"),

@@ -26,6 +26,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import NOT_PROVIDED, Model
 
+from decision_service.sequence import SequenceIdField
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy, StateMachine
 
 T = TypeVar("T")
@@ -99,7 +100,8 @@ class LogInsert:
 
 
 def _log_insert_build() -> LogInsert:
-    fields = tuple(DecisionRecord._meta.concrete_fields)
+    # The sequence id is the database's to fill (decision_service.sequence): left out, as the ORM leaves it.
+    fields = tuple(f for f in DecisionRecord._meta.concrete_fields if not isinstance(f, SequenceIdField))
     for f in fields:
         # The ORM leaves such columns out of an INSERT for the database to fill: this statement names all.
         if f.generated or f.db_default is not NOT_PROVIDED:
@@ -202,14 +204,15 @@ def _recent_lists_column() -> str:
     """The keyword lists hit by each of the session ``s``'s latest ``history`` logged decisions, newest first,
     as one JSON column (a list of lists of list keys): what ``session_keyword_seen`` conditions read. A scalar
     subquery of the session's own row, so it costs no statement of its own; it walks the index
-    decision_session_idx (session_id, created_at) backwards, ``history`` (at most 50) entries."""
+    decision_session_seq_idx (session_id, sequence_id) backwards, ``history`` (at most 50) entries: the
+    latest in the order they were written (decision_service.sequence)."""
     inner = (
-        f"SELECT keyword_hits, created_at FROM {_inner_table(DecisionRecord)}"  # noqa: S608
-        " WHERE agent_id = s.agent_id AND session_id = s.key ORDER BY created_at DESC LIMIT %(history)s"
+        f"SELECT keyword_hits, sequence_id FROM {_inner_table(DecisionRecord)}"  # noqa: S608
+        " WHERE agent_id = s.agent_id AND session_id = s.key ORDER BY sequence_id DESC LIMIT %(history)s"
     )
     if connection.vendor == "postgresql":
         lists = "ARRAY(SELECT jsonb_object_keys(h.keyword_hits))"
-        return f"(SELECT json_agg({lists} ORDER BY h.created_at DESC) FROM ({inner}) h)"  # noqa: S608
+        return f"(SELECT json_agg({lists} ORDER BY h.sequence_id DESC) FROM ({inner}) h)"  # noqa: S608
     # SQLite (no ORDER BY inside an aggregate before 3.44): the rows are aggregated in the subquery's order.
     lists = "json((SELECT json_group_array(k.key) FROM json_each(h.keyword_hits) k))"
     return f"(SELECT json_group_array({lists}) FROM ({inner}) h)"  # noqa: S608

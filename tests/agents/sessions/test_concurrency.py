@@ -159,6 +159,29 @@ def test_concurrent_anomaly_reports_hand_off_once(bot):
     assert Anomaly.objects.filter(session_id="race-5").count() == 12  # none lost
 
 
+def test_racing_writes_never_share_a_sequence_id(bot):
+    """The service-wide event sequence (decision_service.sequence) under real concurrency: anomalies and
+    decisions written at once, each request on its own connection, all get distinct numbers."""
+    bot.start("change_address", "race-seq")
+    answers = race(
+        20,
+        lambda i: (
+            bot.post("/api/v1/sessions/race-seq/anomalies", {"code": "invalid_json", "detail": str(i)})
+            if i % 2
+            else bot.post(
+                "/api/v1/decisions",
+                {"point": "intent_routing", "input": f"hello {i}", "candidate": candidate("general_query", 0.95)},
+            )
+        ),
+    )
+    assert all(a.status == 201 for a in answers), describe(answers)
+    numbers = list(Anomaly.objects.filter(session_id="race-seq").values_list("sequence_id", flat=True))
+    numbers += list(
+        DecisionRecord.objects.filter(session_id="", input__startswith="hello ").values_list("sequence_id", flat=True)
+    )
+    assert len(numbers) == 20 and None not in numbers and len(set(numbers)) == 20, numbers
+
+
 @pytest.mark.parametrize("with_session", [False, True], ids=["no_session", "apply_to_a_session"])
 def test_concurrent_decides_with_one_idempotency_key_log_one_decision(bot, with_session):
     """The key's uniqueness lives in its own table (the log is partitioned on PostgreSQL): still exact."""

@@ -241,7 +241,7 @@ def test_filter_choices_come_from_the_configuration(admin_client_, log):
 
 
 def test_session_search_uses_the_session_index(log):
-    """The search is an equality (or a range) on ``session_id``, which ``decision_session_idx`` serves.
+    """The search is an equality (or a range) on ``session_id``, which ``decision_session_seq_idx`` serves.
 
     A prefix is checked on PostgreSQL only (the production database): SQLite's planner, with five rows
     and no statistics, prefers walking the ``created_at`` index for the ordering.
@@ -255,7 +255,7 @@ def test_session_search_uses_the_session_index(log):
             plan = session_search(queryset, term).explain()
             if connection.vendor == "postgresql":
                 cursor.execute("SET LOCAL enable_seqscan = on")
-        assert "decision_session_idx" in _index_names(plan), (term, plan)
+        assert "decision_session_seq_idx" in _index_names(plan), (term, plan)
 
 
 def _index_names(plan: str) -> set[str]:
