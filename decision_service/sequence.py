@@ -157,27 +157,20 @@ def sequence_uninstall(connection: BaseDatabaseWrapper, columns: list[tuple[str,
 
 
 def sequence_backfill(
-    connection: BaseDatabaseWrapper,
-    table: str,
-    column: str,
-    order_by: str,
-    *,
-    where: str = "",
-    postgresql: bool = False,
+    connection: BaseDatabaseWrapper, table: str, column: str, order_by: str, *, where: str = ""
 ) -> None:
-    """Number a table's rows that have none yet (and match ``where``), in ``order_by`` order: a migration
-    adding the column. On PostgreSQL only with ``postgresql`` (a column with the sequence as its default was
-    numbered by adding it)."""
-    condition = f'"{column}" IS NULL' + (f" AND ({where})" if where else "")
+    """Number a table's existing rows (those matching ``where``) in ``order_by`` order, after every number
+    handed out so far: a migration adding the column. On PostgreSQL adding a column whose default is the
+    sequence numbered the rows in whatever order they lay on disk, so they are numbered again, in order."""
+    condition = where or "TRUE"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            if postgresql:
-                cursor.execute(
-                    f'UPDATE "{table}" SET "{column}" = numbered.n FROM '
-                    f"(SELECT ordered.id, nextval('{SEQUENCE}') AS n "
-                    f'FROM (SELECT id FROM "{table}" WHERE {condition} ORDER BY {order_by}) ordered) numbered '
-                    f'WHERE "{table}".id = numbered.id'
-                )
+            cursor.execute(
+                f'UPDATE "{table}" SET "{column}" = numbered.n FROM '
+                f"(SELECT ordered.id, nextval('{SEQUENCE}') AS n "
+                f'FROM (SELECT id FROM "{table}" WHERE {condition} ORDER BY {order_by}) ordered) numbered '
+                f'WHERE "{table}".id = numbered.id'
+            )
             return
         cursor.execute(f"SELECT value FROM {COUNTER_TABLE}")
         (base,) = cursor.fetchone()

@@ -33,6 +33,18 @@ def _migrate(targets):
     return executor.loader.project_state(targets).apps
 
 
+def _flow_machine(model):
+    """The smallest machine a historical ``StateMachine`` model takes: start → done."""
+    return model.objects.create(
+        key="flow",
+        states=["start", "done"],
+        initial_state="start",
+        handoff_state="start",
+        terminal_states=["done"],
+        transitions={"start": ["done"]},
+    )
+
+
 def _latest():
     executor = MigrationExecutor(connection)
     return executor.loader.graph.leaf_nodes()
@@ -49,14 +61,7 @@ def test_state_machines_and_the_log_keep_their_rows_across_the_move():
         OldSession = old.get_model("agents", "Session")
         OldRecord = old.get_model("rules", "DecisionRecord")
         OldCount = old.get_model("rules", "CandidateRequestCount")
-        machine = OldMachine.objects.create(
-            key="flow",
-            states=["start", "done"],
-            initial_state="start",
-            handoff_state="start",
-            terminal_states=["done"],
-            transitions={"start": ["done"]},
-        )
+        machine = _flow_machine(OldMachine)
         OldHistory.objects.create(
             id=machine.pk,
             key="flow",
@@ -266,14 +271,7 @@ def test_moves_keys_join_the_agents_one_key_table():
         OldAgent = old.get_model("agents", "AgentRuntime")
         OldSession = old.get_model("agents", "Session")
         OldTransition = old.get_model("agents", "Transition")
-        machine = OldMachine.objects.create(
-            key="flow",
-            states=["start", "done"],
-            initial_state="start",
-            handoff_state="start",
-            terminal_states=["done"],
-            transitions={"start": ["done"]},
-        )
+        machine = _flow_machine(OldMachine)
         now = timezone.now()
         bot = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
         other = OldAgent.objects.create(name="other", token_hash="g" * 64, token_prefix="arb_y")
@@ -316,14 +314,7 @@ def test_existing_events_are_numbered_and_new_ones_follow_them():
         OldAnomaly = old.get_model("agents", "Anomaly")
         OldCall = old.get_model("agents", "ToolCall")
         OldAttempt = old.get_model("agents", "ToolAttempt")
-        machine = OldMachine.objects.create(
-            key="flow",
-            states=["start", "done"],
-            initial_state="start",
-            handoff_state="start",
-            terminal_states=["done"],
-            transitions={"start": ["done"]},
-        )
+        machine = _flow_machine(OldMachine)
         now = timezone.now()
         bot = OldAgent.objects.create(name="bot", token_hash="h" * 64, token_prefix="arb_x")
         session = OldSession.objects.create(

@@ -1,6 +1,6 @@
 """Moves, anomalies, queue events and tool-call attempts (and their results) in the service-wide event
-order (decision_service.sequence). Existing rows: numbered by the column's default on PostgreSQL, in time
-order on SQLite; an attempt that has its result gets a number for it after its start.
+order (decision_service.sequence). Existing rows are numbered one table after another, each in time order;
+an attempt that has its result gets a number for it after every start.
 """
 
 import decision_service.sequence
@@ -19,12 +19,9 @@ COLUMNS = [
 def number_and_trigger(apps, schema_editor):
     connection = schema_editor.connection
     for table, column, stamp_on, order_by in COLUMNS:
-        if stamp_on is None:
-            decision_service.sequence.sequence_backfill(connection, table, column, order_by)
-        else:  # a result already in: numbered after every start, on PostgreSQL too (no default numbers it)
-            decision_service.sequence.sequence_backfill(
-                connection, table, column, order_by, where=f"{stamp_on} IS NOT NULL", postgresql=True
-            )
+        # A result already in is numbered too (after every start: the results come last).
+        where = f"{stamp_on} IS NOT NULL" if stamp_on else ""
+        decision_service.sequence.sequence_backfill(connection, table, column, order_by, where=where)
     decision_service.sequence.sequence_install(connection, [c[:3] for c in COLUMNS])
 
 

@@ -1,7 +1,7 @@
 """The service-wide event sequence (decision_service.sequence) and the decision log's place in it.
 
-The sequence is made before the column whose default draws on it. On PostgreSQL adding the column numbers
-the existing rows (its default runs for each); on SQLite they are numbered in time order after it.
+The sequence is made before the column whose default draws on it. Existing rows are then numbered in time
+order (on PostgreSQL again: adding the column numbered them in the order they lay on disk).
 """
 
 import decision_service.sequence
