@@ -103,6 +103,12 @@ def _session_fetch(
         row = cursor.fetchone()
     if row is None:
         return None
+    return session_from_row(row)
+
+
+def session_from_row(row: tuple[Any, ...]) -> tuple[Session, tuple[Any, ...]]:
+    """A row that starts with ``rules.decisions.statements.session_select_list``'s session and machine
+    columns: the session with its machine, and the values of the columns after them, unconverted."""
     shape = _session_row()
     values = list(row)
     for i, (converters, expression) in shape.converters.items():
