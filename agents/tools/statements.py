@@ -6,6 +6,13 @@ the ORM compiling these few statements on every request cost the server more tha
 check or a result. Names come from the models' metadata; values are named parameters in their database
 form (``get_db_prep_save``); rows come back as model instances through each field's ``from_db_value``,
 as the ORM's own reads give them. On PostgreSQL they run prepared (``decision_service.db``).
+
+Folded (PostgreSQL, ``folded()``; bench/RESULTS.md "One statement each"): the round trips were what was
+left of a check's and a result's cost, each one the database's time and the server's (the driver, Django's
+cursor wrapper). A new call's start is one INSERT of the call and its first attempt that checks the retry
+lease and the operation id itself (``call_start_new``; anything else goes the long way, as before); a
+result reads the session, the call and the attempt in one locking read (``result_locked``) and writes the
+attempt and the call in one UPDATE (``update_both``). SQLite has no writable CTE: it sends them apart.
 """
 
 from __future__ import annotations
