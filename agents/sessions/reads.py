@@ -111,10 +111,10 @@ def session_from_row(row: tuple[Any, ...]) -> tuple[Session, tuple[Any, ...]]:
     columns: the session with its machine, and the values of the columns after them, unconverted."""
     shape = _session_row()
     values = list(row)
-    db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy looks it up on every attribute
+    wrapper = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy looks it up on every attribute
     for i, (converters, expression) in shape.converters.items():
         for convert in converters:
-            values[i] = convert(values[i], expression, db)
+            values[i] = convert(values[i], expression, wrapper)
     split = len(shape.session_fields)
     end = split + len(shape.machine_fields)
     db = connection.alias

@@ -4,7 +4,7 @@ check that judges an action's params by its tool's contract. One view per operat
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.core.validators import RegexValidator
 from rest_framework import serializers, status
@@ -38,7 +38,7 @@ _CHECK_FIELDS = frozenset({"tool", "input", "expected_state", "operation_id"})
 _RESULT_FIELDS = frozenset({"output", "error", "duration_ms"})
 
 
-def _unchanged_text(value: Any, max_length: int, *, blank: bool = False) -> bool:
+def _unchanged_text(value: Any, max_length: int, *, blank: bool = False) -> TypeGuard[str]:
     """A string ``StrictCharField`` takes as it is: not blank (unless ``blank``), nothing for it to trim, no
     NUL or surrogate character, within ``max_length``."""
     return (

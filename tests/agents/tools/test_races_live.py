@@ -5,8 +5,8 @@ on fresh sessions.
 What must hold whatever the interleaving: two checks of one new operation id start exactly one attempt
 (the other gets the same answer: the session's lock orders them, the second finds the call in flight);
 two new operations of one state while a third waits for its retry are both refused (the retry lease is
-read under the same lock); two results of one attempt record it once, and answer alike. And a whole call — check, a retryable failure, the retry, success — works end
-to end over the network.
+read under the same lock); two results of one attempt record it once, and answer alike. And a whole
+call — check, a retryable failure, the retry, success — works end to end over the network.
 """
 
 from __future__ import annotations
