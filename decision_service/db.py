@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from psycopg.types.numeric import Int8Dumper
 
@@ -54,16 +54,18 @@ def prepared_cursor() -> Any:
     written ``%s`` as for any Django cursor; on the server they are typed from where they are used, so a
     parameter whose use does not fix its type needs a cast in the statement.
     """
-    if connection.vendor != "postgresql":
-        return connection.cursor()
+    # The connection itself, looked up once: ``django.db.connection`` looks it up again for every attribute.
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.vendor != "postgresql":
+        return db.cursor()
     # What connection.cursor() does before it makes a cursor: such a statement is often a request's first,
     # and the health check is what makes a restarted database server invisible (decision_service/env.py).
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        cursor = _PreparingCursor(connection.connection)
-    return _PreparedDebugWrapper(cursor, connection) if connection.queries_logged else CursorWrapper(cursor, connection)
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    with db.wrap_database_errors:
+        cursor = _PreparingCursor(db.connection)
+    return _PreparedDebugWrapper(cursor, db) if db.queries_logged else CursorWrapper(cursor, db)
 
 
 T = TypeVar("T")

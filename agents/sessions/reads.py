@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import NotSupportedError, OperationalError, connection
+from django.db import DEFAULT_DB_ALIAS, NotSupportedError, OperationalError, connection, connections
 from django.db.models import F, QuerySet
 
 from agents.errors import SessionBusy
@@ -103,11 +103,18 @@ def _session_fetch(
         row = cursor.fetchone()
     if row is None:
         return None
+    return session_from_row(row)
+
+
+def session_from_row(row: tuple[Any, ...]) -> tuple[Session, tuple[Any, ...]]:
+    """A row that starts with ``rules.decisions.statements.session_select_list``'s session and machine
+    columns: the session with its machine, and the values of the columns after them, unconverted."""
     shape = _session_row()
     values = list(row)
+    wrapper = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy looks it up on every attribute
     for i, (converters, expression) in shape.converters.items():
         for convert in converters:
-            values[i] = convert(values[i], expression, connection)
+            values[i] = convert(values[i], expression, wrapper)
     split = len(shape.session_fields)
     end = split + len(shape.machine_fields)
     db = connection.alias

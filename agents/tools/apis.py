@@ -3,7 +3,8 @@ check that judges an action's params by its tool's contract. One view per operat
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, TypeGuard
 
 from django.core.validators import RegexValidator
 from rest_framework import serializers, status
@@ -23,6 +24,66 @@ OPERATION_ID = r"^[A-Za-z0-9_.:-]{1,64}\Z"
 OPERATION_ID_MESSAGE = "1 to 64 letters, digits, _ . : or -."
 ERROR_CODE = r"^[A-Za-z0-9_.:-]{1,64}\Z"  # as a contract's error codes (rules.config.tool_definitions)
 DURATION_MAX_MS = 86_400_000  # a day
+
+# The lean reading of a valid body. These two operations are sent around every tool call, and DRF's
+# serializer was about a sixth of a check's server time (copying its fields for each request, then each
+# field's validators; bench/RESULTS.md "One statement each"). A body that is plainly valid — every value
+# one the serializer takes unchanged — is read here; anything else goes through the serializer, whose
+# answer (and problem+json) is the only one an invalid body ever gets. tests/agents/tools/test_lean_bodies.py
+# checks that the serializer takes every body the lean reading takes, and makes the same data of it.
+_OPERATION_ID = re.compile(OPERATION_ID)
+_ERROR_CODE = re.compile(ERROR_CODE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CHECK_FIELDS = frozenset({"tool", "input", "expected_state", "operation_id"})
+_RESULT_FIELDS = frozenset({"output", "error", "duration_ms"})
+
+
+def _unchanged_text(value: Any, max_length: int, *, blank: bool = False) -> TypeGuard[str]:
+    """A string ``StrictCharField`` takes as it is: not blank (unless ``blank``), nothing for it to trim, no
+    NUL or surrogate character, within ``max_length``."""
+    return (
+        isinstance(value, str)
+        and (blank or value != "")
+        and len(value) <= max_length
+        and value == value.strip()
+        and "\x00" not in value
+        and _SURROGATE.search(value) is None
+    )
+
+
+def plain_check_body(data: Any) -> dict[str, Any] | None:
+    """``ToolCallCreateApi.InputSerializer``'s validated data for a plainly valid body; None otherwise."""
+    if not isinstance(data, dict) or not data.keys() <= _CHECK_FIELDS:
+        return None
+    if not (
+        _unchanged_text(data.get("tool"), 64)
+        and isinstance(data.get("input"), dict)
+        and _unchanged_text(data.get("expected_state"), 64)
+    ):
+        return None
+    if "operation_id" in data:
+        operation_id = data["operation_id"]
+        if not (_unchanged_text(operation_id, 64) and _OPERATION_ID.search(operation_id)):
+            return None
+    return data
+
+
+def plain_result_body(data: Any) -> dict[str, Any] | None:
+    """``ToolCallResultApi.InputSerializer``'s validated data for a plainly valid body; None otherwise."""
+    if not isinstance(data, dict) or not data.keys() <= _RESULT_FIELDS or ("output" in data) == ("error" in data):
+        return None
+    duration = data.get("duration_ms")
+    if isinstance(duration, bool) or not isinstance(duration, int) or not 0 <= duration <= DURATION_MAX_MS:
+        return None
+    if "output" in data:  # any JSON the parser took (it refuses what JSONField would)
+        return {"output": data["output"], "duration_ms": duration}
+    error = data["error"]
+    if not isinstance(error, dict) or not error.keys() <= {"code", "message"}:
+        return None
+    code, message = error.get("code"), error.get("message", "")
+    if not (_unchanged_text(code, 64) and _ERROR_CODE.search(code) and _unchanged_text(message, 2000, blank=True)):
+        return None
+    return {"error": {"code": code, "message": message}, "duration_ms": duration}
 
 
 def started_output(started: Started) -> dict[str, Any]:
@@ -45,9 +106,11 @@ class ToolCallCreateApi(SessionApi):
         )
 
     def post(self, request: Request, session_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = plain_check_body(request.data)
+        if data is None:
+            serializer = self.InputSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            data = serializer.validated_data
         started = tool_call_check(
             agent=request_agent(request),
             session_id=session_id,
@@ -83,9 +146,11 @@ class ToolCallResultApi(AgentApi):
             raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
 
     def post(self, request: Request, operation_id: str) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = plain_result_body(request.data)
+        if data is None:
+            serializer = self.InputSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            data = serializer.validated_data
         answer = tool_call_result(
             agent=request_agent(request),
             operation_id=operation_id,

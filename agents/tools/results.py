@@ -59,13 +59,21 @@ def tool_call_result(
     and ``message``); the answer (see the module docstring)."""
     if "\x00" in operation_id:  # PostgreSQL cannot compare text holding a NUL; no id holds one
         raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
-    session_key = statements.session_key_of(agent.pk, operation_id)
-    if session_key is None:
-        raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
     tools = active_config().tools
     with transaction.atomic():
-        session, basis = locked_with_feedback(agent, session_key)
-        call, current = _call_locked(agent, operation_id)
+        # PostgreSQL: the session, the call and its attempt locked in one statement (the session first),
+        # for every result but one for a call that never started an attempt (it has none to answer).
+        found = statements.result_locked(agent.pk, operation_id) if statements.folded() else None
+        current: ToolAttempt | None
+        if found is not None:
+            session, basis, current = found
+            call = current.call
+        else:
+            session_key = statements.session_key_of(agent.pk, operation_id)
+            if session_key is None:
+                raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
+            session, basis = locked_with_feedback(agent, session_key)
+            call, current = _call_locked(agent, operation_id)
         outcome: dict[str, Any] | DomainError
         if current is not None and current.finished_at is not None:
             outcome = dict(call.answer or {})  # a repeat: the answer as given the first time
@@ -123,7 +131,6 @@ def _record(
     policy = policy_for(codes, code) if code else None
     current.error_code = code
     current.declared = policy is None or policy.declared
-    statements.update(current, _RESULT_FIELDS)
     # As gate_enter, a tool with neither a breaker nor a limit holds no slot: its result does not look
     # one up (a Redis round trip, or a savepoint and the breaker row's lock). A tool gone from the
     # revision still gives its slot back; one whose limit was dropped since the check leaves a slot
@@ -177,7 +184,9 @@ def _record(
     recorded = call.status == ToolCallStatus.GAVE_UP or (error is not None and not current.declared)
     answer["session"] = session_state(session, feedback=None if recorded else basis.hints())
     call.answer = answer
-    statements.update(call, ["status", "retry_at", "answer", "updated_at"])
+    # The attempt's result and the call's answer in one statement (PostgreSQL); nothing between here and
+    # the locking read reads either row back.
+    statements.update_both(current, _RESULT_FIELDS, call, ["status", "retry_at", "answer", "updated_at"])
     return answer
 
 

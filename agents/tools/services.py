@@ -143,6 +143,10 @@ def _check_locked(
     operation_id: str,
     basis: FeedbackBasis,
 ) -> Started | DomainError:
+    if statements.folded() and (
+        started := _start_plain(session, agent, config, tool, input, digest, operation_id, basis, expected_state)
+    ):
+        return started
     existing = statements.call_by_operation(agent.pk, operation_id)
     if (
         existing is not None
@@ -198,6 +202,61 @@ def _check_locked(
     if session.state in (compiled.contract.get("needs_approval_in") or []):
         return _await_approval(session, agent, call)
     return _start(session, compiled, call, now, basis)
+
+
+def _start_plain(
+    session: Session,
+    agent: AgentRef,
+    config: CompiledConfig,
+    tool: str,
+    input: dict[str, Any],
+    digest: str,
+    operation_id: str,
+    basis: FeedbackBasis,
+    expected_state: str,
+) -> Started | None:
+    """The common check in one statement (PostgreSQL): a new operation of a tool with neither a breaker nor a
+    limit, nor an approval in this state, that every check above lets through, started as ``_start`` would
+    start it (the retry lease and the operation id checked in the INSERT itself). None for anything else, and
+    for an operation id already used or a lease held: nothing written, the caller goes the long way, whose
+    every refusal and repeat is as it was. No savepoint: there is no gate to undo, and the INSERT's
+    ``ON CONFLICT DO NOTHING`` cannot fail on the operation id."""
+    state = session.state
+    if state != expected_state or state == session.machine.handoff_state or state in session.machine.terminal_states:
+        return None
+    compiled = config.tools.get(tool)
+    if compiled is None or tool not in session.machine.actions.get(state, ()):  # session_allowed_actions
+        return None
+    contract = compiled.contract
+    if (
+        contract.get("circuit_breaker") is not None
+        or contract.get("max_concurrent") is not None
+        or state in (contract.get("needs_approval_in") or ())
+        or compiled.input_errors(input)
+    ):
+        return None
+    now = timezone.now()
+    timeout_ms = int(contract.get("timeout_ms") or 0) or 10_000
+    deadline = now + dt.timedelta(milliseconds=timeout_ms)
+    call = ToolCall(
+        operation_id=operation_id,
+        agent_id=agent.pk,
+        session=session,
+        tool=tool,
+        state=state,
+        revision=config.revision or None,
+        risk=compiled.risk,
+        input=input_masked(input),
+        input_digest=digest,
+        status=ToolCallStatus.RUNNING,
+        attempt=1,
+        deadline=deadline,
+    )
+    current = ToolAttempt(attempt=1, tool=tool, started_at=now, deadline=deadline, breaker_state=gate.CLOSED)
+    if not statements.call_start_new(call, current, now):
+        return None
+    transaction.on_commit(partial(metrics.tool_attempt_started, tool=tool))
+    return _started(call, current, session, basis)
 
 
 def _with_operation(refusal: StateMismatch | SessionClosed, operation_id: str) -> DomainError:

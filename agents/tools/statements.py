@@ -6,27 +6,54 @@ the ORM compiling these few statements on every request cost the server more tha
 check or a result. Names come from the models' metadata; values are named parameters in their database
 form (``get_db_prep_save``); rows come back as model instances through each field's ``from_db_value``,
 as the ORM's own reads give them. On PostgreSQL they run prepared (``decision_service.db``).
+
+Folded (PostgreSQL, ``folded()``; bench/RESULTS.md "One statement each"): the round trips were what was
+left of a check's and a result's cost, each one the database's time and the server's (the driver, Django's
+cursor wrapper). A new call's start is one INSERT of the call and its first attempt that checks the retry
+lease and the operation id itself (``call_start_new``; anything else goes the long way, as before); a
+result reads the session, the call and the attempt in one locking read (``result_locked``) and writes the
+attempt and the call in one UPDATE (``update_both``). SQLite has no writable CTE: it sends them apart.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
-from agents.sessions.models import Session
-from agents.tools.models import ToolAttempt, ToolCall
+from agents.sessions.codes import FEEDBACK_LIMIT
+from agents.sessions.feedback import FeedbackBasis
+from agents.sessions.models import Anomaly, Session
+from agents.sessions.reads import session_from_row
+from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
 from decision_service.db import built_per_database, prepared_cursor
 from decision_service.sequence import SequenceIdField
+from rules.decisions.statements import session_select_list
+from rules.models import StateMachine
 
 M = TypeVar("M", bound=Model)
 
 
 def _q(name: str) -> str:
     return connection.ops.quote_name(name)
+
+
+def _db() -> Any:
+    """The connection itself, not ``django.db.connection``: that proxy looks the connection up again on
+    every attribute, and preparing a row's values touches it a few times for each column (profiled: about
+    a tenth of a check's server time went to those look-ups)."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def folded() -> bool:
+    """Whether the check's start and the result's reads and writes go as one statement each: PostgreSQL
+    (writable CTEs, ``INSERT … ON CONFLICT``, ``FOR UPDATE OF`` several tables). Elsewhere (SQLite, which has
+    only a database write lock) they go as the separate statements they fold."""
+    return connection.vendor == "postgresql"
 
 
 def _select_list(model: type[Model], alias: str) -> str:
@@ -161,7 +188,8 @@ def update(instance: Model, fields: Sequence[str]) -> None:
     """``instance.save(update_fields=fields)`` without compiling it (an ``auto_now`` field is set, as by
     ``save``); no signals: neither model has receivers or history."""
     sql, chosen = _update_text(type(instance), tuple(fields))
-    params = {f.attname: f.get_db_prep_save(f.pre_save(instance, False), connection) for f in chosen}
+    db = _db()
+    params = {f.attname: f.get_db_prep_save(f.pre_save(instance, False), db) for f in chosen}
     params["pk"] = instance.pk
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
@@ -190,7 +218,8 @@ def insert(instance: Model) -> None:
     primary key (``auto_now_add`` and ``auto_now`` set, as by ``save``), the new key read back."""
     with_pk = instance.pk is not None
     sql, fields = _insert_text(type(instance), with_pk)
-    params = {f.attname: f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields}
+    db = _db()
+    params = {f.attname: f.get_db_prep_save(f.pre_save(instance, True), db) for f in fields}
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         if not with_pk:
@@ -198,3 +227,126 @@ def insert(instance: Model) -> None:
             instance.pk = cursor.fetchone()[0] if returned else cursor.lastrowid
     instance._state.adding = False
     instance._state.db = connection.alias
+
+
+# -- folded (PostgreSQL): a new call's start, and a result's reads and writes ---------------------------
+
+
+def _cast(f: Any) -> str:
+    # As the decision log's INSERT … SELECT (rules.decisions.statements.LogInsert): nothing else types a
+    # parameter there; cast without a length, so that a value too long is refused by the column, not cut.
+    return re.sub(r"\(\d+\)$", "", f.db_type(connection))
+
+
+@built_per_database
+def _start_text() -> tuple[str, list[Any], list[Any]]:
+    call_fields: list[Any] = [f for f in ToolCall._meta.concrete_fields if not f.primary_key]
+    # The sequence ids are the database's to fill (decision_service.sequence).
+    attempt_fields: list[Any] = [
+        f
+        for f in ToolAttempt._meta.concrete_fields
+        if not f.primary_key and f.attname != "call_id" and not isinstance(f, SequenceIdField)
+    ]
+    call, attempt = _q(ToolCall._meta.db_table), _q(ToolAttempt._meta.db_table)
+    c = {f.attname: _q(f.column) for f in ToolCall._meta.concrete_fields}
+    pk = _q(ToolCall._meta.pk.column)
+    sql = (
+        f"WITH c AS (INSERT INTO {call} ({', '.join(_q(f.column) for f in call_fields)})"  # noqa: S608
+        f" SELECT {', '.join(f'%(c_{f.attname})s::{_cast(f)}' for f in call_fields)}"
+        # The state's retry lease, read after the session's lock as before: no other operation starts here
+        # while one waits for its retry.
+        f" WHERE NOT EXISTS (SELECT 1 FROM {call} l WHERE l.{c['session_id']} = %(c_session_id)s"
+        f" AND l.{c['state']} = %(c_state)s AND l.{c['status']} = %(lease_status)s AND l.{c['retry_at']} > %(now)s)"
+        # The operation id taken (a repeat, a conflict, or a concurrent check of another session): nothing
+        # written, and the caller goes the long way, which reads the call and answers as before.
+        f" ON CONFLICT DO NOTHING RETURNING {pk})"
+        f" INSERT INTO {attempt} ({_q(ToolAttempt._meta.get_field('call').column)},"
+        f" {', '.join(_q(f.column) for f in attempt_fields)})"
+        f" SELECT c.{pk}, {', '.join(f'%(a_{f.attname})s::{_cast(f)}' for f in attempt_fields)} FROM c"
+        f" RETURNING {_q(ToolAttempt._meta.get_field('call').column)}, {_q(ToolAttempt._meta.pk.column)}"
+    )
+    return sql, call_fields, attempt_fields
+
+
+def call_start_new(call: ToolCall, attempt: ToolAttempt, now: dt.datetime) -> bool:
+    """PostgreSQL: insert a new ``call`` (as its first attempt leaves it) and its first ``attempt``, in one
+    statement, unless the session's state has a retry lease held at ``now`` or the agent has used the
+    operation id (then nothing is written: False). The caller holds the session's lock."""
+    sql, call_fields, attempt_fields = _start_text()
+    db = _db()
+    params = {f"c_{f.attname}": f.get_db_prep_save(f.pre_save(call, True), db) for f in call_fields}
+    attempt.call = call  # the key is the statement's; pre_save reads no key
+    params.update({f"a_{f.attname}": f.get_db_prep_save(f.pre_save(attempt, True), db) for f in attempt_fields})
+    params["lease_status"], params["now"] = ToolCallStatus.RETRY_WAIT.value, now
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    call.pk, attempt.pk = row[0], row[1]
+    for saved in (call, attempt):
+        saved._state.adding, saved._state.db = False, connection.alias
+    attempt.call = call
+    return True
+
+
+@built_per_database
+def _result_locked_text() -> str:
+    call, attempt = _q(ToolCall._meta.db_table), _q(ToolAttempt._meta.db_table)
+    session, machine = _q(Session._meta.db_table), _q(StateMachine._meta.db_table)
+    c = {f.name: _q(f.column) for f in ToolCall._meta.concrete_fields}
+    a = {f.name: _q(f.column) for f in ToolAttempt._meta.concrete_fields}
+    s = {f.name: _q(f.column) for f in Session._meta.concrete_fields}
+    selected = session_select_list(session=Session, anomaly=Anomaly, with_feedback=True)
+    return (
+        f"SELECT {', '.join(selected)}, {_select_list(ToolAttempt, 'a')}, {_select_list(ToolCall, 'c')}"  # noqa: S608
+        f" FROM {call} c INNER JOIN {attempt} a ON a.{a['call']} = c.{c['id']} AND a.{a['attempt']} = c.{c['attempt']}"
+        f" INNER JOIN {session} s ON s.{s['id']} = c.{c['session']}"
+        f" INNER JOIN {machine} m ON m.{_q(StateMachine._meta.pk.column)} = s.{s['machine']}"
+        f" WHERE c.{c['agent']} = %(agent)s AND c.{c['operation_id']} = %(operation)s"
+        # The session first, as every path that moves it locks it first; then the call and its attempt.
+        " FOR UPDATE OF s, c, a"
+    )
+
+
+def result_locked(agent_id: int, operation_id: str) -> tuple[Session, FeedbackBasis, ToolAttempt] | None:
+    """PostgreSQL: the session of the agent's operation with its feedback, and the operation's current
+    attempt with its call (``attempt.call``), all three locked, in one statement; None when there is no such
+    operation or it has no attempt yet (the caller then reads them apart)."""
+    with prepared_cursor() as cursor:
+        cursor.execute(_result_locked_text(), {"agent": agent_id, "operation": operation_id, "limit": FEEDBACK_LIMIT})
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    session, rest = session_from_row(row)
+    basis = FeedbackBasis.from_columns(rest[0], rest[1], FEEDBACK_LIMIT)
+    width = len(ToolAttempt._meta.concrete_fields)
+    attempt = _instance(ToolAttempt, rest[2 : 2 + width])
+    attempt.call = _instance(ToolCall, rest[2 + width :])
+    return session, basis, attempt
+
+
+_both: dict[tuple[Any, ...], str] = {}
+
+
+def update_both(
+    attempt: ToolAttempt, attempt_fields: Sequence[str], call: ToolCall, call_fields: Sequence[str]
+) -> None:
+    """``update(attempt, …)`` then ``update(call, …)``: one statement on PostgreSQL (the attempt's UPDATE in a
+    writable CTE), two elsewhere."""
+    if not folded():
+        update(attempt, attempt_fields)
+        update(call, call_fields)
+        return
+    a_sql, a_chosen = _update_text(ToolAttempt, tuple(attempt_fields))
+    c_sql, c_chosen = _update_text(ToolCall, tuple(call_fields))
+    key = (connection.alias, a_sql, c_sql)
+    sql = _both.get(key)
+    if sql is None:
+        sql = _both[key] = f"WITH a AS ({a_sql.replace('%(', '%(a_')}) {c_sql.replace('%(', '%(c_')}"
+    db = _db()
+    params = {f"a_{f.attname}": f.get_db_prep_save(f.pre_save(attempt, False), db) for f in a_chosen}
+    params.update({f"c_{f.attname}": f.get_db_prep_save(f.pre_save(call, False), db) for f in c_chosen})
+    params["a_pk"], params["c_pk"] = attempt.pk, call.pk
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)

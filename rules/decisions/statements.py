@@ -221,6 +221,17 @@ def _recent_lists_column() -> str:
 # -- a session with its machine ------------------------------------------------------------------------
 
 
+def session_select_list(*, session: type[Model], anomaly: type[Model], with_feedback: bool) -> list[str]:
+    """``session_select``'s columns: the session ``s``'s, its machine ``m``'s, and (``with_feedback``) the two
+    feedback columns (parameter ``limit``); for a statement that reads a session with more (the tool-call
+    result reads it with its call and attempt, ``agents.tools.statements``)."""
+    selected = [f"s.{_quote(f.column)}" for f in session._meta.concrete_fields]
+    selected += [f"m.{_quote(f.column)}" for f in StateMachine._meta.concrete_fields]
+    if with_feedback:
+        selected += _feedback_columns(anomaly)
+    return selected
+
+
 def session_select(
     *, session: type[Model], anomaly: type[Model], lock: bool, with_feedback: bool, with_recent: bool = False
 ) -> str:
@@ -232,10 +243,7 @@ def session_select(
 
     def build() -> str:
         column = _columns(session)
-        selected = [f"s.{_quote(f.column)}" for f in session._meta.concrete_fields]
-        selected += [f"m.{_quote(f.column)}" for f in StateMachine._meta.concrete_fields]
-        if with_feedback:
-            selected += _feedback_columns(anomaly)
+        selected = session_select_list(session=session, anomaly=anomaly, with_feedback=with_feedback)
         if with_recent:
             selected.append(_recent_lists_column())
         sql = (

@@ -5,8 +5,8 @@ on fresh sessions.
 What must hold whatever the interleaving: two checks of one new operation id start exactly one attempt
 (the other gets the same answer: the session's lock orders them, the second finds the call in flight);
 two new operations of one state while a third waits for its retry are both refused (the retry lease is
-read under the same lock). And a whole call — check, a retryable failure, the retry, success — works end
-to end over the network.
+read under the same lock); two results of one attempt record it once, and answer alike. And a whole
+call — check, a retryable failure, the retry, success — works end to end over the network.
 """
 
 from __future__ import annotations
@@ -67,6 +67,22 @@ def test_two_checks_of_one_new_operation_start_exactly_one_attempt(bot):
         assert first.body["attempt"] == second.body["attempt"] == 1
         assert first.body["deadline"] == second.body["deadline"]
         assert ToolAttempt.objects.filter(call__operation_id=op).count() == 1
+
+
+def test_two_results_of_one_attempt_record_it_once_and_answer_alike(bot):
+    """The result locks the session, the call and its attempt (on PostgreSQL in one statement): the second
+    result waits for the first and finds the attempt finished, a repeat."""
+    for round_ in range(ROUNDS):
+        key = f"twice-{round_}"
+        assert bot.start("tooling", key).status == 201
+        op = f"r-{round_}"
+        assert check(bot, key, "verify_phone", {"phone": PHONE}, op).status == 201
+        result = partial(bot.post, f"/api/v1/tool-calls/{op}/result", {"output": {"verified": True}, "duration_ms": 3})
+        first, second = at_once(result, result)
+        assert (first.status, second.status) == (200, 200), (first, second)
+        assert first.body == second.body
+        assert first.body["next"] == "done"
+        assert ToolAttempt.objects.filter(call__operation_id=op, finished_at__isnull=False).count() == 1
 
 
 def test_the_retry_lease_holds_against_two_new_operations_at_once(bot):

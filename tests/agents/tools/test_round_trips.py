@@ -9,6 +9,8 @@ BEGIN and COMMIT are not statements Django records; the check's savepoint around
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -30,6 +32,10 @@ def _statements(captured: CaptureQueriesContext) -> list[str]:
         verb = sql.split(None, 1)[0].upper()
         if verb in {"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"}:
             out.append(verb)
+            continue
+        if verb == "WITH":  # a writable CTE: each write it makes, in order
+            writes = re.findall(r'\b(INSERT INTO|UPDATE) "(\w+)"', sql)
+            out.append("WITH " + " + ".join(f"{w.split()[0]} {t}" for w, t in writes))
             continue
         table = next((t for t in TABLES if f'FROM "{t}"' in sql), None) or next(
             (t for t in TABLES if f'"{t}"' in sql or f"{t} " in sql), "?"
@@ -77,12 +83,21 @@ LOCK = {
 }
 
 
-def test_a_check_that_starts_a_call(client):
-    status, statements = _check(client, "k1", "c1")
-    assert status == 201
-    assert statements == [
+# PostgreSQL folds each path's reads into the session's locking read and its writes into one statement
+# (agents.tools.statements: "folded"); SQLite sends the statements they fold.
+CHECK = {
+    "postgresql": [
         "BEGIN",
-        *LOCK[connection.vendor],
+        "SELECT FOR UPDATE agents_session",  # with its feedback
+        # The call as its first attempt leaves it, and that attempt; the state's retry lease and the
+        # operation id checked in the same statement (nothing written when either is taken). No savepoint:
+        # verify_phone has no breaker or limit, so there is no gate to undo.
+        "WITH INSERT agents_toolcall + INSERT agents_toolattempt",
+        "COMMIT",
+    ],
+    "sqlite": [
+        "BEGIN",
+        *LOCK["sqlite"],
         "SELECT agents_toolcall",  # the operation id: a repeat, a conflict, or a new call
         "SELECT agents_toolcall",  # the state's retry lease
         "SAVEPOINT",  # the gate's refusal leaves nothing behind
@@ -90,24 +105,59 @@ def test_a_check_that_starts_a_call(client):
         "INSERT agents_toolattempt",
         "RELEASE",
         "COMMIT",
-    ], statements
+    ],
+}
+
+RESULT_LOCKED = {
+    # The session (with its feedback), the call and its current attempt, all three locked, the session first.
+    "postgresql": ["BEGIN", "SELECT FOR UPDATE agents_toolcall"],
+    "sqlite": [
+        "BEGIN",
+        "SELECT agents_toolcall",  # which session the operation belongs to, before its lock
+        *LOCK["sqlite"],
+        "SELECT agents_toolattempt",  # the call and its attempt (SQLite has no FOR UPDATE: its write lock)
+    ],
+}
+RESULT_WRITES = {
+    "postgresql": ["WITH UPDATE agents_toolattempt + UPDATE agents_toolcall"],
+    "sqlite": ["UPDATE agents_toolattempt", "UPDATE agents_toolcall"],
+}
+
+
+def test_a_check_that_starts_a_call(client):
+    status, statements = _check(client, "k1", "c1")
+    assert status == 201
+    assert statements == CHECK[connection.vendor], statements
 
 
 def test_a_result_and_its_repeat(client):
     assert _check(client, "k1", "c1")[0] == 201
-    # The call and its attempt in one locking read (SQLite has no FOR UPDATE: its write lock is taken).
-    attempt = (
-        "SELECT FOR UPDATE agents_toolattempt" if connection.vendor == "postgresql" else "SELECT agents_toolattempt"
-    )
-    locked = [
-        "SELECT agents_toolcall",  # which session the operation belongs to, before its lock
-        "BEGIN",
-        *LOCK[connection.vendor],
-        attempt,
-    ]
+    locked = RESULT_LOCKED[connection.vendor]
     status, statements = _result(client, "c1")
     assert status == 200
-    assert statements == [*locked, "UPDATE agents_toolattempt", "UPDATE agents_toolcall", "COMMIT"], statements
+    assert statements == [*locked, *RESULT_WRITES[connection.vendor], "COMMIT"], statements
     status, statements = _result(client, "c1")
     assert status == 200
     assert statements == [*locked, "COMMIT"], statements  # a repeat: the stored answer, nothing written
+
+
+def test_a_repeated_check_goes_the_long_way(client):
+    """The operation id already used: the folded INSERT writes nothing, and the check reads the call as
+    before and answers the attempt in flight again (PostgreSQL: one statement more than the first check)."""
+    first, _ = _check(client, "k1", "c1")
+    assert first == 201
+    status, statements = _check(client, "k1", "c1")
+    assert status == 201
+    long_way = [
+        "SELECT agents_toolcall",  # the operation id: this call, running
+        "SELECT agents_toolattempt",  # its attempt in flight, answered again
+    ]
+    if connection.vendor == "postgresql":
+        expected = [
+            "BEGIN",
+            "SELECT FOR UPDATE agents_session",
+            "WITH INSERT agents_toolcall + INSERT agents_toolattempt",
+        ]
+    else:
+        expected = ["BEGIN", *LOCK["sqlite"]]
+    assert statements == [*expected, *long_way, "COMMIT"], statements
