@@ -122,8 +122,9 @@ def webhook_delivery_attempt(*, delivery_id: int, attempt: int) -> float | None:
             next_attempt_at=timezone.now() + dt.timedelta(seconds=wait),
         )
         return wait
-    done.update(status=DeliveryStatus.FAILED, last_status_code=code, last_error=error, next_attempt_at=None)
-    _count_failure(subscription.pk, error)
+    with transaction.atomic():  # the failure and its count together: whoever sees one sees the other
+        done.update(status=DeliveryStatus.FAILED, last_status_code=code, last_error=error, next_attempt_at=None)
+        _count_failure(subscription.pk, error)
     return None
 
 

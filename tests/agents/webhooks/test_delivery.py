@@ -39,7 +39,7 @@ def _settled(count: int) -> list[WebhookDelivery]:
 
 def test_a_handoff_is_delivered_signed_and_the_client_verifies_it(bot, delivering):
     with webhook_receiver(204) as receiver:
-        subscription, secret = subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
+        _, secret = subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
         _hand_off(bot, "c1")
         [delivery] = _settled(1)
         assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("delivered", 1, 204)
