@@ -70,7 +70,9 @@ class WebhookSubscription(models.Model):
     secret = models.CharField(max_length=64, editable=False, verbose_name=_("secret"))
     # Kept for a while after a rotation, signing alongside the new one, so a receiver can switch over.
     previous_secret = models.CharField(max_length=64, blank=True, editable=False, verbose_name=_("previous secret"))
-    previous_secret_until = models.DateTimeField(null=True, blank=True, editable=False)
+    previous_secret_until = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("previous secret signs until")
+    )
     secret_prefix = models.CharField(max_length=16, editable=False, verbose_name=_("secret starts with"))
     is_active = models.BooleanField(default=True, verbose_name=_("is active"))
     disabled_at = models.DateTimeField(null=True, blank=True, editable=False, verbose_name=_("disabled at"))
