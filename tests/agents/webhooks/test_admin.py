@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
+from agents.sessions.services import session_create, session_transition
 from agents.webhooks.models import DeliveryStatus, EventKind, WebhookDelivery, WebhookSubscription
 from agents.webhooks.services import webhook_subscription_disable
 from tests.support.admin import messages_of
@@ -83,9 +84,7 @@ def test_rotating_shows_the_new_secret_once(bot, admin_client_):
 @pytest.mark.django_db(transaction=True)
 def test_the_delivery_log_lists_filters_and_redelivers(bot, admin_client_, quick):
     with webhook_receiver(500, 500, 500, 204) as receiver:
-        sub, _ = subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
-        from agents.sessions.services import session_create, session_transition
-
+        subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
         session_create(agent=bot, machine_key="after_sales", session_id="c1")
         session_transition(agent=bot, session_id="c1", to="human_handoff", expected_state="init")
         failed = WebhookDelivery.objects.get()
