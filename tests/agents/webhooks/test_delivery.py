@@ -130,3 +130,22 @@ def test_the_backoff_doubles_with_jitter_up_to_its_ceiling(settings):
         waits = [backoff(attempt, rng=rng) for _ in range(200)]
         assert ceiling / 2 <= min(waits) and max(waits) <= ceiling
         assert max(waits) - min(waits) > ceiling / 4  # jittered, not one fixed delay
+
+
+@pytest.mark.django_db
+def test_two_copies_of_one_attempt_send_it_once(bot, quick):
+    # As a redelivered task message or the periodic requeue racing a late retry would run it.
+    from agents.webhooks.delivery import webhook_delivery_attempt
+
+    with webhook_receiver(500) as receiver:
+        subscription, _ = subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
+        delivery = WebhookDelivery.objects.create(
+            subscription=subscription, event_id="evt_1", kind="session.handed_off", payload={"type": "x"}
+        )
+        assert webhook_delivery_attempt(delivery_id=delivery.pk, attempt=1) is not None  # failed: retry later
+        assert webhook_delivery_attempt(delivery_id=delivery.pk, attempt=1) is None  # a copy: nothing sent
+        assert len(receiver.received) == 1
+        webhook_delivery_attempt(delivery_id=delivery.pk, attempt=2)
+        assert len(receiver.received) == 2
+    delivery.refresh_from_db()
+    assert (delivery.attempts, delivery.status) == (2, "retrying")
