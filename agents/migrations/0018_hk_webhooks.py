@@ -4,92 +4,258 @@ import django.core.validators
 import django.db.models.deletion
 import simple_history.models
 from django.conf import settings
+from django.contrib.auth.management import create_permissions
 from django.db import migrations, models
 
 
-class Migration(migrations.Migration):
+# Queue operators read agent runtimes; they read their webhook subscriptions and the delivery log too.
+OPERATOR_PERMISSIONS = ["view_webhooksubscription", "view_webhookdelivery"]
 
+
+def grant(apps, schema_editor):
+    app_config = apps.get_app_config("agents")
+    app_config.models_module = True
+    create_permissions(app_config, apps=apps, verbosity=0)
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    group = Group.objects.filter(name="queue_operators").first()
+    if group is not None:
+        group.permissions.add(
+            *Permission.objects.filter(content_type__app_label="agents", codename__in=OPERATOR_PERMISSIONS)
+        )
+
+
+def revoke(apps, schema_editor):
+    Permission = apps.get_model("auth", "Permission")
+    Permission.objects.filter(content_type__app_label="agents", codename__in=OPERATOR_PERMISSIONS).delete()
+
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('agents', '0017_attempt_outcome_label'),
+        ("agents", "0017_attempt_outcome_label"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HistoricalWebhookSubscription',
+            name="HistoricalWebhookSubscription",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('url', models.URLField(help_text='Where deliveries are POSTed: an http or https address.', max_length=2000, validators=[django.core.validators.URLValidator(schemes=['http', 'https'])], verbose_name='URL')),
-                ('description', models.CharField(blank=True, max_length=200, verbose_name='description')),
-                ('event_kinds', models.JSONField(default=list, help_text='The kinds of event sent to this URL.', verbose_name='event kinds')),
-                ('previous_secret_until', models.DateTimeField(blank=True, editable=False, null=True, verbose_name='previous secret signs until')),
-                ('secret_prefix', models.CharField(editable=False, max_length=16, verbose_name='secret starts with')),
-                ('is_active', models.BooleanField(default=True, verbose_name='is active')),
-                ('disabled_at', models.DateTimeField(blank=True, editable=False, null=True, verbose_name='disabled at')),
-                ('disabled_reason', models.CharField(blank=True, editable=False, max_length=500, verbose_name='disabled because')),
-                ('created_at', models.DateTimeField(blank=True, editable=False, verbose_name='created at')),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('agent', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='agents.agentruntime', verbose_name='agent')),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name="ID")),
+                (
+                    "url",
+                    models.URLField(
+                        help_text="Where deliveries are POSTed: an http or https address.",
+                        max_length=2000,
+                        validators=[django.core.validators.URLValidator(schemes=["http", "https"])],
+                        verbose_name="URL",
+                    ),
+                ),
+                ("description", models.CharField(blank=True, max_length=200, verbose_name="description")),
+                (
+                    "event_kinds",
+                    models.JSONField(
+                        default=list, help_text="The kinds of event sent to this URL.", verbose_name="event kinds"
+                    ),
+                ),
+                (
+                    "previous_secret_until",
+                    models.DateTimeField(
+                        blank=True, editable=False, null=True, verbose_name="previous secret signs until"
+                    ),
+                ),
+                ("secret_prefix", models.CharField(editable=False, max_length=16, verbose_name="secret starts with")),
+                ("is_active", models.BooleanField(default=True, verbose_name="is active")),
+                (
+                    "disabled_at",
+                    models.DateTimeField(blank=True, editable=False, null=True, verbose_name="disabled at"),
+                ),
+                (
+                    "disabled_reason",
+                    models.CharField(blank=True, editable=False, max_length=500, verbose_name="disabled because"),
+                ),
+                ("created_at", models.DateTimeField(blank=True, editable=False, verbose_name="created at")),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="agents.agentruntime",
+                        verbose_name="agent",
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical webhook subscription',
-                'verbose_name_plural': 'historical webhook subscriptions',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical webhook subscription",
+                "verbose_name_plural": "historical webhook subscriptions",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='WebhookSubscription',
+            name="WebhookSubscription",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.URLField(help_text='Where deliveries are POSTed: an http or https address.', max_length=2000, validators=[django.core.validators.URLValidator(schemes=['http', 'https'])], verbose_name='URL')),
-                ('description', models.CharField(blank=True, max_length=200, verbose_name='description')),
-                ('event_kinds', models.JSONField(default=list, help_text='The kinds of event sent to this URL.', verbose_name='event kinds')),
-                ('secret', models.CharField(editable=False, max_length=64, verbose_name='secret')),
-                ('previous_secret', models.CharField(blank=True, editable=False, max_length=64, verbose_name='previous secret')),
-                ('previous_secret_until', models.DateTimeField(blank=True, editable=False, null=True, verbose_name='previous secret signs until')),
-                ('secret_prefix', models.CharField(editable=False, max_length=16, verbose_name='secret starts with')),
-                ('is_active', models.BooleanField(default=True, verbose_name='is active')),
-                ('disabled_at', models.DateTimeField(blank=True, editable=False, null=True, verbose_name='disabled at')),
-                ('disabled_reason', models.CharField(blank=True, editable=False, max_length=500, verbose_name='disabled because')),
-                ('consecutive_failures', models.PositiveIntegerField(default=0, editable=False, help_text='Deliveries that failed in a row (every attempt used); a success sets it back to 0.', verbose_name='consecutive failures')),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created at')),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='webhook_subscriptions', to='agents.agentruntime', verbose_name='agent')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "url",
+                    models.URLField(
+                        help_text="Where deliveries are POSTed: an http or https address.",
+                        max_length=2000,
+                        validators=[django.core.validators.URLValidator(schemes=["http", "https"])],
+                        verbose_name="URL",
+                    ),
+                ),
+                ("description", models.CharField(blank=True, max_length=200, verbose_name="description")),
+                (
+                    "event_kinds",
+                    models.JSONField(
+                        default=list, help_text="The kinds of event sent to this URL.", verbose_name="event kinds"
+                    ),
+                ),
+                ("secret", models.CharField(editable=False, max_length=64, verbose_name="secret")),
+                (
+                    "previous_secret",
+                    models.CharField(blank=True, editable=False, max_length=64, verbose_name="previous secret"),
+                ),
+                (
+                    "previous_secret_until",
+                    models.DateTimeField(
+                        blank=True, editable=False, null=True, verbose_name="previous secret signs until"
+                    ),
+                ),
+                ("secret_prefix", models.CharField(editable=False, max_length=16, verbose_name="secret starts with")),
+                ("is_active", models.BooleanField(default=True, verbose_name="is active")),
+                (
+                    "disabled_at",
+                    models.DateTimeField(blank=True, editable=False, null=True, verbose_name="disabled at"),
+                ),
+                (
+                    "disabled_reason",
+                    models.CharField(blank=True, editable=False, max_length=500, verbose_name="disabled because"),
+                ),
+                (
+                    "consecutive_failures",
+                    models.PositiveIntegerField(
+                        default=0,
+                        editable=False,
+                        help_text="Deliveries that failed in a row (every attempt used); a success sets it back to 0.",
+                        verbose_name="consecutive failures",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, verbose_name="created at")),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="webhook_subscriptions",
+                        to="agents.agentruntime",
+                        verbose_name="agent",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'webhook subscription',
-                'verbose_name_plural': 'webhook subscriptions',
-                'ordering': ['agent__name', 'pk'],
+                "verbose_name": "webhook subscription",
+                "verbose_name_plural": "webhook subscriptions",
+                "ordering": ["agent__name", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='WebhookDelivery',
+            name="WebhookDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('event_id', models.CharField(max_length=40, verbose_name='event id')),
-                ('kind', models.CharField(choices=[('session.handed_off', 'session handed off to a person'), ('session.timed_out', 'session timed out (handed off)'), ('session.returned', 'session returned to the bot by an operator'), ('session.resolved', 'session resolved by an operator'), ('tool_call.awaiting_approval', 'tool call awaiting approval'), ('tool_call.decided', 'tool call approved or rejected'), ('breaker.opened', 'tool breaker opened'), ('breaker.closed', 'tool breaker closed'), ('change_request.pending', 'change request pending approval'), ('change_request.applied', 'change request applied')], max_length=40, verbose_name='kind')),
-                ('payload', models.JSONField(verbose_name='payload')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('retrying', 'retrying'), ('delivered', 'delivered'), ('failed', 'failed'), ('skipped', 'skipped: subscription inactive')], default='pending', max_length=16, verbose_name='status')),
-                ('attempts', models.PositiveIntegerField(default=0, verbose_name='attempts')),
-                ('last_status_code', models.PositiveIntegerField(blank=True, null=True, verbose_name='last status code')),
-                ('last_error', models.CharField(blank=True, max_length=500, verbose_name='last error')),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True, verbose_name='next attempt at')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True, verbose_name='created at')),
-                ('delivered_at', models.DateTimeField(blank=True, null=True, verbose_name='delivered at')),
-                ('redelivery_of', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents.webhookdelivery', verbose_name='redelivery of')),
-                ('subscription', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='agents.webhooksubscription', verbose_name='subscription')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("event_id", models.CharField(max_length=40, verbose_name="event id")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("session.handed_off", "session handed off to a person"),
+                            ("session.timed_out", "session timed out (handed off)"),
+                            ("session.returned", "session returned to the bot by an operator"),
+                            ("session.resolved", "session resolved by an operator"),
+                            ("tool_call.awaiting_approval", "tool call awaiting approval"),
+                            ("tool_call.decided", "tool call approved or rejected"),
+                            ("breaker.opened", "tool breaker opened"),
+                            ("breaker.closed", "tool breaker closed"),
+                            ("change_request.pending", "change request pending approval"),
+                            ("change_request.applied", "change request applied"),
+                        ],
+                        max_length=40,
+                        verbose_name="kind",
+                    ),
+                ),
+                ("payload", models.JSONField(verbose_name="payload")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("retrying", "retrying"),
+                            ("delivered", "delivered"),
+                            ("failed", "failed"),
+                            ("skipped", "skipped: subscription inactive"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                        verbose_name="status",
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0, verbose_name="attempts")),
+                (
+                    "last_status_code",
+                    models.PositiveIntegerField(blank=True, null=True, verbose_name="last status code"),
+                ),
+                ("last_error", models.CharField(blank=True, max_length=500, verbose_name="last error")),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True, verbose_name="next attempt at")),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True, verbose_name="created at")),
+                ("delivered_at", models.DateTimeField(blank=True, null=True, verbose_name="delivered at")),
+                (
+                    "redelivery_of",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="agents.webhookdelivery",
+                        verbose_name="redelivery of",
+                    ),
+                ),
+                (
+                    "subscription",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="agents.webhooksubscription",
+                        verbose_name="subscription",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'webhook delivery',
-                'verbose_name_plural': 'webhook deliveries',
-                'ordering': ['-created_at', '-pk'],
-                'permissions': [('redeliver_webhooks', 'Can send a webhook delivery again')],
-                'indexes': [models.Index(fields=['subscription', '-created_at'], name='webhook_delivery_sub_idx')],
+                "verbose_name": "webhook delivery",
+                "verbose_name_plural": "webhook deliveries",
+                "ordering": ["-created_at", "-pk"],
+                "permissions": [("redeliver_webhooks", "Can send a webhook delivery again")],
+                "indexes": [models.Index(fields=["subscription", "-created_at"], name="webhook_delivery_sub_idx")],
             },
         ),
+        migrations.RunPython(grant, revoke),
     ]

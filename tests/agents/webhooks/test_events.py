@@ -10,6 +10,8 @@ from collections import Counter
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.queue.services import queue_resolve, queue_return
@@ -135,4 +137,18 @@ def test_nothing_is_recorded_for_an_event_no_one_wants(bot):
     with webhook_receiver(204) as receiver:
         subscribe(bot, receiver.url, EventKind.SESSION_RESOLVED)
         _hand_off(bot, "c1")
+    assert not WebhookDelivery.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_handoff_of_an_agent_without_subscriptions_makes_no_statement_more(bot, settings):
+    # Another agent's subscription: the per-process list is not empty, just not this agent's.
+    other, _ = agent_create(name="other_bot", point_keys=[], actor=None, reason="webhook tests")
+    subscribe(other, "https://hooks.example.com/other", EventKind.SESSION_HANDED_OFF)
+    settings.ARBITER_REVISION_CHECK_SECONDS = 3600  # as in production: the check is not due on every call
+    _hand_off(bot, "warm")  # the first move reads the revision and the subscriptions once
+    with CaptureQueriesContext(connection) as seen:
+        _hand_off(bot, "c1")
+    read = [q["sql"] for q in seen.captured_queries if "webhook" in q["sql"].lower() or "revision" in q["sql"].lower()]
+    assert read == []
     assert not WebhookDelivery.objects.exists()
