@@ -42,10 +42,14 @@ class _Wanted:
 
 
 _subscriptions: tuple[_Wanted, ...] | None = None
+# Moved by every clear: a list read before a clear is not kept after it (another thread's revision check
+# may clear while this one reads).
+_generation = 0
 
 
 def clear() -> None:
-    global _subscriptions
+    global _subscriptions, _generation
+    _generation += 1
     _subscriptions = None
 
 
@@ -65,11 +69,13 @@ def _active() -> tuple[_Wanted, ...]:
 
     global _subscriptions
     engines.check()  # may drop the list: at most every ARBITER_REVISION_CHECK_SECONDS
-    found = _subscriptions
+    found, generation = _subscriptions, _generation
     if found is None:
-        rows = WebhookSubscription.objects.filter(is_active=True).values_list("pk", "agent_id", "event_kinds")
+        active = WebhookSubscription.objects.filter(is_active=True).order_by()
+        rows = active.values_list("pk", "agent_id", "event_kinds")
         found = tuple(_Wanted(pk, agent_id, frozenset(kinds)) for pk, agent_id, kinds in rows)
-        _subscriptions = found
+        if generation == _generation:
+            _subscriptions = found
     return found
 
 

@@ -98,9 +98,6 @@ class WebhookSubscription(models.Model):
         if problem := event_kinds_problem(self.event_kinds):
             raise ValidationError({"event_kinds": problem})
 
-    def wants(self, kind: str) -> bool:
-        return self.is_active and kind in self.event_kinds
-
 
 def event_kinds_problem(kinds: Any) -> str | None:
     """Why ``kinds`` is not a list of event kinds a subscription may ask for, or None."""
