@@ -170,6 +170,8 @@ def webhook_deliveries_requeue(*, older_than_seconds: float = 120.0) -> int:
     overdue = WebhookDelivery.objects.filter(status__in=OPEN_STATUSES, next_attempt_at__lt=cutoff)
     queued = 0
     for pk, attempts in overdue.values_list("pk", "attempts")[:1000]:
+        # Due again only after another ``older_than_seconds``: a backlog is not queued again every minute.
+        WebhookDelivery.objects.filter(pk=pk, attempts=attempts).update(next_attempt_at=timezone.now())
         queued += delivery_queue(pk, attempt=attempts + 1)
     return queued
 

@@ -9,15 +9,18 @@ deadline either way."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 
 import pytest
 from arbiter_client import webhooks
 from django.conf import settings
 from django.core import mail
+from django.utils import timezone
 
 from agents.sessions.services import session_create, session_transition
-from agents.webhooks.delivery import backoff
+from agents.webhooks import emit
+from agents.webhooks.delivery import backoff, webhook_deliveries_requeue, webhook_delivery_attempt
 from agents.webhooks.models import DeliveryStatus, EventKind, WebhookDelivery, WebhookSubscription
 from agents.webhooks.services import webhook_subscription_enable, webhook_subscription_rotate_secret
 from tests.support import make_user
@@ -135,8 +138,6 @@ def test_the_backoff_doubles_with_jitter_up_to_its_ceiling(settings):
 @pytest.mark.django_db
 def test_two_copies_of_one_attempt_send_it_once(bot, quick):
     # As a redelivered task message or the periodic requeue racing a late retry would run it.
-    from agents.webhooks.delivery import webhook_delivery_attempt
-
     with webhook_receiver(500) as receiver:
         subscription, _ = subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
         delivery = WebhookDelivery.objects.create(
@@ -149,3 +150,20 @@ def test_two_copies_of_one_attempt_send_it_once(bot, quick):
         assert len(receiver.received) == 2
     delivery.refresh_from_db()
     assert (delivery.attempts, delivery.status) == (2, "retrying")
+
+
+def test_a_delivery_whose_task_was_never_queued_is_sent_by_the_requeue(bot, delivering, monkeypatch):
+    # The broker was down when the event committed: the delivery waits, pending, in the outbox.
+    with webhook_receiver(204) as receiver:
+        subscribe(bot, receiver.url, EventKind.SESSION_HANDED_OFF)
+        monkeypatch.setattr(emit, "delivery_queue", lambda *a, **k: False)
+        _hand_off(bot, "c1")
+        monkeypatch.undo()
+        delivery = WebhookDelivery.objects.get()
+        assert delivery.status == "pending" and receiver.received == []
+        assert webhook_deliveries_requeue() == 0  # not overdue yet
+        WebhookDelivery.objects.update(next_attempt_at=timezone.now() - dt.timedelta(minutes=5))
+        assert webhook_deliveries_requeue() == 1
+        assert _settled(1)[0].status == "delivered"
+        assert len(receiver.received) == 1
+        assert webhook_deliveries_requeue() == 0
