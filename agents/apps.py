@@ -10,11 +10,12 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from agents import receivers
+        from agents import receivers, tasks  # noqa: F401 - registers the tasks services queue by name
         from agents.queue.selectors import proposed_calls_asking
         from agents.runtimes import principal_cache
         from agents.sessions.ghosts import ghost_failure_metrics, ghost_failures_by_point
         from agents.tools.approvals import proposed_calls
+        from agents.webhooks import emit as webhooks
         from decision_service.metrics import metrics_collecting
         from decision_service.sequence import ensure_event_sequence
         from rules import hooks
@@ -23,6 +24,7 @@ class AgentsConfig(AppConfig):
         # The event sequence's triggers, again after every migrate: SQLite drops them with a rebuilt table.
         post_migrate.connect(ensure_event_sequence, sender=self, dispatch_uid="agents.ensure_event_sequence")
         engines.watch("agents", expression=principal_cache.agents_stamp, changed=principal_cache.clear)
+        engines.watch("webhooks", expression=webhooks.subscriptions_stamp, changed=webhooks.clear)
 
         # What rules asks of agents (rules.hooks): agents answers, rules never imports agents.
         hooks.point_deleting.register(receivers.drop_deleted_point, uid="agents.drop_deleted_point")
@@ -36,3 +38,5 @@ class AgentsConfig(AppConfig):
         metrics_collecting.connect(ghost_failure_metrics, dispatch_uid="agents.ghost_failure_metrics")
         # The human queue shows the tool call a session waits to have approved (agents.tools is above it).
         proposed_calls_asking.register(proposed_calls, uid="agents.tools.proposed_calls")
+        # Change requests are rules'; webhook subscriptions are told of them here.
+        hooks.change_request_stepped.register(webhooks.change_request_stepped, uid="agents.webhooks.change_requests")

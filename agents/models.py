@@ -4,6 +4,7 @@ from agents.queue.models import QueueEvent, QueueEventKind
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from agents.tools.models import BreakerChange, ToolAttempt, ToolBreaker, ToolCall, ToolCallStatus
+from agents.webhooks.models import WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AgentRuntime",
@@ -18,4 +19,6 @@ __all__ = [
     "ToolCallStatus",
     "Transition",
     "TransitionKind",
+    "WebhookDelivery",
+    "WebhookSubscription",
 ]

@@ -160,6 +160,16 @@ ARBITER_IMPACT_DAYS = _int("ARBITER_IMPACT_DAYS", 30)
 # Where people reach the service (links in e-mails).
 ARBITER_BASE_URL = _str("ARBITER_BASE_URL", "http://127.0.0.1:8000")
 
+# Signed webhooks (docs/webhooks.md): the receiver's time to answer, attempts per delivery and the backoff
+# between them (seconds, doubling from the first, capped), failed deliveries in a row that disable a
+# subscription, and the Celery queue deliveries go to (unset: the default queue).
+ARBITER_WEBHOOK_TIMEOUT_SECONDS = float(_str("ARBITER_WEBHOOK_TIMEOUT_SECONDS", "10"))
+ARBITER_WEBHOOK_MAX_ATTEMPTS = _int("ARBITER_WEBHOOK_MAX_ATTEMPTS", 8)
+ARBITER_WEBHOOK_BACKOFF_SECONDS = float(_str("ARBITER_WEBHOOK_BACKOFF_SECONDS", "30"))
+ARBITER_WEBHOOK_BACKOFF_MAX_SECONDS = float(_str("ARBITER_WEBHOOK_BACKOFF_MAX_SECONDS", "3600"))
+ARBITER_WEBHOOK_DISABLE_AFTER = _int("ARBITER_WEBHOOK_DISABLE_AFTER", 5)
+ARBITER_WEBHOOK_QUEUE = _str("ARBITER_WEBHOOK_QUEUE")
+
 # E-mail: printed to the console unless an SMTP host is given.
 EMAIL_HOST = _str("EMAIL_HOST")
 EMAIL_PORT = _int("EMAIL_PORT", 25)

@@ -89,3 +89,8 @@ __all__ = [
     "report_counting",
     "report_ghost_failures",
 ]
+
+# A change request took a step (request: ChangeRequest, kind: str, the event's kind as
+# rules.governance.change_request_events.KINDS names it, e.g. "created", "applied"; actor), in the
+# transaction that records it. Providers answer nothing (the agents app tells webhook subscriptions).
+change_request_stepped: Hook[None] = Hook("change_request_stepped")

@@ -11,5 +11,6 @@ from agents.tools import (
     admin_breakers,
     admin_calls,
 )
+from agents.webhooks import admin as webhooks
 
-__all__ = ["admin_approvals", "admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions"]
+__all__ = ["admin_approvals", "admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions", "webhooks"]

@@ -21,6 +21,8 @@ from agents.sessions.handoff import handoff_reason_for
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from agents.sessions.presenters import SessionState, session_state
 from agents.sessions.reads import session_seen
+from agents.webhooks.emit import webhook_event
+from agents.webhooks.models import EventKind
 from decision_service import metrics
 
 
@@ -125,9 +127,36 @@ def session_move(
         transaction.on_commit(left)
     if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
         transaction.on_commit(partial(session_seen, session.agent_id, session.key, to))
+    event = _event_kind(kind=kind, to=to, handoff_state=session.machine.handoff_state)
+    if event is not None:
+        data = {
+            "session_id": session.key,
+            "machine": session.machine.key,
+            "from_state": from_state,
+            "state": to,
+            "seq": seq,
+            "transition_kind": kind,
+            "actor": actor,
+            "reason": reason,
+            "handoff_reason": fields["handoff_reason"] or None,
+            "at": now.isoformat(),
+        }
+        webhook_event(event, agent_id=session.agent_id, data=data)
     for name, value in fields.items():
         setattr(session, name, value)
     return Move(from_state=from_state, state=to, seq=seq, kind=kind)
+
+
+def _event_kind(*, kind: str, to: str, handoff_state: str) -> str | None:
+    """The webhook event a move is (agents.webhooks), if any: at most one a move, and none for an ordinary
+    move, which then looks nothing up."""
+    if kind == TransitionKind.RETURN:
+        return EventKind.SESSION_RETURNED
+    if kind == TransitionKind.RESOLVE:
+        return EventKind.SESSION_RESOLVED
+    if to != handoff_state:
+        return None
+    return EventKind.SESSION_TIMED_OUT if kind == TransitionKind.TIMEOUT else EventKind.SESSION_HANDED_OFF
 
 
 def anomaly_record(

@@ -50,6 +50,8 @@ from agents.sessions.reads import sessions_lock
 from agents.sessions.services import AgentRef, session_move
 from agents.tools.errors import NotAwaitingApproval, UnknownOperation
 from agents.tools.models import ToolCall, ToolCallStatus
+from agents.webhooks.emit import webhook_event
+from agents.webhooks.models import EventKind
 from decision_service.errors import InvalidRequest, PermissionDenied
 
 APPROVE_PERMISSION = "agents.approve_tool_calls"
@@ -81,6 +83,24 @@ def call_await_approval(session: Session, call: ToolCall, *, agent: AgentRef) ->
         actor=agent.name,
         reason=approval_reason(call),
     )
+    _told(EventKind.TOOL_CALL_AWAITING_APPROVAL, session, call)
+
+
+def _told(kind: str, session: Session, call: ToolCall) -> None:
+    """The webhook event of a call waiting for, or settled by, a person (agents.webhooks)."""
+    data = {
+        "session_id": session.key,
+        "operation_id": call.operation_id,
+        "tool": call.tool,
+        "state": call.state,
+        "risk": call.risk,
+        "status": call.status,
+        "input": call.input,  # stored masked
+    }
+    if kind == EventKind.TOOL_CALL_DECIDED:
+        data["decided_by"] = call.decided_by.get_username() if call.decided_by is not None else None
+        data["note"] = call.decision_note
+    webhook_event(kind, agent_id=session.agent_id, data=data)
 
 
 def approval_waits_for(session: Session, call: ToolCall) -> bool:
@@ -107,6 +127,7 @@ def approval_lapse(session: Session, call: ToolCall) -> bool:
     call.decision_note = LAPSED_NOTE
     call.decided_at = timezone.now()
     call.save(update_fields=["status", "decision_note", "decided_at", "updated_at"])
+    _told(EventKind.TOOL_CALL_DECIDED, session, call)
     return True
 
 
@@ -205,6 +226,7 @@ def _decide_locked(session: Session, call: ToolCall, *, user: Any, approve: bool
         reason=f"{call.tool} (operation {call.operation_id}) {verdict}" + (f": {note}" if note else ""),
         now=now,
     )
+    _told(EventKind.TOOL_CALL_DECIDED, session, call)
     return call
 
 

@@ -29,9 +29,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+
 from agents.tools.breaker_backend import store
 from agents.tools.breaker_machine import CIRCUIT_OPEN, CLOSED, HALF_OPEN, OPEN, Breaker, Outcome
 from agents.tools.errors import CircuitOpen, ToolConcurrency
+from agents.webhooks.emit import webhook_event
+from agents.webhooks.models import EventKind
 from decision_service import metrics
 
 __all__ = ["CLOSED", "HALF_OPEN", "OPEN", "Permit", "breaker_record", "breaker_state", "gate_enter", "gate_leave"]
@@ -43,9 +47,15 @@ class Permit:
 
 
 def state_changed(tool: str, outcome: Outcome) -> None:
-    """The breaker gauge follows each change, set by whichever process made it."""
-    if outcome.before != outcome.after:
-        metrics.tool_breaker_state(tool=tool, state=outcome.after)
+    """The breaker gauge follows each change, set by whichever process made it; an opening or a closing is
+    told to the webhook subscriptions that want it (in the caller's transaction, when there is one)."""
+    if outcome.before == outcome.after:
+        return
+    metrics.tool_breaker_state(tool=tool, state=outcome.after)
+    kind = {OPEN: EventKind.BREAKER_OPENED, CLOSED: EventKind.BREAKER_CLOSED}.get(outcome.after)
+    if kind is not None:
+        data = {"tool": tool, "from_state": outcome.before, "state": outcome.after, "at": timezone.now().isoformat()}
+        webhook_event(kind, data=data)
 
 
 def gate_enter(

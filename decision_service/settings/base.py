@@ -157,6 +157,13 @@ ARBITER_REQUIRED_APPROVALS = env.ARBITER_REQUIRED_APPROVALS
 ARBITER_IMPACT_DECISIONS = env.ARBITER_IMPACT_DECISIONS
 ARBITER_IMPACT_DAYS = env.ARBITER_IMPACT_DAYS
 ARBITER_BASE_URL = env.ARBITER_BASE_URL
+# Signed webhooks (agents.webhooks.delivery, docs/webhooks.md).
+ARBITER_WEBHOOK_TIMEOUT_SECONDS = env.ARBITER_WEBHOOK_TIMEOUT_SECONDS
+ARBITER_WEBHOOK_MAX_ATTEMPTS = env.ARBITER_WEBHOOK_MAX_ATTEMPTS
+ARBITER_WEBHOOK_BACKOFF_SECONDS = env.ARBITER_WEBHOOK_BACKOFF_SECONDS
+ARBITER_WEBHOOK_BACKOFF_MAX_SECONDS = env.ARBITER_WEBHOOK_BACKOFF_MAX_SECONDS
+ARBITER_WEBHOOK_DISABLE_AFTER = env.ARBITER_WEBHOOK_DISABLE_AFTER
+ARBITER_WEBHOOK_QUEUE = env.ARBITER_WEBHOOK_QUEUE
 
 EMAIL_BACKEND = (
     "django.core.mail.backends.smtp.EmailBackend"
@@ -182,6 +189,8 @@ CELERY_BEAT_SCHEDULE = {
     "refresh-decision-rollups": {"task": "rules.tasks.decision_rollups_refresh", "schedule": 3600.0},
     # Asks hourly; a snapshot is taken when the latest is 14 days old (rules/reports/snapshot_jobs.py).
     "decision-map-snapshot": {"task": "rules.tasks.decision_map_snapshot_if_due", "schedule": 3600.0},
+    # Webhook deliveries whose task was never queued (a broker down when their event committed).
+    "requeue-webhook-deliveries": {"task": "agents.tasks.webhook_deliveries_requeue", "schedule": 60.0},
 }
 
 # Who may read GET /metrics (decision_service/metrics.py).

@@ -27,6 +27,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from rules import hooks
 from rules.config.revisions import Actor, config_writers_lock
 from rules.models import ChangeRequest, ChangeRequestEvent
 
@@ -74,6 +75,7 @@ def event(request: ChangeRequest, kind: str, actor: Actor, detail: str = "", **p
         detail=detail,
         params=params,
     )
+    hooks.change_request_stepped.ask(request=request, kind=kind, actor=actor)
 
 
 KINDS: dict[str, Promise] = {

@@ -139,6 +139,7 @@ GROUP_MIGRATIONS = {
 # Permissions later migrations add to those groups.
 GROUP_GRANTS = {
     "config_editors": ("rules.migrations.0026_tool_contract_permissions", "grant"),
+    "queue_operators": ("agents.migrations.0019_webhooks", "grant"),
 }
 
 

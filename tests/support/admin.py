@@ -11,6 +11,7 @@ from django import forms
 from django.contrib.messages import get_messages
 
 from agents.runtimes.services import agent_create
+from agents.webhooks.services import webhook_subscription_create
 from rules.config.machines import machine_save
 from rules.config.records import (
     condition_save,
@@ -165,6 +166,9 @@ def _build_config(actor: Any) -> dict[str, Any]:
         **kw,
     )
     agent, token = agent_create(name="support_bot", point_keys=["refund_approval"], **kw)
+    webhook_subscription_create(
+        agent=agent, url="https://hooks.example.com/arbiter", event_kinds=["session.handed_off"], **kw
+    )
     return {
         "min_confidence": min_conf,
         "auto_refund_limit": refund_limit,

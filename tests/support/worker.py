@@ -49,9 +49,10 @@ class Worker:
 
 
 @contextlib.contextmanager
-def celery_worker() -> Iterator[Worker]:
+def celery_worker(**extra_env: str) -> Iterator[Worker]:
     """A Celery worker process consuming a queue of its own; killed (and its queue deleted) afterwards.
-    The ``worker`` fixture (tests/conftest.py) runs one for a transactional test."""
+    The ``worker`` fixture (tests/conftest.py) runs one for a transactional test. ``extra_env``: more
+    environment for the worker (e.g. settings read from the environment, made small for a test)."""
     queue = f"arbiter-test-{uuid.uuid4().hex[:12]}"
     env = {
         **os.environ,
@@ -61,6 +62,7 @@ def celery_worker() -> Iterator[Worker]:
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "CELERY_RESULT_BACKEND": result_backend_url(),
         "ARBITER_DECISION_RETENTION_DAYS": str(RETENTION_DAYS),
+        **extra_env,
     }
     log = tempfile.NamedTemporaryFile(prefix="arbiter-worker-", suffix=".log", delete=False)  # noqa: SIM115
     command = [

@@ -1,5 +1,6 @@
 """arbiter-client: the Python client of the Arbiter decision service (see docs/client.md)."""
 
+from arbiter_client import webhooks
 from arbiter_client._transport import RetryEvent, RetryPolicy
 from arbiter_client.async_session import AsyncSession
 from arbiter_client.candidate import Candidate, CandidateParseError, parse_candidate
@@ -156,5 +157,6 @@ __all__ = [
     "UnsupportedMediaType",
     "error_from_problem",
     "parse_candidate",
+    "webhooks",
 ]
 __version__ = "0.1.0"
