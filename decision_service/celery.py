@@ -2,12 +2,21 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "decision_service.settings.local")
 
 app = Celery("decision_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect(dispatch_uid="arbiter_tracing_setup")
+def _tracing_setup(**kwargs: Any) -> None:
+    """Each worker process (after the pool's fork) traces on its own, as the environment says."""
+    from decision_service import tracing
+
+    tracing.setup_from_env()
 
 
 def task_queue(name: str, *args: Any) -> Any:
