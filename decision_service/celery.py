@@ -2,7 +2,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "decision_service.settings.local")
 
@@ -11,9 +11,12 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-@worker_process_init.connect(dispatch_uid="arbiter_tracing_setup")
+@worker_init.connect(dispatch_uid="arbiter_tracing_setup")
+@worker_process_init.connect(dispatch_uid="arbiter_tracing_setup_child")
 def _tracing_setup(**kwargs: Any) -> None:
-    """Each worker process (after the pool's fork) traces on its own, as the environment says."""
+    """Trace as the environment says: in the worker (the solo and thread pools run tasks there), and in
+    each process of the prefork pool (the SDK restarts its export thread after the fork; a second call
+    changes nothing)."""
     from decision_service import tracing
 
     tracing.setup_from_env()
