@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -38,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import MiddlewareNotUsed
 from django.http import HttpRequest, HttpResponse
+
+from decision_service import env
 
 if TYPE_CHECKING:  # the SDK is imported only when tracing is on
     from opentelemetry.sdk.trace import TracerProvider
@@ -97,9 +98,11 @@ def provider_from(environ: Mapping[str, str]) -> TracerProvider | None:
     from decision_service.tracing_export import ErrorsAndSampled, RecordEverything, head_sampler
 
     head = head_sampler(environ.get("OTEL_TRACES_SAMPLER"), environ.get("OTEL_TRACES_SAMPLER_ARG"))
-    # Resource.create reads OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME from os.environ; the default name
-    # is Arbiter's rather than the SDK's "unknown_service".
-    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": SCOPE}
+    # Resource.create reads OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME itself, and what is passed here
+    # would win over them: Arbiter's default name (rather than the SDK's "unknown_service") only when
+    # neither names the service.
+    named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    attributes = {} if named else {"service.name": SCOPE}
     provider = TracerProvider(resource=Resource.create(attributes), sampler=RecordEverything(head))
     for name in exporters:
         if name == "otlp":
@@ -127,7 +130,7 @@ def setup_from_env(environ: Mapping[str, str] | None = None) -> bool:
     Also makes the provider OpenTelemetry's global one, so instrumentations added later join the trace."""
     if _provider is not None:
         return True
-    provider = provider_from(os.environ if environ is None else environ)
+    provider = provider_from(env.otel_environ() if environ is None else environ)
     if provider is None:
         return False
     from opentelemetry import trace
