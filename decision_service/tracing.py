@@ -224,7 +224,8 @@ HEADERS_OUT = ("traceparent", "traceresponse")
 
 
 class _RequestHeaders:
-    """The W3C propagator's getter over Django's ``request.META``."""
+    """The W3C propagator's getter over Django's ``request.META`` (duck-typed: the API's ``Getter`` is
+    imported only with tracing on)."""
 
     @staticmethod
     def get(carrier: Mapping[str, Any], key: str) -> list[str] | None:
@@ -234,6 +235,9 @@ class _RequestHeaders:
     @staticmethod
     def keys(carrier: Mapping[str, Any]) -> list[str]:
         return [k[5:].lower().replace("_", "-") for k in carrier if k.startswith("HTTP_")]
+
+
+_GETTER: Any = _RequestHeaders()
 
 
 @functools.lru_cache(maxsize=256)
@@ -276,7 +280,7 @@ class TracingMiddleware:
         if tracer is None:  # turned off since this chain was built (tests)
             return self.get_response(request)
         method = request.method or "_OTHER"
-        parent = self.propagator.extract(request.META, getter=_RequestHeaders)
+        parent = self.propagator.extract(request.META, getter=_GETTER)
         span = tracer.start_span(
             method,
             context=parent,

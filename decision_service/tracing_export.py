@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.sampling import (
     SamplingResult,
     TraceIdRatioBased,
 )
-from opentelemetry.trace import Link, SpanKind, StatusCode, TraceFlags
+from opentelemetry.trace import Link, SpanContext, SpanKind, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
 
@@ -110,10 +110,16 @@ def _local_root(span: ReadableSpan) -> bool:
     return span.parent is None or span.parent.is_remote
 
 
+def _context(span: ReadableSpan) -> SpanContext:
+    context = span.get_span_context()
+    assert context is not None  # an SDK span always has one
+    return context
+
+
 def _as_sampled(span: ReadableSpan) -> ReadableSpan:
     """An unsampled span kept for its trace's error, flagged sampled so that the exporter takes it."""
-    context = span.get_span_context()
-    flagged = type(context)(
+    context = _context(span)
+    flagged = SpanContext(
         context.trace_id,
         context.span_id,
         context.is_remote,
@@ -151,7 +157,7 @@ class ErrorsAndSampled(SpanProcessor):
         self.exporting.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        context = span.get_span_context()
+        context = _context(span)
         if context.trace_flags.sampled:
             self.exporting.on_end(span)
             return
