@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -76,10 +77,14 @@ def child(rounds: int, mode: str) -> dict[str, float]:
     from agents.runtimes.models import AgentRuntime
     from agents.runtimes.services import agent_create
     from agents.sessions.services import session_create
-    from decision_service import tracing
     from tests.support import load_demo
 
-    assert tracing.setup_from_env() == bool(MODES[mode])
+    try:
+        from decision_service import tracing
+    except ImportError:  # a tree from before tracing (--before): the same requests, no hook to time
+        tracing = None
+    else:
+        assert tracing.setup_from_env() == bool(MODES[mode])
     call_command("migrate", verbosity=0, interactive=False)
     load_demo()
     name = f"bench_{os.getpid()}"
@@ -104,8 +109,9 @@ def child(rounds: int, mode: str) -> dict[str, float]:
         assert client.post("/api/v1/decisions", session, format="json").status_code == 201
 
     def hook() -> None:
-        with tracing.span("arbiter.bench"):
-            pass
+        if tracing is not None:
+            with tracing.span("arbiter.bench"):
+                pass
 
     for _ in range(50):  # warm-up
         decide()
@@ -115,7 +121,8 @@ def child(rounds: int, mode: str) -> dict[str, float]:
         results["hook"].append(_per_call_us(hook, 20_000))
         results["decide"].append(_per_call_us(decide, 200))
         results["decide_session"].append(_per_call_us(decide_session, 200))
-    tracing.flush()
+    if tracing is not None:
+        tracing.flush()
     return {k: statistics.median(v) for k, v in results.items()}
 
 
@@ -123,22 +130,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each mode, alternating")
+    parser.add_argument(
+        "--before",
+        help="also run, as mode 'before', a tree without tracing (e.g. an export of main) with this interpreter",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.rounds, args.child)))
         return
     rows = []
+    here = Path(__file__).resolve().parents[2]
+    trees = ([("before", Path(args.before).resolve())] if args.before else []) + [(m, here) for m in MODES]
     for run in range(1, args.repeat + 1):
-        for mode in MODES:
+        for mode, tree in trees:
+            if tree != here:  # this script, run in the other tree (which may not have it)
+                shutil.copy(Path(__file__), tree / "bench" / "observability" / "tracing.py")
+            child_mode = mode if tree == here else "off"
             done = subprocess.run(  # noqa: S603 - this script, with its own interpreter
-                [sys.executable, "-m", "bench.observability.tracing", "--child", mode, "--rounds", str(args.rounds)],
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.observability.tracing",
+                    "--child",
+                    child_mode,
+                    "--rounds",
+                    str(args.rounds),
+                ],
                 capture_output=True,
                 text=True,
                 check=True,
+                cwd=tree,
             )
             r = json.loads(done.stdout.strip().splitlines()[-1])
-            rows.append(f"| {run} | {mode} | {r['hook']:.2f} | {r['decide']:.0f} | {r['decide_session']:.0f} |")
+            hook = "–" if tree != here else f"{r['hook']:.2f}"
+            rows.append(f"| {run} | {mode} | {hook} | {r['decide']:.0f} | {r['decide_session']:.0f} |")
     print("| run | tracing | span hook µs | decide µs (candidate, no session) | decide µs (session, hard rule) |")
     print("| ---: | --- | ---: | ---: | ---: |")
     print("\n".join(rows))
