@@ -223,3 +223,25 @@ def test_an_event_is_a_span_with_its_move(receiver, bot, monkeypatch):
     # Field values are the customer's data: none is an attribute.
     values = {str(v) for v in ADDRESS_FIELDS.values()}
     assert not values & {str(v) for s in spans.values() for v in s.attributes.values()}
+
+
+def test_a_timeout_in_a_worker_is_a_trace_of_its_own_and_kept(receiver, bot, monkeypatch):
+    """No request: the sweep's move is its own root span, and a timeout is an error, exported whatever the
+    ratio."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from agents.sessions.timeouts import session_timeouts_sweep
+
+    agent = AgentRuntime.objects.get(name="trace_bot")
+    session_create(agent=agent, machine_key="change_address", session_id="c9")
+    client_for(bot).post(
+        "/api/v1/sessions/c9/transitions", {"to": "awaiting_intent", "expected_state": "created"}, format="json"
+    )
+    with tracing_to(receiver, monkeypatch, OTEL_TRACES_SAMPLER="always_off"):
+        assert session_timeouts_sweep(now=timezone.now() + dt.timedelta(days=1)) == 1
+    (move,) = receiver.spans(at_least=1)
+    assert (move.name, move.parent_span_id, move.status) == ("arbiter.session.move", "", STATUS_ERROR)
+    assert (move.attributes["arbiter.move.kind"], move.attributes["error.type"]) == ("timeout", "timeout")
+    assert move.attributes["arbiter.session.id"] == "c9"
