@@ -14,10 +14,12 @@ environment as a served process does it (``decision_service.tracing.setup_from_e
   by ratio" for the traces that are not kept.
 
 Each child times, in alternating rounds, per call: **span hook** (``with tracing.span(…)``, nothing
-inside), **decide** (``POST /api/v1/decisions``, the candidate path, no session) and **decide session**
-(a hard rule decides, with the ``session_id`` of an existing session), through Django's test client on the
-database ``DATABASE_URL`` names (unset: SQLite in a temporary file). The machine is shared: compare the
-rows of one run, not runs.
+inside), **a request's spans** (TracingMiddleware around a view that opens the decide span and a move's
+inside it, ten attributes each — what a decide with ``apply`` adds — minus the view alone), **decide**
+(``POST /api/v1/decisions``, the candidate path, no session) and **decide session** (a hard rule decides,
+with the ``session_id`` of an existing session), through Django's test client on the database
+``DATABASE_URL`` names (unset: SQLite in a temporary file). The machine is shared: compare the rows of one
+run, not runs.
 """
 
 from __future__ import annotations
@@ -115,12 +117,38 @@ def child(rounds: int, mode: str) -> dict[str, float]:
             with tracing.span("arbiter.bench"):
                 pass
 
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+
+    request = RequestFactory().post("/api/v1/decisions", HTTP_TRACEPARENT=f"00-{'ab' * 16}-{'cd' * 8}-01")
+    answer = HttpResponse(b"ok")
+    attributes = {f"arbiter.attribute_{i}": "intent_routing" for i in range(10)}
+
+    def view(_: object) -> HttpResponse:
+        # What a decide with apply opens: the decide span and the move's, with ten attributes each.
+        with tracing.span("arbiter.decide") as decide_span, tracing.span("arbiter.session.move") as move_span:
+            if decide_span is not None:
+                decide_span.set_attributes(attributes)
+                move_span.set_attributes(attributes)
+        return answer
+
+    def bare_view(_: object) -> HttpResponse:
+        return answer
+
+    middleware: Any = bare_view
+    if tracing is not None and tracing.active():
+        middleware = tracing.TracingMiddleware(view)
+
+    def spans() -> None:
+        middleware(request)
+
     for _ in range(50):  # warm-up
         decide()
         decide_session()
-    results: dict[str, list[float]] = {"hook": [], "decide": [], "decide_session": []}
+    results: dict[str, list[float]] = {"hook": [], "spans": [], "decide": [], "decide_session": []}
     for _ in range(rounds):
         results["hook"].append(_per_call_us(hook, 20_000))
+        results["spans"].append(_per_call_us(spans, 2_000) - _per_call_us(lambda: bare_view(request), 2_000))
         results["decide"].append(_per_call_us(decide, 200))
         results["decide_session"].append(_per_call_us(decide_session, 200))
     if tracing is not None:
@@ -166,9 +194,15 @@ def main() -> None:
             )
             r = json.loads(done.stdout.strip().splitlines()[-1])
             hook = "–" if tree != here else f"{r['hook']:.2f}"
-            rows.append(f"| {run} | {mode} | {hook} | {r['decide']:.0f} | {r['decide_session']:.0f} |")
-    print("| run | tracing | span hook µs | decide µs (candidate, no session) | decide µs (session, hard rule) |")
-    print("| ---: | --- | ---: | ---: | ---: |")
+            request_spans = "–" if tree != here or mode == "off" else f"{r['spans']:.0f}"
+            rows.append(
+                f"| {run} | {mode} | {hook} | {request_spans} | {r['decide']:.0f} | {r['decide_session']:.0f} |"
+            )
+    print(
+        "| run | tracing | span hook µs | a request's spans µs | decide µs (candidate, no session) "
+        "| decide µs (session, hard rule) |"
+    )
+    print("| ---: | --- | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 
