@@ -189,9 +189,10 @@ def main() -> None:
                 ],
                 capture_output=True,
                 text=True,
-                check=True,
                 cwd=tree,
             )
+            if done.returncode != 0:
+                sys.exit(f"{mode} in {tree} failed:\n{done.stderr}")
             r = json.loads(done.stdout.strip().splitlines()[-1])
             hook = "–" if tree != here else f"{r['hook']:.2f}"
             request_spans = "–" if tree != here or mode == "off" else f"{r['spans']:.0f}"
