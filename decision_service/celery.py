@@ -2,12 +2,24 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "decision_service.settings.local")
 
 app = Celery("decision_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect(dispatch_uid="arbiter_tracing_setup")
+@worker_process_init.connect(dispatch_uid="arbiter_tracing_setup_child")
+def _tracing_setup(**kwargs: Any) -> None:
+    """Trace as the environment says: in the worker (the solo and thread pools run tasks there), and in
+    each process of the prefork pool (the SDK restarts its export thread after the fork; a second call
+    changes nothing)."""
+    from decision_service import tracing
+
+    tracing.setup_from_env()
 
 
 def task_queue(name: str, *args: Any) -> Any:

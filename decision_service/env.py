@@ -1,6 +1,8 @@
 """Every environment variable Arbiter reads, read here and nowhere else.
 
-Settings modules import the values from this module; domain code never looks at ``os.environ``.
+Settings modules import the values from this module; domain code never looks at ``os.environ``. The one
+family read elsewhere too is OpenTelemetry's ``OTEL_*`` (``otel_environ``): the SDK reads the exporter's
+endpoint, headers and batching from the process environment itself, under the standard names.
 """
 
 from __future__ import annotations
@@ -181,3 +183,8 @@ DEFAULT_FROM_EMAIL = _str("DEFAULT_FROM_EMAIL", "arbiter@localhost")
 
 def local_secret_key() -> str:
     return SECRET_KEY or _local_secret_key()
+
+
+def otel_environ() -> dict[str, str]:
+    """The standard OpenTelemetry variables (``OTEL_*``), for ``decision_service.tracing``; docs/observability.md."""
+    return {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}

@@ -51,7 +51,8 @@ from agents.sessions.services import (
     session_handed_off,
     session_move,
 )
-from decision_service import metrics
+from agents.sessions.spans import decide_traced
+from decision_service import metrics, tracing
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
 from rules.config.scope import point_allowed_check
@@ -87,6 +88,20 @@ def decision_make(
     With an ``idempotency_key``, a retry of the same body returns the decision already made (one log
     row); the same key with another body is refused.
     """
+    with tracing.span("arbiter.decide") as span:  # off: < 1 µs (bench/RESULTS.md, "Tracing")
+        result = _decide(agent, request, idempotency_key, now, apply)
+        if span is not None:
+            decide_traced(span, request, result)
+        return result
+
+
+def _decide(
+    agent: AgentPrincipal | AgentRuntime,
+    request: DecideRequest,
+    idempotency_key: str,
+    now: dt.datetime | None,
+    apply: bool,
+) -> DecideResult:
     principal = agent if isinstance(agent, AgentPrincipal) else agent_principal(agent)
     digest = request.digest(apply=apply)
     if idempotency_key:

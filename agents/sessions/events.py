@@ -44,6 +44,7 @@ from agents.sessions.services import (
     session_allowed_targets,
     session_handed_off,
 )
+from decision_service import tracing
 from decision_service.errors import DomainError
 
 
@@ -67,24 +68,32 @@ def session_event(
     """Send ``event`` to the session: the move the event names, if it is in ``expected_state``, the event
     may be sent there and the guards let it through; with ``updates``, those fields set in the same move,
     as a transition's (``agents.sessions.services.guarded_move``)."""
-    marked = {"proposed_by": proposed_by} if proposed_by == PROPOSED_BY_MODEL else {}
-    body = {"event": event, "expected_state": expected_state, "decision_id": str(decision_id), **marked}
-    # The updates join the digest only when sent, so a key stored before events took them still replays.
-    digest = _digest({**body, "updates": dict(updates)} if updates else body)
-    key = WriteKey(agent.pk, idempotency_key, "event", digest, session_id)
+    with tracing.span("arbiter.session.event") as span:
+        if span is not None:
+            span.set_attributes(
+                {"arbiter.session.id": session_id, "arbiter.event": event, "arbiter.state.from": expected_state}
+            )
+        marked = {"proposed_by": proposed_by} if proposed_by == PROPOSED_BY_MODEL else {}
+        body = {"event": event, "expected_state": expected_state, "decision_id": str(decision_id), **marked}
+        # The updates join the digest only when sent, so a key stored before events took them still replays.
+        digest = _digest({**body, "updates": dict(updates)} if updates else body)
+        key = WriteKey(agent.pk, idempotency_key, "event", digest, session_id)
 
-    def attempt() -> Move:
-        with transaction.atomic():
-            session = _locked(agent, session_id)
-            if (earlier := key.earlier()) is not None:
-                return _move_replayed(session, earlier)
-            if decision_id is not None:
-                _check_decision(agent, session, decision_id)
-            outcome = _event_locked(session, agent, event, expected_state, decision_id, proposed_by, key, updates)
-            outcome = _made(session, key, outcome)
-        return _refuse_after_commit(outcome)
+        def attempt() -> Move:
+            with transaction.atomic():
+                session = _locked(agent, session_id)
+                if (earlier := key.earlier()) is not None:
+                    return _move_replayed(session, earlier)
+                if decision_id is not None:
+                    _check_decision(agent, session, decision_id)
+                outcome = _event_locked(session, agent, event, expected_state, decision_id, proposed_by, key, updates)
+                outcome = _made(session, key, outcome)
+            return _refuse_after_commit(outcome)
 
-    return EventMove(event=event, move=keyed(attempt))
+        sent = EventMove(event=event, move=keyed(attempt))
+        if span is not None:
+            span.set_attribute("arbiter.state", sent.move.state)
+        return sent
 
 
 def _declared(session: Session, name: str) -> Mapping[str, Any] | None:

@@ -21,9 +21,10 @@ from agents.sessions.handoff import handoff_reason_for
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from agents.sessions.presenters import SessionState, session_state
 from agents.sessions.reads import session_seen
+from agents.sessions.spans import move_traced
 from agents.webhooks.emit import webhook_event
 from agents.webhooks.models import EventKind
-from decision_service import metrics
+from decision_service import metrics, tracing
 
 
 class AgentRef(Protocol):
@@ -87,64 +88,76 @@ def session_move(
 
     ``field_values``: the session's fields after the move, as ``agents.sessions.field_updates`` checked
     them (and ``fields_changed``, masked, for the move's row); a ``fields`` move stays in its state."""
-    now = now or timezone.now()
-    from_state, seq = session.state, session.seq + 1
-    fields: dict[str, Any] = {"state": to, "seq": seq, "updated_at": now}
-    stayed = None
-    if kind != TransitionKind.FIELDS:  # a fields write is no new stay: the state's timeout keeps running
-        fields["state_entered_at"] = now
-        entered = session.state_entered_at  # None only on a session built from a guess, which never moves
-        stayed = (now - entered).total_seconds() if entered is not None else None
-    if stack is not None:
-        fields["stack"] = stack
-    if field_values is not None:
-        fields["field_values"] = field_values
-    # Why the session waits for a person, set by every move into the handoff state; any move out clears it.
-    fields["handoff_reason"] = handoff_reason_for(kind=kind) if to == session.machine.handoff_state else ""
-    # A claim is on a wait in the human queue: any move ends that wait (a new one starts unclaimed).
-    fields["claimed_by"] = None
-    fields["claimed_at"] = None
-    # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
-    if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
-        session.refresh_from_db()
-        raise _mismatch(session, from_state)
-    Transition.objects.create(
-        session=session,
-        seq=seq,
-        from_state=from_state,
-        to_state=to,
-        kind=kind,
-        actor=actor,
-        reason=reason,
-        decision_id=decision_id,
-        idempotency_key=idempotency_key,
-        request_digest=request_digest,
-        fields_changed=fields_changed or {},
-    )
-    transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
-    if stayed is not None:
-        left = partial(metrics.session_left_state, machine=session.machine.key, state=from_state, seconds=stayed)
-        transaction.on_commit(left)
-    if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
-        transaction.on_commit(partial(session_seen, session.agent_id, session.key, to))
-    event = _event_kind(kind=kind, to=to, handoff_state=session.machine.handoff_state)
-    if event is not None:
-        data = {
-            "session_id": session.key,
-            "machine": session.machine.key,
-            "from_state": from_state,
-            "state": to,
-            "seq": seq,
-            "transition_kind": kind,
-            "actor": actor,
-            "reason": reason,
-            "handoff_reason": fields["handoff_reason"] or None,
-            "at": now.isoformat(),
-        }
-        webhook_event(event, agent_id=session.agent_id, data=data)
-    for name, value in fields.items():
-        setattr(session, name, value)
-    return Move(from_state=from_state, state=to, seq=seq, kind=kind)
+    with tracing.span("arbiter.session.move") as span:
+        if span is not None:
+            machine = session.machine.key
+            move_traced(
+                span,
+                session_id=session.key,
+                machine=machine,
+                from_state=session.state,
+                to=to,
+                kind=kind,
+                decision_id=decision_id,
+            )
+        now = now or timezone.now()
+        from_state, seq = session.state, session.seq + 1
+        fields: dict[str, Any] = {"state": to, "seq": seq, "updated_at": now}
+        stayed = None
+        if kind != TransitionKind.FIELDS:  # a fields write is no new stay: the state's timeout keeps running
+            fields["state_entered_at"] = now
+            entered = session.state_entered_at  # None only on a session built from a guess, which never moves
+            stayed = (now - entered).total_seconds() if entered is not None else None
+        if stack is not None:
+            fields["stack"] = stack
+        if field_values is not None:
+            fields["field_values"] = field_values
+        # Why the session waits for a person, set by every move into the handoff state; any move out clears it.
+        fields["handoff_reason"] = handoff_reason_for(kind=kind) if to == session.machine.handoff_state else ""
+        # A claim is on a wait in the human queue: any move ends that wait (a new one starts unclaimed).
+        fields["claimed_by"] = None
+        fields["claimed_at"] = None
+        # Compare-and-set on seq: even without a row lock (SQLite), two writers cannot both win.
+        if Session.objects.filter(pk=session.pk, seq=session.seq).update(**fields) != 1:
+            session.refresh_from_db()
+            raise _mismatch(session, from_state)
+        Transition.objects.create(
+            session=session,
+            seq=seq,
+            from_state=from_state,
+            to_state=to,
+            kind=kind,
+            actor=actor,
+            reason=reason,
+            decision_id=decision_id,
+            idempotency_key=idempotency_key,
+            request_digest=request_digest,
+            fields_changed=fields_changed or {},
+        )
+        transaction.on_commit(partial(metrics.session_moved, machine=session.machine.key, kind=kind))
+        if stayed is not None:
+            left = partial(metrics.session_left_state, machine=session.machine.key, state=from_state, seconds=stayed)
+            transaction.on_commit(left)
+        if connection.vendor == "postgresql":  # the next decide here guesses the state this move committed
+            transaction.on_commit(partial(session_seen, session.agent_id, session.key, to))
+        event = _event_kind(kind=kind, to=to, handoff_state=session.machine.handoff_state)
+        if event is not None:
+            data = {
+                "session_id": session.key,
+                "machine": session.machine.key,
+                "from_state": from_state,
+                "state": to,
+                "seq": seq,
+                "transition_kind": kind,
+                "actor": actor,
+                "reason": reason,
+                "handoff_reason": fields["handoff_reason"] or None,
+                "at": now.isoformat(),
+            }
+            webhook_event(event, agent_id=session.agent_id, data=data)
+        for name, value in fields.items():
+            setattr(session, name, value)
+        return Move(from_state=from_state, state=to, seq=seq, kind=kind)
 
 
 def _event_kind(*, kind: str, to: str, handoff_state: str) -> str | None:

@@ -39,7 +39,7 @@ from agents.tools.giveup import give_up_move
 from agents.tools.models import AttemptOutcome, ToolAttempt, ToolCall, ToolCallStatus
 from agents.tools.policy import DONE, GIVE_UP, OUTPUT_INVALID, RETRY, after_failure, policy_for
 from agents.tools.services import locked_with_feedback
-from decision_service import metrics
+from decision_service import metrics, tracing
 from decision_service.errors import DomainError
 from rules.engine.tools import CompiledTool
 
@@ -57,36 +57,43 @@ def tool_call_result(
 ) -> dict[str, Any]:
     """Record the result of the operation's attempt in flight (``output``, or ``error`` with its ``code``
     and ``message``); the answer (see the module docstring)."""
-    if "\x00" in operation_id:  # PostgreSQL cannot compare text holding a NUL; no id holds one
-        raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
-    tools = active_config().tools
-    with transaction.atomic():
-        # PostgreSQL: the session, the call and its attempt locked in one statement (the session first),
-        # for every result but one for a call that never started an attempt (it has none to answer).
-        found = statements.result_locked(agent.pk, operation_id) if statements.folded() else None
-        current: ToolAttempt | None
-        if found is not None:
-            session, basis, current = found
-            call = current.call
-        else:
-            session_key = statements.session_key_of(agent.pk, operation_id)
-            if session_key is None:
-                raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
-            session, basis = locked_with_feedback(agent, session_key)
-            call, current = _call_locked(agent, operation_id)
-        outcome: dict[str, Any] | DomainError
-        if current is not None and current.finished_at is not None:
-            outcome = dict(call.answer or {})  # a repeat: the answer as given the first time
-        elif current is None or call.status != ToolCallStatus.RUNNING:
-            outcome = NoAttemptInFlight(
-                f"The operation '{operation_id}' has no attempt waiting for a result ({call.status}).",
-                extra=_extra(session, operation_id=operation_id),
-            )
-        else:
-            outcome = _record(session, agent, tools.get(call.tool), call, current, output, error, duration_ms, basis)
-    if isinstance(outcome, DomainError):
-        raise outcome
-    return outcome
+    with tracing.span("arbiter.tool_call.result") as span:
+        if span is not None:
+            span.set_attribute("arbiter.tool.operation_id", operation_id)
+        if "\x00" in operation_id:  # PostgreSQL cannot compare text holding a NUL; no id holds one
+            raise UnknownOperation(f"This agent has no operation {operation_id!r}.")
+        tools = active_config().tools
+        with transaction.atomic():
+            # PostgreSQL: the session, the call and its attempt locked in one statement (the session first),
+            # for every result but one for a call that never started an attempt (it has none to answer).
+            found = statements.result_locked(agent.pk, operation_id) if statements.folded() else None
+            current: ToolAttempt | None
+            if found is not None:
+                session, basis, current = found
+                call = current.call
+            else:
+                session_key = statements.session_key_of(agent.pk, operation_id)
+                if session_key is None:
+                    raise UnknownOperation(f"This agent has no operation '{operation_id}'.")
+                session, basis = locked_with_feedback(agent, session_key)
+                call, current = _call_locked(agent, operation_id)
+            outcome: dict[str, Any] | DomainError
+            if current is not None and current.finished_at is not None:
+                outcome = dict(call.answer or {})  # a repeat: the answer as given the first time
+            elif current is None or call.status != ToolCallStatus.RUNNING:
+                outcome = NoAttemptInFlight(
+                    f"The operation '{operation_id}' has no attempt waiting for a result ({call.status}).",
+                    extra=_extra(session, operation_id=operation_id),
+                )
+            else:
+                outcome = _record(
+                    session, agent, tools.get(call.tool), call, current, output, error, duration_ms, basis
+                )
+        if isinstance(outcome, DomainError):
+            raise outcome
+        if span is not None:
+            result_traced(span, session.key, call.tool, error, outcome)
+        return outcome
 
 
 def _call_locked(agent: AgentRef, operation_id: str) -> tuple[ToolCall, ToolAttempt | None]:
@@ -188,6 +195,22 @@ def _record(
     # the locking read reads either row back.
     statements.update_both(current, _RESULT_FIELDS, call, ["status", "retry_at", "answer", "updated_at"])
     return answer
+
+
+def result_traced(
+    span: Any, session_key: str, tool: str, error: Mapping[str, Any] | None, answer: Mapping[str, Any]
+) -> None:
+    """The result span's attributes; a tool's error is an error of the trace (kept whatever the ratio), its
+    declared code the error's type — the code, never the message."""
+    attributes = {
+        "arbiter.session.id": session_key,
+        "arbiter.tool.name": tool,
+        "arbiter.tool.attempt": answer.get("attempt"),
+        "arbiter.tool.next": answer.get("next"),
+    }
+    tracing.set_attributes(span, attributes)
+    if error is not None:
+        tracing.mark_error(span, str(error.get("code") or "tool_error"))
 
 
 def failure_next(attempt: ToolAttempt, call: ToolCall) -> str | None:

@@ -66,7 +66,7 @@ from agents.tools.errors import (
 )
 from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
 from agents.tools.policy import attempts_allowed, policy_for
-from decision_service import metrics
+from decision_service import metrics, tracing
 from decision_service.errors import DomainError
 from rules.engine.compiler import CompiledConfig
 from rules.engine.tools import CompiledTool
@@ -117,15 +117,27 @@ def tool_call_check(
     operation_id: str | None = None,
 ) -> Started:
     """Check a call of ``tool`` (see the module docstring); the attempt it starts, or the refusal."""
-    operation_id = operation_id or new_operation_id()
-    digest = input_digest(input)
-    config = active_config()
-    with transaction.atomic():
-        session, basis = locked_with_feedback(agent, session_id)
-        outcome = _check_locked(session, agent, config, tool, dict(input), digest, expected_state, operation_id, basis)
-    if isinstance(outcome, DomainError):
-        raise outcome
-    return outcome
+    with tracing.span("arbiter.tool_call.check") as span:
+        operation_id = operation_id or new_operation_id()
+        if span is not None:
+            attributes = {
+                "arbiter.session.id": session_id,
+                "arbiter.tool.name": tool,
+                "arbiter.tool.operation_id": operation_id,
+            }
+            span.set_attributes(attributes)
+        digest = input_digest(input)
+        config = active_config()
+        with transaction.atomic():
+            session, basis = locked_with_feedback(agent, session_id)
+            outcome = _check_locked(
+                session, agent, config, tool, dict(input), digest, expected_state, operation_id, basis
+            )
+        if isinstance(outcome, DomainError):
+            raise outcome
+        if span is not None:
+            span.set_attribute("arbiter.tool.attempt", outcome.attempt)
+        return outcome
 
 
 def _refusal_extra(session: Session, operation_id: str, **more: Any) -> dict[str, Any]:

@@ -26,6 +26,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The request's server span, around everything (a refusal below is part of the trace); it takes itself
+    # out of the chain when tracing is off (decision_service/tracing.py).
+    "decision_service.tracing.TracingMiddleware",
     # First: the request id, the time and the log line cover everything below, refusals included.
     "decision_service.request_log.RequestLogMiddleware",
     # Before anything asks for the host: probes answer whatever the Host, other requests for a host

@@ -46,6 +46,8 @@ from arbiter_client import (
     ToolRefused,
     parse_candidate,
 )
+from opentelemetry import trace
+from opentelemetry.trace import Tracer
 
 from examples.after_sales_agent.llm import Model
 
@@ -163,8 +165,13 @@ class AfterSalesAgent:
         *,
         out: Callable[[str], None] | None = print,
         points: dict[tuple[str, int], Mapping[str, Any]] | None = None,
+        tracer: Tracer | None = None,
     ):
         self.arbiter = arbiter
+        # The agent's own spans (a turn, a model call, a tool run); the client sends the current one's
+        # context with each call, so Arbiter's spans are their children in one trace. OpenTelemetry's global
+        # tracer does nothing until an SDK is set up (run.py sets one up from the OTEL_* variables).
+        self.tracer = tracer or trace.get_tracer("after_sales_agent")
         self.model = model
         self.out = out
         self.log = CallLog(arbiter)
@@ -192,6 +199,22 @@ class AfterSalesAgent:
         """Run the tool call the model asked for under Arbiter's policy (``session.call_tool``): the input
         is checked against the contract before the tool runs, declared failures are retried as the
         contract says, an open breaker fails fast, and a give-up has moved the session already."""
+        # The GenAI semantic conventions' name for a tool's execution; Arbiter's check and result spans
+        # join it as children.
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+        with self.tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes) as span:
+            turn = self._use_tool(session, name, input, fn, sleep)
+            span.set_attribute("arbiter.tool.outcome", turn.outcome)
+            return turn
+
+    def _use_tool(
+        self,
+        session: Session,
+        name: str,
+        input: Mapping[str, Any],
+        fn: Callable[[Any], Any],
+        sleep: Callable[[float], None] | None,
+    ) -> ToolTurn:
         calls_before = self.arbiter.counter.requests
         turn = ToolTurn(name, dict(input))
 
@@ -258,6 +281,20 @@ class AfterSalesAgent:
         return "\n".join(lines)
 
     def turn(self, session: Session, message: str, *, point: str = "intent_routing", facts: Any = None) -> Turn:
+        """One customer message, in one span of the agent's: the decides, the model call and the session's
+        moves are its children, Arbiter's spans included (ids and keys as attributes, never the message)."""
+        attributes = {"arbiter.session.id": session.session_id, "arbiter.point": point}
+        with self.tracer.start_as_current_span("agent.turn", attributes=attributes) as span:
+            turn = self._turn(session, message, point, facts)
+            decided = {
+                "arbiter.decision": turn.decision,
+                "arbiter.decided_by": turn.decided_by,
+                "arbiter.state": turn.state,
+            }
+            span.set_attributes({k: v for k, v in decided.items() if v is not None})
+            return turn
+
+    def _turn(self, session: Session, message: str, point: str, facts: Any) -> Turn:
         calls_before, logged_before = self.arbiter.counter.requests, len(self.log.calls)
         notes: list[str] = []
         turn = Turn(message, point, None, "person", session.state, None, 0, 0, notes=notes)
@@ -302,7 +339,7 @@ class AfterSalesAgent:
         self._saw(session, answer)
         params: dict[str, str] = {}
         if answer["needs_candidate"]:
-            output = self.model.complete(self.prompt(point, answer["revision"], answer), message)
+            output = self._complete(self.prompt(point, answer["revision"], answer), message)
             turn.model_calls += 1
             try:
                 turn.candidate = dict(parse_candidate(output))
@@ -321,6 +358,13 @@ class AfterSalesAgent:
         turn.decision, turn.decided_by = answer["decision"], BY.get(str(answer["ruled_by"]), "nobody")
         if turn.decision in TOOLS and not session.handed_off:
             turn.asked_for = self._collect(session, TOOLS[turn.decision], params, turn)
+
+    def _complete(self, system: str, user: str) -> str:
+        """The model call in a span named as the GenAI semantic conventions name one."""
+        model = getattr(self.model, "model", None) or type(self.model).__name__
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
+        with self.tracer.start_as_current_span(f"chat {model}", attributes=attributes):
+            return self.model.complete(system, user)
 
     @staticmethod
     def _decide(session: Session, point: str, **request: Any) -> Any:

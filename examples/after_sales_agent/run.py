@@ -5,20 +5,24 @@
 The model is the scripted one of each conversation unless ``--model openai`` (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``, ``ARBITER_AGENT_MODEL``). Each turn prints who decided, the Arbiter and model
 calls it cost; the end prints the calls per turn and the share of turns that needed no model call.
+With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, the agent's spans (each turn, model call and tool run) are
+exported there, and Arbiter's — when Arbiter exports to the same place — are their children.
 A turn that does not come out as its conversation expects is reported (exit status 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arbiter_client import Arbiter, Session
+from opentelemetry.trace import Tracer
 
 from examples.after_sales_agent.agent import AfterSalesAgent, ToolTurn, Turn
 from examples.after_sales_agent.conversations import conversation_load, conversation_paths
@@ -47,6 +51,7 @@ def conversation_run(
     session_prefix: str = "",
     points: dict[tuple[str, int], Any] | None = None,
     wait: Wait | None = None,
+    tracer: Tracer | None = None,
 ) -> Outcome:
     """Run one conversation. A step ``wait: N`` is the customer saying nothing for N seconds:
     ``wait(session, N)`` lets that time pass for the server (its timeout sweep), and is required then.
@@ -55,10 +60,11 @@ def conversation_run(
     mock order system (``upstream:`` sets what it answers first: ``{script: [CODE, …]}``)."""
     spec = conversation_load(path)
     scripted = ScriptedModel()
-    agent = AfterSalesAgent(arbiter, model or scripted, out=out, points=points)
+    agent = AfterSalesAgent(arbiter, model or scripted, out=out, points=points, tracer=tracer)
     session = agent.start(machine=spec["machine"], session_id=f"{session_prefix}{spec['name']}-{uuid.uuid4().hex[:8]}")
-    if spec.get("open"):
-        session.move(spec["open"], reason="conversation opened")
+    if spec.get("open"):  # the greeting: a step of the agent's own, in a span like a turn's
+        with agent.tracer.start_as_current_span("agent.open", attributes={"arbiter.session.id": session.session_id}):
+            session.move(spec["open"], reason="conversation opened")
     turns, mismatches, tools = [], [], []
     upstream = OrderSystem()
     try:
@@ -108,6 +114,26 @@ def summary(outcomes: list[Outcome]) -> dict[str, float]:
     }
 
 
+def traces_setup(environ: Mapping[str, str] = os.environ) -> Callable[[], None]:
+    """The agent's spans exported over OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the traces one)
+    is set, as the SDK reads it (service name ``after-sales-agent`` unless ``OTEL_SERVICE_NAME`` says);
+    returns what flushes them at the end. Without it the spans go nowhere, and cost next to nothing."""
+    wanted = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not wanted or environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return lambda: None
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    named = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": "after-sales-agent"}
+    provider = TracerProvider(resource=Resource.create(named))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return provider.shutdown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True)
@@ -117,10 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     model = OpenAICompatibleModel.from_environment() if args.model == "openai" else None
     outcomes = []
     points: dict[tuple[str, int], Any] = {}
+    flush = traces_setup()
     with Arbiter(args.base_url, args.token) as arbiter:
         for path in conversation_paths():
             print(f"== {path.stem}")
             outcomes.append(conversation_run(arbiter, path, model=model, points=points))
+    flush()
     print(summary(outcomes), {"tool_calls": sum(len(o.tools) for o in outcomes)})
     problems = [m for o in outcomes for m in o.mismatches]
     for problem in problems:

@@ -45,3 +45,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def serve_until_listening(server: subprocess.Popen[str], port: int, timeout: float = 120) -> None:
+    """Wait (polling, with a deadline) until ``server`` accepts connections on ``port``; fail with its
+    output if it exits first."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            assert time.monotonic() < deadline, "the server did not start listening"
+            time.sleep(0.2)

@@ -76,6 +76,7 @@ from arbiter_client.errors import (
 )
 from arbiter_client.session import Session, SessionState
 from arbiter_client.tools import ToolError, ToolGaveUp
+from arbiter_client.tracing import trace_context
 
 __all__ = [
     "ERRORS_BY_CODE",
@@ -157,6 +158,7 @@ __all__ = [
     "UnsupportedMediaType",
     "error_from_problem",
     "parse_candidate",
+    "trace_context",
     "webhooks",
 ]
 __version__ = "0.1.0"

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
+from arbiter_client import tracing
 from arbiter_client.errors import ArbiterError, ConnectionFailed, error_from_problem
 
 R = TypeVar("R")
@@ -110,11 +111,24 @@ def _params(call: Call[Any]) -> dict[str, Any] | None:
 
 
 class Counter:
-    """HTTP requests sent (retries included): what an agent counts as Arbiter calls."""
+    """HTTP requests sent (retries included): what an agent counts as Arbiter calls; and the
+    ``traceparent`` of Arbiter's span in the latest answer that had one."""
 
     def __init__(self) -> None:
         self.requests = 0
         self.retries = 0
+        self.traceparent: str | None = None
+
+
+def _headers(call: Call[Any]) -> dict[str, str]:
+    """The call's headers and the trace context, read once per call: its retries carry the same parent."""
+    return {**tracing.outgoing(), **call.headers}
+
+
+def _seen(counter: Counter, response: httpx.Response) -> httpx.Response:
+    if (traceparent := response.headers.get("traceparent")) is not None:
+        counter.traceparent = traceparent
+    return response
 
 
 def send(
@@ -126,11 +140,12 @@ def send(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Any:
     attempt = 0
+    headers = _headers(call)
     while True:
         counter.requests += 1
         try:
-            response = http.request(
-                call.method, call.path, json=call.json, params=_params(call), headers=dict(call.headers)
+            response = _seen(
+                counter, http.request(call.method, call.path, json=call.json, params=_params(call), headers=headers)
             )
         except (*_NOT_SENT, *_LOST) as exc:
             retryable = isinstance(exc, _NOT_SENT) or call.replayable
@@ -165,12 +180,12 @@ async def send_async(
     on_retry: Callable[[RetryEvent], None] | None,
 ) -> Any:
     attempt = 0
+    headers = _headers(call)
     while True:
         counter.requests += 1
         try:
-            response = await http.request(
-                call.method, call.path, json=call.json, params=_params(call), headers=dict(call.headers)
-            )
+            sent = await http.request(call.method, call.path, json=call.json, params=_params(call), headers=headers)
+            response = _seen(counter, sent)
         except (*_NOT_SENT, *_LOST) as exc:
             retryable = isinstance(exc, _NOT_SENT) or call.replayable
             delay = policy.delay(attempt, None) if retryable else None

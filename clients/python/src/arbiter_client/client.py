@@ -74,6 +74,11 @@ class Arbiter:
         result: R = send(self.http, call, self.retry, self.counter, self.on_retry)
         return result
 
+    @property
+    def last_traceparent(self) -> str | None:
+        """Arbiter's span in the latest answer (its ``traceparent``): for a link from the agent's trace."""
+        return self.counter.traceparent
+
     def close(self) -> None:
         if self._own_http:
             self.http.close()
@@ -167,6 +172,11 @@ class AsyncArbiter:
     async def send(self, call: Call[R]) -> R:
         result: R = await send_async(self.http, call, self.retry, self.counter, self.on_retry)
         return result
+
+    @property
+    def last_traceparent(self) -> str | None:
+        """Arbiter's span in the latest answer (its ``traceparent``): for a link from the agent's trace."""
+        return self.counter.traceparent
 
     async def aclose(self) -> None:
         if self._own_http:
