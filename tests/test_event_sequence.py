@@ -131,3 +131,12 @@ def test_after_migrate_every_sequenced_column_numbers_new_rows_even_after_its_tr
     made = Anomaly.objects.create(session_id="lost", code="test")
     made.refresh_from_db()
     assert made.sequence_id is not None
+
+
+@pytest.mark.django_db
+def test_the_system_check_accepts_the_column_default():
+    """``migrate`` and ``bin/serve`` run Django's system checks with the database: the sequence default
+    must pass them (fields.E012 refuses an expression that does not declare itself allowed)."""
+    from django.core.management import call_command
+
+    call_command("check", databases=["default"])
