@@ -11,5 +11,6 @@ from agents.tools import (
     admin_breakers,
     admin_calls,
 )
+from agents.traces import admin as traces
 
-__all__ = ["admin_approvals", "admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions"]
+__all__ = ["admin_approvals", "admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions", "traces"]
