@@ -27,9 +27,9 @@ from agents.traces.models import TraceEvent
 from agents.traces.sampling import sample
 from decision_service.errors import InvalidRequest
 from decision_service.principals import AgentPrincipal
+from rules.config.scope import point_allowed_check
 from rules.decisions.decide import point_current
 from rules.engine.masking import Masker
-from rules.errors import PointNotAllowed
 
 _BUILTIN = Masker()
 
@@ -51,8 +51,7 @@ def _masking(agent: AgentPrincipal, point_key: str, cache: dict[str, tuple[Maske
     if not point_key:
         return _BUILTIN, False
     if point_key not in cache:
-        if point_key not in agent.points:
-            raise PointNotAllowed(f"This agent may not use decision point '{point_key}'.")
+        point_allowed_check(agent=agent, point_key=point_key)
         point, _ = point_current(point_key=point_key)
         cache[point_key] = (point.masker, point.store_raw_output)
     return cache[point_key]
