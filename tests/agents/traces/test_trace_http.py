@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agents.traces.models import TraceEvent
-from rules.models import DecisionPoint
 from rules.config.records import point_save
+from rules.models import DecisionPoint
 from tests.support import agent_api
 from tests.support.http import PROBLEM
 
