@@ -7,18 +7,16 @@ here (unknown fields, types, sizes); what each type of event may carry is checke
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.sessions.apis import SessionApi
-from agents.traces.attributes import DURATION_MAX_MS, ID, ID_MESSAGE
+from agents.traces.attributes import DURATION_MAX_MS, ID, ID_MESSAGE, TYPES
 from agents.traces.services import trace_record
 from decision_service.api.base import request_agent
-from decision_service.api.fields import StrictCharField, StrictSerializer
+from decision_service.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from decision_service.errors import InvalidRequest
 
 EVENTS_MAX = 100
@@ -28,30 +26,18 @@ _ID = RegexValidator(rf"^{ID.pattern}\Z", ID_MESSAGE)
 class TraceEventSerializer(StrictSerializer):
     """The common shape; ``event_problems`` (in the service) judges the fields of each type."""
 
-    type = StrictCharField(max_length=24)
+    type = serializers.ChoiceField(choices=list(TYPES))
     event_id = StrictCharField(max_length=64, required=False, validators=[_ID])
     turn_id = StrictCharField(max_length=64, required=False, validators=[_ID])
     status = serializers.ChoiceField(choices=["ok", "error"], required=False)
     point = StrictCharField(max_length=64, required=False)
     prompt_version = StrictCharField(max_length=64, required=False)
-    latency_ms = serializers.JSONField(required=False)
+    latency_ms = StrictIntegerField(min_value=0, max_value=DURATION_MAX_MS, required=False)
     tool = StrictCharField(max_length=64, required=False)
-    duration_ms = serializers.JSONField(required=False)
+    duration_ms = StrictIntegerField(min_value=0, max_value=DURATION_MAX_MS, required=False)
     error_code = StrictCharField(max_length=64, required=False, validators=[_ID])
     message = StrictCharField(max_length=2000, required=False)
     attributes = serializers.DictField(required=False)
-
-    def validate_latency_ms(self, value: Any) -> int:
-        return _duration(value)
-
-    def validate_duration_ms(self, value: Any) -> int:
-        return _duration(value)
-
-
-def _duration(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= DURATION_MAX_MS:
-        raise serializers.ValidationError(f"An integer from 0 to {DURATION_MAX_MS}.")
-    return value
 
 
 class TraceBatchSerializer(StrictSerializer):

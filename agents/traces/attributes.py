@@ -13,6 +13,7 @@ conventions make opt-in too) are stored only when the event names a decision poi
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -69,18 +70,24 @@ def _value_problem(kind: str, value: Any) -> str | None:
     if kind == _TEXT:
         if not isinstance(value, str):
             return "A string is required."
+        if "\x00" in value:  # PostgreSQL cannot store it in text or JSON
+            return "No NUL characters."
         return f"At most {TEXT_MAX} characters." if len(value) > TEXT_MAX else None
     if kind == _INT:
         if isinstance(value, bool) or not isinstance(value, int):
             return "An integer is required."
         return None if 0 <= value <= TOKENS_MAX else f"From 0 to {TOKENS_MAX}."
     if kind == _NUMBER:
-        return "A number is required." if isinstance(value, bool) or not isinstance(value, int | float) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "A number is required."
+        return None if math.isfinite(value) else "A finite number is required."
     if kind == _TEXTS:
         if not isinstance(value, list) or len(value) > LIST_MAX:
             return f"A list of at most {LIST_MAX} strings is required."
         return next((p for v in value if (p := _value_problem(_TEXT, v))), None)
     if isinstance(value, str):  # raw
+        if "\x00" in value:
+            return "No NUL characters."
         return f"At most {RAW_MAX} characters." if len(value) > RAW_MAX else None
     if not isinstance(value, list | dict):
         return "A string, or the messages as a list or an object, is required."
