@@ -75,6 +75,7 @@ from arbiter_client.errors import (
 )
 from arbiter_client.session import Session, SessionState
 from arbiter_client.tools import ToolError, ToolGaveUp
+from arbiter_client.trace import llm_call_event, tool_event
 
 __all__ = [
     "ERRORS_BY_CODE",
@@ -155,6 +156,8 @@ __all__ = [
     "UnknownTool",
     "UnsupportedMediaType",
     "error_from_problem",
+    "llm_call_event",
     "parse_candidate",
+    "tool_event",
 ]
 __version__ = "0.1.0"
