@@ -103,7 +103,7 @@ def attribute_problems(event_type: str, attributes: Any) -> dict[str, str]:
     for name, value in attributes.items():
         kind = known.get(name)
         if kind is None:
-            problems[f"attributes.{name}"] = f"Not an attribute of a {event_type} event."
+            problems[f"attributes.{name}"] = f"Not an attribute of {event_type} events."
         elif problem := _value_problem(kind, value):
             problems[f"attributes.{name}"] = problem
     if event_type == "llm_call" and "gen_ai.request.model" not in attributes:
@@ -119,7 +119,7 @@ def event_problems(event: Mapping[str, Any]) -> dict[str, str]:
         return {"type": f"One of {', '.join(TYPES)}."}
     problems = {name: "Unknown field." for name in sorted(set(event) - ALL_FIELDS)}
     for name in sorted(set(event) & (ALL_FIELDS - COMMON - FIELDS[event_type])):
-        problems[name] = f"Not a field of a {event_type} event."
+        problems[name] = f"Not a field of {event_type} events."
     problems.update(attribute_problems(event_type, event.get("attributes", {})))
     if event_type == "tool_invocation" and not event.get("tool"):
         problems["tool"] = "The tool called is required."

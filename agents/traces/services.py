@@ -128,7 +128,7 @@ def trace_record(
         raise InvalidRequest("Some events cannot be recorded.", errors=problems)
     session = session_get_for_agent(agent=agent, session_id=session_id)
     ratio = float(settings.ARBITER_TRACE_SAMPLE_RATIO)
-    sampled = sample(session_key=f"{agent.pk}:{session.key}", events=prepared, ratio=ratio)
+    sampled = sample(session_key=f"{agent.name}:{session.key}", events=prepared, ratio=ratio)
     ids = [e["event_id"] for e in sampled.kept if e.get("event_id")]
     known = set(
         TraceEvent.objects.filter(session=session, event_id__in=ids).values_list("event_id", flat=True) if ids else ()

@@ -8,6 +8,7 @@ keys from optional ones, so the classes come in the order they use each other.
 
 from typing import Any, NotRequired, TypedDict
 
+
 SessionState = TypedDict(
     "SessionState",
     {
