@@ -8,7 +8,6 @@ keys from optional ones, so the classes come in the order they use each other.
 
 from typing import Any, NotRequired, TypedDict
 
-
 SessionState = TypedDict(
     "SessionState",
     {
