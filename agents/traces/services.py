@@ -82,7 +82,7 @@ def _masked_attributes(attributes: dict[str, Any], masker: Masker, store_raw: bo
 def _row(session_pk: int, event: dict[str, Any], masker: Masker, store_raw: bool, where: str) -> TraceEvent:
     kind = event["type"]
     attributes = event.get("attributes") or {}
-    status = event.get("status") or ("error" if kind == "error_handled" else "ok")
+    status = event["status"]
     name = attributes.get("gen_ai.request.model", "") if kind == "llm_call" else event.get("tool", "")
     duration = event.get("latency_ms") if kind == "llm_call" else event.get("duration_ms")
     error_code = event.get("error_code") or (attributes.get("error.type", "") if status == "error" else "")
@@ -123,7 +123,15 @@ def trace_record(
             if event_id in seen:
                 problems.setdefault(f"events[{i}].event_id", []).append("Sent twice in one report.")
             seen.add(event_id)
-        prepared.append({**event, "turn_id": event.get("turn_id") or turn_id} if turn_id else dict(event))
+        # Sampling reads the status: an error_handled, or an event with an error code, failed unless it says.
+        failed = event.get("type") == "error_handled" or bool(event.get("error_code"))
+        prepared.append(
+            {
+                **event,
+                "turn_id": event.get("turn_id") or turn_id,
+                "status": event.get("status") or ("error" if failed else "ok"),
+            }
+        )
     if problems:
         raise InvalidRequest("Some events cannot be recorded.", errors=problems)
     session = session_get_for_agent(agent=agent, session_id=session_id)

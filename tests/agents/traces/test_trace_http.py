@@ -174,3 +174,11 @@ def test_raw_model_input_and_output_are_kept_masked_while_the_switch_is_on(clien
     attributes = TraceEvent.objects.get().attributes
     assert attributes["gen_ai.input.messages"] == "my phone is [phone]"
     assert attributes["gen_ai.output.messages"] == '[{"role": "assistant"}]'
+
+
+def test_a_tool_invocation_with_an_error_code_failed_its_turn_unless_it_says_otherwise(client, session, settings):
+    settings.ARBITER_TRACE_SAMPLE_RATIO = 0.0
+    failed = {"type": "tool_invocation", "tool": "crm", "error_code": "TIMEOUT", "turn_id": "a"}
+    answer = trace(client, session, {"events": [failed, {**failed, "turn_id": "b", "status": "ok"}]}).json()
+    assert (answer["kept"], answer["dropped"], answer["failed_turns"]) == (1, 1, 1)
+    assert TraceEvent.objects.get().status == "error"
