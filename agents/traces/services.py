@@ -135,13 +135,15 @@ def trace_record(
     if problems:
         raise InvalidRequest("Some events cannot be recorded.", errors=problems)
     session = session_get_for_agent(agent=agent, session_id=session_id)
+    cache: dict[str, tuple[Masker, bool]] = {}
+    for event in prepared:  # every point checked, kept or not: the answer does not depend on the sample
+        _masking(agent, event.get("point", ""), cache)
     ratio = float(settings.ARBITER_TRACE_SAMPLE_RATIO)
     sampled = sample(session_key=f"{agent.name}:{session.key}", events=prepared, ratio=ratio)
     ids = [e["event_id"] for e in sampled.kept if e.get("event_id")]
     known = set(
         TraceEvent.objects.filter(session=session, event_id__in=ids).values_list("event_id", flat=True) if ids else ()
     )
-    cache: dict[str, tuple[Masker, bool]] = {}
     index = {id(e): i for i, e in enumerate(prepared)}
     rows = []
     for event in sampled.kept:

@@ -123,6 +123,14 @@ def test_a_point_the_agent_may_not_use_is_refused(session, keep_all, demo):
     assert answer.status_code == 403 and answer.json()["code"] == "point_not_allowed"
 
 
+def test_a_point_the_agent_may_not_use_is_refused_in_a_turn_sampled_out_too(session, demo, settings):
+    settings.ARBITER_TRACE_SAMPLE_RATIO = 0.0
+    narrow = agent_api("narrow_bot", points=["refund_approval"])
+    narrow.post("/api/v1/sessions", {"machine": "after_sales", "session_id": "n1"}, format="json")
+    answer = trace(narrow, "n1", llm_call(point="intent_routing", turn_id="dropped"))
+    assert answer.status_code == 403 and answer.json()["code"] == "point_not_allowed"
+
+
 def test_the_same_event_id_is_recorded_once(client, session, keep_all):
     body = {"events": [llm_call(event_id="e-1"), llm_call(event_id="e-2")]}
     assert trace(client, session, body).json()["kept"] == 2
