@@ -4,6 +4,7 @@ from agents.queue.models import QueueEvent, QueueEventKind
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.models import Anomaly, Session, Transition, TransitionKind
 from agents.tools.models import BreakerChange, ToolAttempt, ToolBreaker, ToolCall, ToolCallStatus
+from agents.traces.models import TraceEvent
 from agents.webhooks.models import WebhookDelivery, WebhookSubscription
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "ToolBreaker",
     "ToolCall",
     "ToolCallStatus",
+    "TraceEvent",
     "Transition",
     "TransitionKind",
     "WebhookDelivery",

@@ -4,6 +4,7 @@ from agents.queue import apis as queue_apis
 from agents.sessions import apis, timeline_apis
 from agents.tools import apis as tool_apis
 from agents.tools import approval_apis, breaker_apis
+from agents.traces import apis as trace_apis
 
 urlpatterns = [
     path("decisions", apis.DecisionCreateApi.as_view(), name="decision-create"),
@@ -17,6 +18,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/interrupt", apis.SessionInterruptApi.as_view(), name="session-interrupt"),
     path("sessions/<str:session_id>/resume", apis.SessionResumeApi.as_view(), name="session-resume"),
     path("sessions/<str:session_id>/timeline", timeline_apis.SessionTimelineApi.as_view(), name="session-timeline"),
+    path("sessions/<str:session_id>/trace", trace_apis.SessionTraceApi.as_view(), name="session-trace"),
     path("sessions/<str:session_id>/anomalies", apis.SessionAnomalyCreateApi.as_view(), name="session-anomaly"),
     path("sessions/<str:session_id>/tool-calls", tool_apis.ToolCallCreateApi.as_view(), name="tool-call-create"),
     path("tool-calls/<str:operation_id>/result", tool_apis.ToolCallResultApi.as_view(), name="tool-call-result"),

@@ -139,6 +139,9 @@ ARBITER_GHOST_FAILURE_SECONDS = _int("ARBITER_GHOST_FAILURE_SECONDS", 300)
 # A decide with a session it does not move may evaluate in the state its process last saw the session in
 # and fold the read into the log INSERT (PostgreSQL; bench/RESULTS.md, "The session guess").
 ARBITER_DECIDE_GUESS_SESSION_STATE = _bool("ARBITER_DECIDE_GUESS_SESSION_STATE", True)
+# Runtime-reported trace events (agents/traces/sampling.py): a turn without an error is kept at this ratio
+# (0 to 1); a failed turn is kept always. Seed 000 §3.4: 1%.
+ARBITER_TRACE_SAMPLE_RATIO = min(max(float(_str("ARBITER_TRACE_SAMPLE_RATIO", "0.01")), 0.0), 1.0)
 LOG_LEVEL = _str("LOG_LEVEL", "INFO")
 # "json" (one JSON object a line) or "plain"; unset: JSON in the production settings, plain elsewhere.
 ARBITER_LOG_FORMAT = _str("ARBITER_LOG_FORMAT").lower()

@@ -11,6 +11,17 @@ from agents.tools import (
     admin_breakers,
     admin_calls,
 )
+from agents.traces import admin as traces
 from agents.webhooks import admin as webhooks
 
-__all__ = ["admin_approvals", "admin_breakers", "admin_calls", "anomalies", "queue", "runtimes", "sessions", "webhooks"]
+__all__ = [
+    "admin_approvals",
+    "admin_breakers",
+    "admin_calls",
+    "anomalies",
+    "queue",
+    "runtimes",
+    "sessions",
+    "traces",
+    "webhooks",
+]

@@ -144,6 +144,7 @@ ARBITER_GHOST_FAILURE_SECONDS = env.ARBITER_GHOST_FAILURE_SECONDS
 # Off: every decide with a session reads it first (agents.sessions.decide; the guess is checked in the
 # INSERT and used only for points whose rules read nothing of a session but its state).
 ARBITER_DECIDE_GUESS_SESSION_STATE = env.ARBITER_DECIDE_GUESS_SESSION_STATE
+ARBITER_TRACE_SAMPLE_RATIO = env.ARBITER_TRACE_SAMPLE_RATIO
 # The largest request body the API reads (413 beyond). Sized from the schema's character limits, not the
 # other way round: the longest request the schema bounds (a decision with every text field full: 32,512
 # characters) is 390,388 bytes when each character is written as a 12-byte JSON escape (an emoji as

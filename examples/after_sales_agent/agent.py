@@ -25,6 +25,7 @@ Arbiter calls it made.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from arbiter_client import (
     StateMismatch,
     ToolGaveUp,
     ToolRefused,
+    llm_call_event,
     parse_candidate,
 )
 from opentelemetry import trace
@@ -180,6 +182,47 @@ class AfterSalesAgent:
         self.seen: dict[str, Mapping[str, Any]] = {}
         # The points read for prompts, by (key, revision): shared by the conversations of one runtime.
         self._points = points if points is not None else {}
+        # Model calls not yet reported (``report_traces``), by session, and each session's turns so far.
+        self.traces: dict[str, list[dict[str, Any]]] = {}
+        self._turns: dict[str, int] = {}
+
+    def report_traces(self, session: Session) -> Any:
+        """Report the session's model calls made since the last report, in one request (each event names
+        its turn, so the service samples turn by turn): off the turn's path, a turn costs no extra call."""
+        events = self.traces.pop(session.session_id, [])
+        return session.trace(events) if events else None
+
+    def _complete(self, session: Session, point: str, revision: int, system: str, user: str) -> str:
+        """Ask the model, and keep its call to report (GenAI names; the prompt is the point's revision)."""
+        started = time.perf_counter()
+        event: dict[str, Any] = {"status": "ok"}
+        try:
+            output = self._model_call(system, user)
+        except Exception as exc:
+            event.update(status="error", error_type=type(exc).__name__)
+            raise
+        else:
+            try:
+                parse_candidate(output)
+            except CandidateParseError:
+                event.update(status="error", error_type="invalid_candidate_output")
+            return output
+        finally:
+            usage = getattr(self.model, "last_usage", None)
+            turn = self._turns.get(session.session_id, 0)
+            self.traces.setdefault(session.session_id, []).append(
+                llm_call_event(
+                    model=getattr(self.model, "name", "unknown"),
+                    provider=getattr(self.model, "provider", None),
+                    prompt_version=f"{point}@r{revision}",
+                    point=point,
+                    latency_ms=round((time.perf_counter() - started) * 1000),
+                    input_tokens=usage[0] if usage else None,
+                    output_tokens=usage[1] if usage else None,
+                    turn_id=f"turn-{turn}",
+                    **event,
+                )
+            )
 
     def close(self) -> None:
         self.log.close()
@@ -296,6 +339,7 @@ class AfterSalesAgent:
 
     def _turn(self, session: Session, message: str, point: str, facts: Any) -> Turn:
         calls_before, logged_before = self.arbiter.counter.requests, len(self.log.calls)
+        self._turns[session.session_id] = self._turns.get(session.session_id, 0) + 1
         notes: list[str] = []
         turn = Turn(message, point, None, "person", session.state, None, 0, 0, notes=notes)
         silent = False
@@ -339,7 +383,8 @@ class AfterSalesAgent:
         self._saw(session, answer)
         params: dict[str, str] = {}
         if answer["needs_candidate"]:
-            output = self._complete(self.prompt(point, answer["revision"], answer), message)
+            revision = answer["revision"]
+            output = self._complete(session, point, revision, self.prompt(point, revision, answer), message)
             turn.model_calls += 1
             try:
                 turn.candidate = dict(parse_candidate(output))
@@ -359,7 +404,7 @@ class AfterSalesAgent:
         if turn.decision in TOOLS and not session.handed_off:
             turn.asked_for = self._collect(session, TOOLS[turn.decision], params, turn)
 
-    def _complete(self, system: str, user: str) -> str:
+    def _model_call(self, system: str, user: str) -> str:
         """The model call in a span named as the GenAI semantic conventions name one."""
         model = getattr(self.model, "model", None) or type(self.model).__name__
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}

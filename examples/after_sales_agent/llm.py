@@ -13,12 +13,23 @@ import httpx
 
 
 class Model(Protocol):
+    """``name`` and ``provider`` are what the agent reports as ``gen_ai.request.model`` and
+    ``gen_ai.provider.name``; ``last_usage`` the (input, output) tokens of the last answer, when known."""
+
+    name: str
+    provider: str
+    last_usage: tuple[int, int] | None
+
     def complete(self, system: str, user: str) -> str: ...
 
 
 class ScriptedModel:
     """Answers with the next scripted text; records each prompt it was asked (and fails loudly when
     the agent asks more often than the script says, so a test sees an unexpected model call)."""
+
+    name = "scripted-mock"
+    provider = "scripted"
+    last_usage: tuple[int, int] | None = None  # a script counts no tokens
 
     def __init__(self, answers: Iterable[Any] = ()):
         self.answers = [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in answers]
@@ -37,8 +48,11 @@ class ScriptedModel:
 class OpenAICompatibleModel:
     """``POST {base_url}/chat/completions`` on httpx; the first choice's message is the answer."""
 
+    provider = "openai"
+
     def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float = 60.0):
-        self.model = model
+        self.model = self.name = model
+        self.last_usage: tuple[int, int] | None = None
         self.http = httpx.Client(
             base_url=base_url.rstrip("/"), headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout
         )
@@ -61,7 +75,11 @@ class OpenAICompatibleModel:
             },
         )
         response.raise_for_status()
-        return str(response.json()["choices"][0]["message"]["content"])
+        body = response.json()
+        usage = body.get("usage") or {}
+        known = isinstance(usage.get("prompt_tokens"), int) and isinstance(usage.get("completion_tokens"), int)
+        self.last_usage = (usage["prompt_tokens"], usage["completion_tokens"]) if known else None
+        return str(body["choices"][0]["message"]["content"])
 
     def close(self) -> None:
         self.http.close()

@@ -89,6 +89,7 @@ def conversation_run(
             turn = agent.turn(session, step["user"], point=point, facts=step.get("facts"))
             turns.append(turn)
             mismatches += _unexpected(f"{spec['name']} turn {number}", turn, step.get("expect"))
+        agent.report_traces(session)
     finally:
         agent.close()
     return Outcome(spec["name"], turns, mismatches, session.session_id, tools)

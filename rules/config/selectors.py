@@ -142,6 +142,8 @@ def _point_document(p: DecisionPoint) -> dict[str, Any]:
             "mask_fact_paths": list(p.mask_fact_paths),
             # Written only when a point opts out, so documents from before rules 0014 read the same.
             **({} if p.mask_facts else {"mask_facts": False}),
+            # Written only when on, so documents from before the switch read the same.
+            **({"store_raw_output": True} if p.store_raw_output else {}),
             "rules": rules,
         },
         "name",

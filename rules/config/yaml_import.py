@@ -320,6 +320,7 @@ class _Applier:
         point.mask_patterns = dict(doc.get("mask_patterns", {}))
         point.mask_fact_paths = list(doc.get("mask_fact_paths", []))
         point.mask_facts = bool(doc.get("mask_facts", True))
+        point.store_raw_output = doc.get("store_raw_output", False) is True
 
     def rule(self, point: DecisionPoint, change: RecordChange) -> None:
         doc = change.new

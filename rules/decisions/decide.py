@@ -233,7 +233,8 @@ def decision_record_build(
         candidate_decision=candidate.decision if candidate else "",
         candidate_confidence=candidate.confidence if candidate else None,
         candidate_reason=masked(candidate.reason) if candidate else "",
-        candidate_raw=masked(request.candidate_raw or ""),
+        # Off (the default): the parsed candidate only; whether the output was invalid is kept either way.
+        candidate_raw=masked(request.candidate_raw or "") if point.store_raw_output else "",
         candidate_invalid=request.candidate_raw is not None and candidate is None,
         decision=decision.decision or "",
         ruled_by=decision.ruled_by or "",

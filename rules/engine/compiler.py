@@ -64,6 +64,9 @@ class CompiledPoint:
     session_fields_read: frozenset[str] = frozenset()
     pii_fields: frozenset[str] = frozenset()
     history_depth: int = 0
+    # Whether the model's raw output is stored (the point's ``store_raw_output``; off: the parsed candidate
+    # only). It changes no decision, only what the log and the runtime's trace events keep.
+    store_raw_output: bool = False
 
     def reads_session(self) -> bool:
         """Whether the point's rules read a session's fields or history (then its log rows record them)."""
@@ -215,6 +218,7 @@ def compile_snapshot(
             session_fields_read=fields_read,
             pii_fields=fields_read & machine_fields(machine)[1],
             history_depth=max((c.history_depth() for c in conditions), default=0),
+            store_raw_output=raw.get("store_raw_output") is True,
         )
     return CompiledConfig(
         revision=revision, points=points, thresholds=thresholds, backend=backend, tools=compile_tools(snapshot)

@@ -30,6 +30,8 @@ high-risk rule, turning one off, or moving a rule out of a high-risk category is
 Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
 that decide only after every high-risk rule of their point, and the lists and thresholds only they use;
 a new list or threshold — the rule that starts using it is judged itself) applies at once.
+A point's ``store_raw_output`` applies at once either way: it changes no decision, and the raw output it
+keeps is masked as the input always is (it masks nothing less, it keeps one more masked text).
 
 A reason is kept as an English message id with its parameters (``RiskReason.message`` / ``params``) as
 well as its English sentence (``why``, for the API, logs and ``import_config``): the admin renders the

@@ -22,6 +22,7 @@ from agents.sessions import apis as session_apis
 from agents.tools import apis as tool_apis
 from agents.tools import approval_apis, breaker_apis
 from agents.tools import errors as tool_errors
+from agents.traces import apis as trace_apis
 from decision_service.api import middleware
 from decision_service.api.errors import _DRF_CODES
 from decision_service.errors import DatabaseUnavailable
@@ -123,6 +124,8 @@ def test_every_api_route_is_described_with_exactly_its_methods(spec):
         (tool_apis.ToolCallCreateApi.InputSerializer, "ToolCallRequest"),
         (tool_apis.ToolCallResultApi.InputSerializer, "ToolResultRequest"),
         (tool_apis.ToolErrorSerializer, "ToolError"),
+        (trace_apis.TraceEventSerializer, "TraceEvent"),
+        (trace_apis.TraceBatchSerializer, "TraceBatch"),
         (staff_apis.ChangeRequestCreateApi.InputSerializer, "ChangeRequestCreate"),
         (staff_apis.ChangeRequestApproveApi.InputSerializer, "ChangeRequestApprove"),
         (staff_apis.SimulationCreateApi.InputSerializer, "SimulationRequest"),
@@ -144,7 +147,7 @@ def test_request_schemas_match_the_serializers(spec, serializer, name):
         prop = _resolve(spec, schema["properties"][field_name])
         if getattr(field, "max_length", None) is not None:
             # A list's length is its number of items (JSON Schema's maxItems), a text's its characters.
-            bound = "maxItems" if isinstance(field, serializers.ListField) else "maxLength"
+            bound = "maxItems" if isinstance(field, serializers.ListField | serializers.ListSerializer) else "maxLength"
             assert prop[bound] == field.max_length, field_name
         if getattr(field, "min_value", None) is not None:
             assert (prop["minimum"], prop["maximum"]) == (field.min_value, field.max_value), field_name

@@ -20,6 +20,7 @@ from django.utils import timezone
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
 from agents.tools.models import ToolCall
+from agents.traces.models import TraceEvent
 from examples.after_sales_agent.agent import TOOLS, AfterSalesAgent
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
 from examples.after_sales_agent.conversations import HERE, conversation_load, conversation_paths
@@ -145,7 +146,9 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         answer = type(self).answers.pop(0)
-        payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]})
+        usage = {"prompt_tokens": 412, "completion_tokens": 23, "total_tokens": 435}
+        choices = [{"index": 0, "message": {"role": "assistant", "content": answer}}]
+        payload = json.dumps({"choices": choices, "usage": usage})
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload.encode())))
@@ -167,7 +170,10 @@ def fake_openai() -> Iterator[str]:
     server.server_close()
 
 
-def test_the_agent_with_an_openai_compatible_model_from_the_environment(bot, fake_openai, monkeypatch) -> None:
+def test_the_agent_with_an_openai_compatible_model_from_the_environment(
+    bot, fake_openai, monkeypatch, settings
+) -> None:
+    settings.ARBITER_TRACE_SAMPLE_RATIO = 1.0  # every turn's model call kept, failed or not
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ARBITER_AGENT_MODEL", "tiny-model")
@@ -189,3 +195,27 @@ def test_the_agent_with_an_openai_compatible_model_from_the_environment(bot, fak
         "tiny-model",
     )
     assert "general_query" in request["body"]["messages"][0]["content"]
+    # Its model call reported with the GenAI names, the tokens the endpoint counted, the prompt's revision.
+    (event,) = TraceEvent.objects.filter(session__key=outcome.session_id)
+    assert (event.type, event.name, event.status, event.turn_id, event.point) == (
+        "llm_call",
+        "tiny-model",
+        "ok",
+        "turn-1",
+        "intent_routing",
+    )
+    assert event.prompt_version.startswith("intent_routing@r") and event.duration_ms is not None
+    assert (event.attributes["gen_ai.usage.input_tokens"], event.attributes["gen_ai.usage.output_tokens"]) == (412, 23)
+    assert event.attributes["gen_ai.provider.name"] == "openai"
+
+
+def test_the_agent_reports_its_model_calls_once_per_conversation(bot) -> None:
+    # At the service's ratio (1% by default) a turn whose model answered nothing usable is kept anyway.
+    sent = bot.counter.requests
+    outcome = conversation_run(bot, HERE / "invalid_output.yaml", out=None)
+    assert bot.counter.requests - sent == sum(t.arbiter_calls for t in outcome.turns) + 1 + 1  # start, report
+    events = list(TraceEvent.objects.filter(session__key=outcome.session_id).order_by("sequence_id"))
+    assert [(e.type, e.name, e.status, e.turn_id) for e in events] == [
+        ("llm_call", "scripted-mock", "error", f"turn-{n}") for n in (1, 2, 3)
+    ]
+    assert {e.attributes["error.type"] for e in events} == {"invalid_candidate_output"}

@@ -168,6 +168,7 @@ class DecisionPointForm(AuditedModelForm):
             "mask_patterns",
             "mask_facts",
             "mask_fact_paths",
+            "store_raw_output",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
         help_texts = {"default_outcome": _("What happens when nothing else decides. Must be one of the outcomes.")}

@@ -45,7 +45,7 @@ class DecisionPointAdmin(ConfigAdmin):
         (_("Sessions"), {"fields": ["machine", "state_map", "fallback_state"]}),
         (
             _("Personal data in the decision log"),
-            {"fields": ["mask_skip", "mask_patterns", "mask_facts", "mask_fact_paths"]},
+            {"fields": ["mask_skip", "mask_patterns", "mask_facts", "mask_fact_paths", "store_raw_output"]},
         ),
     ]
 

@@ -64,6 +64,7 @@ POINT_FIELDS: dict[str, Any] = {
     "mask_patterns": {},
     "mask_fact_paths": [],
     "mask_facts": True,
+    "store_raw_output": False,
 }
 RULE_FIELDS: dict[str, Any] = {
     "description": "",

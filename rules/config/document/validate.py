@@ -67,6 +67,7 @@ POINT_KEYS = (
     "mask_patterns",
     "mask_fact_paths",
     "mask_facts",
+    "store_raw_output",
     "rules",
 )
 POINT_REQUIRED = ("key", "outcomes", "default_outcome")
@@ -341,6 +342,7 @@ class _Checker(ToolReader, MachineReader):
             facts if isinstance(facts, dict) else None,
         ).items():
             self.problem((*path, field), clause(problem))
+        store_raw_output = self.boolean(record, path, "store_raw_output", False)
         rules: list[dict[str, Any]] = []
         keyed: list[tuple[Path, str]] = []
         rule_items = self.sequence(or_default(record, "rules", []), (*path, "rules"))
@@ -373,6 +375,7 @@ class _Checker(ToolReader, MachineReader):
                 "mask_patterns": dict(mask_patterns),
                 "mask_fact_paths": list(mask_fact_paths),
                 **({} if mask_facts else {"mask_facts": False}),
+                **({"store_raw_output": True} if store_raw_output is True else {}),
                 "rules": rules,
             },
             "name",

@@ -201,6 +201,14 @@ class DecisionPoint(models.Model):
         help_text=_("Mask personal data in this point's facts in the log; off: facts are logged as sent."),
         verbose_name=_("mask facts"),
     )
+    store_raw_output = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Keep the model's raw output (masked) in the log and in the runtime's trace events; "
+            "off: the parsed candidate only."
+        ),
+        verbose_name=_("store raw model output"),
+    )
     history = HistoricalRecords()
 
     class Meta:

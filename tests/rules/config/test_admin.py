@@ -358,6 +358,22 @@ def test_point_is_edited_as_lines(admin_client_, config):
 
 
 @pytest.mark.django_db
+def test_storing_the_raw_model_output_is_switched_on_in_the_admin_as_a_revision(admin_client_, config, staff_user):
+    point = config["point"]
+    assert point.store_raw_output is False  # the seed's default: the parsed candidate only
+    url = reverse("admin:rules_decisionpoint_change", args=[point.pk])
+    data = form_data(admin_client_.get(url))
+    assert "store_raw_output" not in data  # an unticked box
+    data["store_raw_output"] = "on"
+    response = admin_client_.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    point.refresh_from_db()
+    assert point.store_raw_output is True
+    latest = point.history.order_by("-history_id").first()
+    assert (latest.store_raw_output, latest.history_user) == (True, staff_user)
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [

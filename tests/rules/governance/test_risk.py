@@ -378,6 +378,12 @@ def test_not_masking_a_point_s_facts_any_more_is_high_risk():
     ]
 
 
+def test_storing_the_raw_model_output_or_not_applies_at_once():
+    # It changes no decision, and the raw output it keeps is masked as the input always is.
+    assert _risks(lambda d: point(d, "refund_approval").__setitem__("store_raw_output", True)) == []
+    assert _risks(lambda d: point(d, "intent_routing").pop("store_raw_output")) == []
+
+
 def test_dropping_a_fact_path_is_high_risk_and_adding_one_is_not():
     assert _risks(_with_fact_path) == []
     before = copy.deepcopy(DEMO)

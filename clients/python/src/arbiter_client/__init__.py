@@ -76,6 +76,7 @@ from arbiter_client.errors import (
 )
 from arbiter_client.session import Session, SessionState
 from arbiter_client.tools import ToolError, ToolGaveUp
+from arbiter_client.trace import llm_call_event, tool_event
 from arbiter_client.tracing import trace_context
 
 __all__ = [
@@ -157,7 +158,9 @@ __all__ = [
     "UnknownTool",
     "UnsupportedMediaType",
     "error_from_problem",
+    "llm_call_event",
     "parse_candidate",
+    "tool_event",
     "trace_context",
     "webhooks",
 ]

@@ -41,6 +41,7 @@ from arbiter_client.types import (
     ToolCallDecision,
     ToolCallStarted,
     ToolResult,
+    TraceRecorded,
 )
 
 API = "/api/v1"
@@ -62,6 +63,7 @@ OPERATIONS = {
     "sessionInterrupt": "session_interrupt",
     "sessionResume": "session_resume",
     "sessionAnomalyCreate": "session_anomaly",
+    "sessionTrace": "session_trace",
     "toolCallCreate": "tool_call_check",
     "toolCallResult": "tool_call_result",
     "simulationCreate": "simulate",
@@ -221,6 +223,14 @@ def session_anomaly(
 ) -> Call[AnomalyRecorded]:
     body = _body(code=code, detail=detail, raw=raw)
     return Call("POST", f"{API}/sessions/{_segment(session_id)}/anomalies", json=body)
+
+
+def session_trace(session_id: str, events: list[dict[str, Any]], *, turn_id: str | None = None) -> Call[TraceRecorded]:
+    """Report events (``arbiter_client.trace``) as one batch. Sent again after a lost answer only when
+    every event has an ``event_id`` (the service records each id once)."""
+    body = _body(turn_id=turn_id, events=events)
+    repeatable = all(isinstance(e, dict) and e.get("event_id") for e in events)
+    return Call("POST", f"{API}/sessions/{_segment(session_id)}/trace", json=body, repeatable=repeatable)
 
 
 _TOOL_FINAL = frozenset({"circuit_open", "tool_concurrency"})

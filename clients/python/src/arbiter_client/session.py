@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from arbiter_client import tools
 from arbiter_client.errors import SessionRefused, StateMismatch
+from arbiter_client.trace import llm_call_event
 from arbiter_client.types import (
     ActionAllowed,
     AnomalyRecorded,
@@ -30,6 +31,7 @@ from arbiter_client.types import (
     Move,
     NeedsCandidate,
     SessionDetail,
+    TraceRecorded,
 )
 
 if TYPE_CHECKING:
@@ -334,6 +336,18 @@ class Session(SessionState):
         answer = self.arbiter.session_anomaly(self.session_id, code, detail=detail, raw=raw)
         self.absorb(answer)
         return answer
+
+    def trace(self, events: list[dict[str, Any]], *, turn_id: str | None = None) -> TraceRecorded:
+        """Report the runtime's own events of a turn (``arbiter_client.trace`` builds them) in one request:
+        sampling keeps or drops a turn whole, and keeps every turn with an error."""
+        return self.arbiter.session_trace(self.session_id, events, turn_id=turn_id)
+
+    def trace_llm_call(self, *, model: str, turn_id: str | None = None, **details: Any) -> TraceRecorded:
+        """Report one model call: ``model`` (``gen_ai.request.model``) and any of ``prompt_version``,
+        ``input_tokens``, ``output_tokens``, ``latency_ms``, ``status``, ``point``, ``provider``,
+        ``operation``, ``response_model``, ``error_type``, ``input_messages``, ``output_messages``,
+        ``event_id`` (``arbiter_client.trace.llm_call_event``)."""
+        return self.trace([llm_call_event(model=model, **details)], turn_id=turn_id)
 
     def interrupt(self, to: str, *, reason: str | None = None) -> Move:
         try:

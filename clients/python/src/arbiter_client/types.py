@@ -518,3 +518,14 @@ class ToolResult(TypedDict):
     retry_after_ms: NotRequired[int]
     late: bool
     session: SessionState
+
+
+class TraceRecorded(TypedDict):
+    """`received` = `kept` (recorded now) + `dropped` (sampled out) + `duplicates` (recorded before)."""
+
+    received: int
+    kept: int
+    dropped: int
+    duplicates: int
+    failed_turns: int
+    sample_ratio: float

@@ -38,7 +38,7 @@ def test_validate_config_lists_every_problem_and_fails(write):
         call_command("validate_config", path, stderr=err)
     assert err.getvalue().splitlines() == [
         "thresholds[0].value: 1.65 is outside the allowed bounds 0 … 1 ratio (line 15)",
-        "points[0].rules[3].priority: expected a whole number ≥ 0, got -60 (line 136)",
+        "points[0].rules[3].priority: expected a whole number ≥ 0, got -60 (line 139)",
     ]
 
 
@@ -121,7 +121,7 @@ def test_import_config_of_an_invalid_file_fails_and_writes_nothing(write, staff_
     err = io.StringIO()
     with pytest.raises(CommandError, match=r"1 problem\(s\) in .*; nothing was written\."):
         call_command("import_config", path, "--user", "ops", stderr=err)
-    assert err.getvalue() == "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 124)\n"
+    assert err.getvalue() == "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 127)\n"
     assert db_state() == before
 
 

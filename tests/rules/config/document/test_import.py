@@ -268,7 +268,7 @@ def test_an_invalid_file_writes_nothing(actor):
         run(DEMO.replace("value: 0.65", "value: 1.65").replace("outcome: refund_review", "outcome: refund"), actor)
     assert exc.value.problems == [
         "thresholds[0].value: 1.65 is outside the allowed bounds 0 … 1 ratio (line 15)",
-        "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 124)",
+        "points[0].rules[1].outcome: 'refund' is not an outcome of intent_routing (line 127)",
     ]
     assert db_state() == before
 

@@ -137,6 +137,11 @@ def test_validation_needs_no_database():
             "    default_outcome: approve\n    mask_facts: 'no'",
             "points[0].mask_facts: expected true or false, got the text 'no' (line 15)",
         ),
+        (
+            "    default_outcome: approve",
+            "    default_outcome: approve\n    store_raw_output: 1",
+            "points[0].store_raw_output: expected true or false, got 1 (line 15)",
+        ),
         # facts
         (
             "          - fact: amount",
@@ -245,7 +250,7 @@ def test_validation_needs_no_database():
             "    default_outcome: approve\n    colour: red",
             "points[0].colour: unknown key 'colour' (expected one of: key, name, description, facts, outcomes, "
             "candidate_whitelist, default_outcome, when_no_candidate, machine, state_map, fallback_state, mask_skip, "
-            "mask_patterns, mask_fact_paths, mask_facts, rules) (line 15)",
+            "mask_patterns, mask_fact_paths, mask_facts, store_raw_output, rules) (line 15)",
         ),
         ("    value: 500\n", "", "thresholds[0]: missing required key 'value' (line 3)"),
         ("machines: []", "", "document: missing required key 'machines' (line 1)"),
