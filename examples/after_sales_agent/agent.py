@@ -25,6 +25,7 @@ Arbiter calls it made.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,9 @@ from arbiter_client import (
 from examples.after_sales_agent.llm import Model
 
 BY = {"hard_rule": "rule", "llm_candidate": "llm", "default": "default"}
+# The version of the prompt this agent builds (``prompt``): sent with each candidate, so that Arbiter's
+# decision map shows a new prompt (or model) as a row of its own. Change it whenever the prompt changes.
+PROMPT_VERSION = "after-sales-prompt-1"
 REPLIES = {
     "human_handoff": "已为您转接人工客服，请稍候。",
     "intent_clarify": "抱歉，我没太明白，能再具体说说您遇到的问题吗？",
@@ -302,16 +306,23 @@ class AfterSalesAgent:
         self._saw(session, answer)
         params: dict[str, str] = {}
         if answer["needs_candidate"]:
+            began = time.perf_counter()
             output = self.model.complete(self.prompt(point, answer["revision"], answer), message)
             turn.model_calls += 1
+            # Which model and prompt made the candidate: only on the decide that carries it.
+            llm = {
+                "model": self.model.name,
+                "prompt_version": PROMPT_VERSION,
+                "latency_ms": round(1000 * (time.perf_counter() - began)),
+            }
             try:
                 turn.candidate = dict(parse_candidate(output))
             except CandidateParseError as exc:
                 notes.append(f"model output unreadable: {exc}")
-                answer = self._decide(session, point, input=message, facts=facts, candidate_raw=output)
+                answer = self._decide(session, point, input=message, facts=facts, candidate_raw=output, llm=llm)
             else:
                 params = model_params(output)
-                answer = self._decide(session, point, input=message, facts=facts, candidate=turn.candidate)
+                answer = self._decide(session, point, input=message, facts=facts, candidate=turn.candidate, llm=llm)
             if turn.candidate is None and not session.handed_off and "handed_off" not in (answer.get("session") or {}):
                 # Today's answer does not say whether the failure handed the session over (issue 23):
                 # read the session, only on this path, before replying to a conversation a person may own.

@@ -13,6 +13,9 @@ import httpx
 
 
 class Model(Protocol):
+    # The model's name as the agent reports it with each candidate (decide's ``llm.model``).
+    name: str
+
     def complete(self, system: str, user: str) -> str: ...
 
 
@@ -20,7 +23,8 @@ class ScriptedModel:
     """Answers with the next scripted text; records each prompt it was asked (and fails loudly when
     the agent asks more often than the script says, so a test sees an unexpected model call)."""
 
-    def __init__(self, answers: Iterable[Any] = ()):
+    def __init__(self, answers: Iterable[Any] = (), *, name: str = "scripted-mock"):
+        self.name = name
         self.answers = [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in answers]
         self.prompts: list[tuple[str, str]] = []
 
@@ -38,7 +42,7 @@ class OpenAICompatibleModel:
     """``POST {base_url}/chat/completions`` on httpx; the first choice's message is the answer."""
 
     def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float = 60.0):
-        self.model = model
+        self.model = self.name = model
         self.http = httpx.Client(
             base_url=base_url.rstrip("/"), headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout
         )

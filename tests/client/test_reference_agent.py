@@ -20,7 +20,8 @@ from django.utils import timezone
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
 from agents.tools.models import ToolCall
-from examples.after_sales_agent.agent import TOOLS, AfterSalesAgent
+from rules.models import DecisionRecord
+from examples.after_sales_agent.agent import PROMPT_VERSION, TOOLS, AfterSalesAgent
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
 from examples.after_sales_agent.conversations import HERE, conversation_load, conversation_paths
 from examples.after_sales_agent.llm import OpenAICompatibleModel, ScriptedModel
@@ -107,6 +108,15 @@ def test_the_phone_is_collected_into_the_session_field(bot) -> None:
     kinds = list(Transition.objects.filter(session=session).order_by("seq").values_list("kind", "to_state"))
     # The address on its own (a fields move); the phone with the event into executing, one move.
     assert kinds[-1][1] == "executing" and [k for k, _ in kinds].count("fields") == 1
+
+    # Each decide that carried the model's output named the model and the prompt's version.
+    with_model = DecisionRecord.objects.filter(session_id=session.key).exclude(candidate_decision="")
+    assert with_model.exists()
+    assert {(r.llm_model, r.llm_prompt_version) for r in with_model} == {("scripted-mock", PROMPT_VERSION)}
+    assert all(r.llm_latency_ms is not None for r in with_model)
+    assert not DecisionRecord.objects.filter(session_id=session.key, candidate_decision="", candidate_raw="").exclude(
+        llm_model=""
+    )
 
     first, second, third = (system for system, _user in model.prompts)
     assert "state awaiting_intent" in first and "Still missing" not in first  # nothing asked for yet
