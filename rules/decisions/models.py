@@ -89,7 +89,10 @@ class DecisionRecord(models.Model):
         verbose_name=_("prompt version"),
     )
     llm_latency_ms = models.PositiveIntegerField(
-        null=True, blank=True, help_text=_("How long the model took to answer, in ms."), verbose_name=_("model latency (ms)")
+        null=True,
+        blank=True,
+        help_text=_("How long the model took to answer, in ms."),
+        verbose_name=_("model latency (ms)"),
     )
     idempotency_key = models.CharField(max_length=200, blank=True, verbose_name=_("idempotency key"))
     request_digest = models.CharField(max_length=64, blank=True, verbose_name=_("request digest"))

@@ -14,7 +14,6 @@ from django.db.models.sql.constants import MULTI
 from rules.errors import IdempotencyConflict, NotFound
 from rules.models import DecisionIdempotencyKey, DecisionRecord
 
-
 # The decision log's admin filters by the model and prompt version that made the candidate (query
 # parameters named as the columns); UNKNOWN_LLM selects the decisions whose agent named none, as the
 # map's "unknown" row counts them, so each row of the map links to its decisions.

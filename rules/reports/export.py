@@ -66,9 +66,7 @@ def _model_cell(m: Mapping[str, Any]) -> str:
     """One row of the breakdown by model: ``model@prompt_version:decisions:override_rate:anomaly_rate``
     (``unknown`` for a name the agent did not send; an empty rate when there is nothing to divide by)."""
     rates = ("" if r is None else str(r) for r in (m["override_rate"], m["anomaly_rate"]))
-    return ":".join(
-        [f"{m['model'] or 'unknown'}@{m['prompt_version'] or 'unknown'}", str(m["decisions"]), *rates]
-    )
+    return ":".join([f"{m['model'] or 'unknown'}@{m['prompt_version'] or 'unknown'}", str(m["decisions"]), *rates])
 
 
 def decision_map_csv(report: Mapping[str, Any]) -> str:

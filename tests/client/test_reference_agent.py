@@ -20,12 +20,12 @@ from django.utils import timezone
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
 from agents.tools.models import ToolCall
-from rules.models import DecisionRecord
 from examples.after_sales_agent.agent import PROMPT_VERSION, TOOLS, AfterSalesAgent
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
 from examples.after_sales_agent.conversations import HERE, conversation_load, conversation_paths
 from examples.after_sales_agent.llm import OpenAICompatibleModel, ScriptedModel
 from examples.after_sales_agent.run import conversation_run, summary
+from rules.models import DecisionRecord
 from tests.support import DEMO_TEXT
 
 

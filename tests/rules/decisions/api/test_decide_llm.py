@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test import Client
+from django.urls import reverse
 
 from rules.decisions import statements
+from rules.decisions.selectors import UNKNOWN_LLM
 from rules.models import DecisionRecord
 from tests.support import decide, post
 
@@ -117,3 +120,30 @@ def test_the_bounds_are_accepted(client):
     r = decide(client, {"point": "intent_routing", "input": "你好", "candidate": CANDIDATE, "llm": llm})
     assert r.status_code == 201, r.content
     assert client.get(f"/api/v1/decisions/{r.json()['id']}").json()["llm"] == llm
+
+
+def test_the_log_admin_filters_by_model_and_prompt_version_and_shows_them(client, admin_user):
+    for llm in (LLM, {**LLM, "model": "qwen3-max"}, None):
+        body = {"point": "intent_routing", "input": "我想退货退款", "candidate": CANDIDATE}
+        if llm is not None:
+            body["llm"] = llm
+        assert decide(client, body).status_code == 201
+    browser = Client()
+    browser.force_login(admin_user)
+    changelist = reverse("admin:rules_decisionrecord_changelist")
+
+    def shown(**query):
+        page = browser.get(changelist, query)
+        assert page.status_code == 200
+        return page.context["cl"].result_count
+
+    assert shown() == 3
+    assert shown(llm_model="qwen3-max") == 1
+    assert shown(llm_model="qwen2.5-72b-instruct", llm_prompt_version="intent-v7") == 1
+    assert shown(llm_prompt_version="intent-v7") == 2
+    assert shown(llm_model=UNKNOWN_LLM) == shown(llm_prompt_version=UNKNOWN_LLM) == 1
+    page = browser.get(changelist).content.decode()
+    assert "qwen3-max" in page and "intent-v7" in page  # offered as filter choices
+    record = DecisionRecord.objects.get(llm_model="qwen3-max")
+    detail = browser.get(reverse("admin:rules_decisionrecord_change", args=[record.pk])).content.decode()
+    assert "qwen3-max" in detail and "prompt intent-v7" in detail and "412 ms" in detail
