@@ -200,8 +200,8 @@ def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | No
     answers = report_counting.ask(start=start, end=end - TICK, points=list(points) if points is not None else None)
     for answer in answers:
         if isinstance(answer, dict):
-            for point, rows in answer.items():
-                for code, model, version, n in rows:
+            for point, raised in answer.items():
+                for code, model, version, n in raised:
                     counts[point].anomalies[code] += n
                     counts[point].llm((model, version))["anomalies"] += n
     return dict(counts)
