@@ -147,3 +147,5 @@ def test_the_log_admin_filters_by_model_and_prompt_version_and_shows_them(client
     record = DecisionRecord.objects.get(llm_model="qwen3-max")
     detail = browser.get(reverse("admin:rules_decisionrecord_change", args=[record.pk])).content.decode()
     assert "qwen3-max" in detail and "prompt intent-v7" in detail and "412 ms" in detail
+    replay = browser.get(reverse("admin:rules_decisionrecord_replay", args=[record.pk])).content.decode()
+    assert "made by model qwen3-max with prompt intent-v7" in replay
