@@ -79,13 +79,17 @@ def decision_anomalies(*, record: DecisionRecord, **_: Any) -> dict[str, Any]:
 
 def point_anomaly_counts(
     *, start: dt.datetime, end: dt.datetime, points: list[str] | None, **_: Any
-) -> dict[str, dict[str, int]]:
-    """For the decision-point map: anomalies per point and code in the window (anomalies of no point,
-    e.g. a forbidden transition an agent asked for directly, belong to no point and are not counted)."""
+) -> dict[str, list[tuple[str, str, str, int]]]:
+    """For the decision-point map: anomalies per point, code, and the model and prompt version logged on
+    the decision that raised them, in the window (anomalies of no point, e.g. a forbidden transition an
+    agent asked for directly, belong to no point and are not counted; those of no decision, or of a
+    decision without the model's name, count under "" — the map's "unknown")."""
     rows = Anomaly.objects.filter(created_at__gte=start, created_at__lte=end).exclude(point="")
     if points is not None:
         rows = rows.filter(point__in=points)
-    counts: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in rows.values("point", "code").annotate(n=Count("id")).order_by():
-        counts[row["point"]][row["code"]] = row["n"]
+    counts: dict[str, list[tuple[str, str, str, int]]] = defaultdict(list)
+    grouped = rows.values("point", "code", "decision__llm_model", "decision__llm_prompt_version")
+    for row in grouped.annotate(n=Count("id")).order_by():
+        model, prompt_version = row["decision__llm_model"] or "", row["decision__llm_prompt_version"] or ""
+        counts[row["point"]].append((row["code"], model, prompt_version, row["n"]))
     return dict(counts)

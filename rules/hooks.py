@@ -69,9 +69,11 @@ decision_log_purging: Hook[int] = Hook("decision_log_purging")
 decision_shown: Hook[dict[str, Any]] = Hook("decision_shown")
 
 # The decision-point map is counting a window (start, end: datetime, both inclusive; points: list[str] |
-# None, the keys it reports on, None for all). Providers answer {point key: {anomaly code: count}} for
-# what they record about points in that window (the agents app: model anomalies).
-report_counting: Hook[dict[str, dict[str, int]]] = Hook("report_counting")
+# None, the keys it reports on, None for all). Providers answer {point key: [(anomaly code, model,
+# prompt version, count), …]} for what they record about points in that window (the agents app: model
+# anomalies), the model and prompt version being those logged on the decision that raised the anomaly
+# ("" when none was logged or no decision raised it).
+report_counting: Hook[dict[str, list[tuple[str, str, str, int]]]] = Hook("report_counting")
 
 # The decision-point map is listing ghost failures (seed 000 §4.2) among decisions made from ``start`` to
 # ``end`` (datetimes; points: list[str] | None as above). Providers answer {point key: {"count": int,

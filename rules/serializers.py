@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from decision_service.api.fields import StrictCharField, StrictFloatField, StrictSerializer
+from decision_service.api.fields import StrictCharField, StrictFloatField, StrictIntegerField, StrictSerializer
 from rules.engine import Candidate
 
 
@@ -29,6 +29,14 @@ class CandidateSerializer(StrictSerializer):
                 {"intent": ["intent is another name for decision: send one, or the same value in both."]}
             )
         return {**attrs, "decision": decision if decision is not None else intent}
+
+
+class LlmSerializer(StrictSerializer):
+    """Which model and prompt made the candidate, and how long the model took (``llm`` of a decide)."""
+
+    model = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+    prompt_version = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
+    latency_ms = StrictIntegerField(min_value=0, max_value=86_400_000, required=False, allow_null=True, default=None)
 
 
 class DecideInputSerializer(StrictSerializer):

@@ -42,7 +42,7 @@ from decision_service.api.fields import (
 from rules.config.validators import KEY as KEY_PATTERN
 from rules.decisions.compute import DecideRequest
 from rules.decisions.presenters import decision_body
-from rules.serializers import DecideInputSerializer, candidate_from
+from rules.serializers import DecideInputSerializer, LlmSerializer, candidate_from
 
 # The one key pattern (rules.validators), anchored for DRF's RegexField.
 KEY = rf"^{KEY_PATTERN.pattern}$"
@@ -100,6 +100,8 @@ class DecisionCreateApi(AgentApi):
     class InputSerializer(DecideInputSerializer):
         session_id = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
         tokens = serializers.JSONField(required=False, allow_null=True)
+        # Only here, not in the shared DecideInputSerializer: the simulator decides no model's candidate.
+        llm = serializers.JSONField(required=False, allow_null=True)
         apply = StrictBooleanField(required=False, default=False)
         expected_state = StrictCharField(max_length=64, required=False)
 
@@ -116,6 +118,13 @@ class DecisionCreateApi(AgentApi):
                 )
             return attrs
 
+        def validate_llm(self, value: Any) -> Any:
+            if value is None:
+                return None
+            nested = LlmSerializer(data=value)
+            nested.is_valid(raise_exception=True)
+            return nested.validated_data
+
         def validate_tokens(self, value: Any) -> Any:
             if value is None:
                 return None
@@ -130,6 +139,7 @@ class DecisionCreateApi(AgentApi):
         request_log.note(point=data["point"])
         key = idempotency_key(request)
         tokens = data.get("tokens") or {}
+        llm = data.get("llm") or {}
         agent = request_agent(request)
         result = decision_make(
             agent=agent,
@@ -142,6 +152,9 @@ class DecisionCreateApi(AgentApi):
                 facts=data["facts"],
                 tokens_prompt=tokens.get("prompt"),
                 tokens_completion=tokens.get("completion"),
+                llm_model=llm.get("model", ""),
+                llm_prompt_version=llm.get("prompt_version", ""),
+                llm_latency_ms=llm.get("latency_ms"),
                 expected_state=data.get("expected_state", ""),
             ),
             idempotency_key=key,

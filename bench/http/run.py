@@ -94,6 +94,25 @@ PATHS = [
         ' "candidate": {"decision": "general_query", "confidence": 0.9}}',
         201,
     ),
+    # The same two decides naming the model that made the candidate (issue 26): three more columns in the
+    # log's INSERT, and the serializer's nested ``llm``.
+    Path_(
+        "decide_candidate_llm",
+        "/api/v1/decisions",
+        '{"point": "intent_routing", "input": "where is my parcel %d",'
+        ' "candidate": {"decision": "general_query", "confidence": 0.9},'
+        ' "llm": {"model": "qwen3-max", "prompt_version": "intent-v7", "latency_ms": 412}}',
+        201,
+    ),
+    Path_(
+        "decide_hard_rule_session_llm",
+        "/api/v1/decisions",
+        '{"point": "intent_routing", "input": "我要投诉你们 %d", "session_id": "d%d",'
+        ' "candidate": {"decision": "general_query", "confidence": 0.9},'
+        ' "llm": {"model": "qwen3-max", "prompt_version": "intent-v7", "latency_ms": 412}}',
+        201,
+        mod=DECIDE_SESSIONS,
+    ),
     Path_("transition", "/api/v1/sessions/t%d/transitions", '{"to": "received", "expected_state": "init"}', 200),
     Path_(
         "tool_call_check",
@@ -369,6 +388,8 @@ def main() -> None:
             "decide_hard_rule_session": "decide",
             "decide_session_first_seen": "decide",
             "decide_candidate": "decide",
+            "decide_candidate_llm": "decide",
+            "decide_hard_rule_session_llm": "decide",
             "transition": "transition",
             "tool_call_check": "tool_check",
             "tool_call_result": "tool_result",

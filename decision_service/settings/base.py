@@ -146,9 +146,9 @@ ARBITER_GHOST_FAILURE_SECONDS = env.ARBITER_GHOST_FAILURE_SECONDS
 ARBITER_DECIDE_GUESS_SESSION_STATE = env.ARBITER_DECIDE_GUESS_SESSION_STATE
 ARBITER_TRACE_SAMPLE_RATIO = env.ARBITER_TRACE_SAMPLE_RATIO
 # The largest request body the API reads (413 beyond). Sized from the schema's character limits, not the
-# other way round: the longest request the schema bounds (a decision with every text field full: 32,512
-# characters) is 390,388 bytes when each character is written as a 12-byte JSON escape (an emoji as
-# "\ud83d\ude00", what json.dumps writes by default), and the rest, 130 KiB, is for the free-form
+# other way round: the longest request the schema bounds (a decision with every text field full: 32,704
+# characters) is 392,753 bytes when each character is written as a 12-byte JSON escape (an emoji as
+# "\ud83d\ude00", what json.dumps writes by default), and the rest, 128 KiB, is for the free-form
 # members (facts, context, params). tests/api/test_body_limit.py derives the figure from
 # docs/openapi.yaml and fails when the two drift apart; docs/api.md ("Limits") states both numbers.
 ARBITER_MAX_REQUEST_BYTES = 512 * 1024

@@ -54,6 +54,9 @@ from opentelemetry.trace import Tracer
 from examples.after_sales_agent.llm import Model
 
 BY = {"hard_rule": "rule", "llm_candidate": "llm", "default": "default"}
+# The version of the prompt this agent builds (``prompt``): sent with each candidate, so that Arbiter's
+# decision map shows a new prompt (or model) as a row of its own. Change it whenever the prompt changes.
+PROMPT_VERSION = "after-sales-prompt-1"
 REPLIES = {
     "human_handoff": "已为您转接人工客服，请稍候。",
     "intent_clarify": "抱歉，我没太明白，能再具体说说您遇到的问题吗？",
@@ -214,7 +217,7 @@ class AfterSalesAgent:
                 llm_call_event(
                     model=getattr(self.model, "name", "unknown"),
                     provider=getattr(self.model, "provider", None),
-                    prompt_version=f"{point}@r{revision}",
+                    prompt_version=PROMPT_VERSION,  # as its decides say (the map's rows)
                     point=point,
                     latency_ms=round((time.perf_counter() - started) * 1000),
                     input_tokens=usage[0] if usage else None,
@@ -384,16 +387,23 @@ class AfterSalesAgent:
         params: dict[str, str] = {}
         if answer["needs_candidate"]:
             revision = answer["revision"]
+            began = time.perf_counter()
             output = self._complete(session, point, revision, self.prompt(point, revision, answer), message)
             turn.model_calls += 1
+            # Which model and prompt made the candidate: only on the decide that carries it.
+            llm = {
+                "model": self.model.name,
+                "prompt_version": PROMPT_VERSION,
+                "latency_ms": round(1000 * (time.perf_counter() - began)),
+            }
             try:
                 turn.candidate = dict(parse_candidate(output))
             except CandidateParseError as exc:
                 notes.append(f"model output unreadable: {exc}")
-                answer = self._decide(session, point, input=message, facts=facts, candidate_raw=output)
+                answer = self._decide(session, point, input=message, facts=facts, candidate_raw=output, llm=llm)
             else:
                 params = model_params(output)
-                answer = self._decide(session, point, input=message, facts=facts, candidate=turn.candidate)
+                answer = self._decide(session, point, input=message, facts=facts, candidate=turn.candidate, llm=llm)
             if turn.candidate is None and not session.handed_off and "handed_off" not in (answer.get("session") or {}):
                 # Today's answer does not say whether the failure handed the session over (issue 23):
                 # read the session, only on this path, before replying to a conversation a person may own.

@@ -13,8 +13,9 @@ import httpx
 
 
 class Model(Protocol):
-    """``name`` and ``provider`` are what the agent reports as ``gen_ai.request.model`` and
-    ``gen_ai.provider.name``; ``last_usage`` the (input, output) tokens of the last answer, when known."""
+    """``name`` and ``provider`` are what the agent reports as ``gen_ai.request.model`` (and decide's
+    ``llm.model``) and ``gen_ai.provider.name``; ``last_usage`` the (input, output) tokens of the last
+    answer, when known."""
 
     name: str
     provider: str
@@ -27,11 +28,11 @@ class ScriptedModel:
     """Answers with the next scripted text; records each prompt it was asked (and fails loudly when
     the agent asks more often than the script says, so a test sees an unexpected model call)."""
 
-    name = "scripted-mock"
     provider = "scripted"
     last_usage: tuple[int, int] | None = None  # a script counts no tokens
 
-    def __init__(self, answers: Iterable[Any] = ()):
+    def __init__(self, answers: Iterable[Any] = (), *, name: str = "scripted-mock"):
+        self.name = name
         self.answers = [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in answers]
         self.prompts: list[tuple[str, str]] = []
 

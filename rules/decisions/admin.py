@@ -29,6 +29,7 @@ from django.utils.translation import gettext_lazy as _
 from decision_service.admin.display import flag_cell, key_cell, summary_cell, when_cell
 from decision_service.admin.kit import ReadOnlyAdmin, actor_of
 from rules.decisions.replay import decision_replay
+from rules.decisions.selectors import LLM_MODEL_PARAM, LLM_PROMPT_PARAM, UNKNOWN_LLM, decision_llm_names
 from rules.decisions.why import (
     AGENT_CHARS,
     SESSION_CHARS,
@@ -138,6 +139,36 @@ class AgentFilter(admin.SimpleListFilter):
         return queryset.filter(agent_name=value) if value else queryset
 
 
+class LlmFilter(admin.SimpleListFilter):
+    """The model (or prompt version) that made the candidate, among the latest decisions; "unknown" for
+    decisions whose agent named none. Another value still filters by URL."""
+
+    parameter_name = LLM_MODEL_PARAM
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        names = set(decision_llm_names(column=self.parameter_name, recent=AgentFilter.RECENT))
+        selected = self.value()
+        if selected and selected != UNKNOWN_LLM:
+            names.add(selected)
+        return [(n, n) for n in sorted(names)] + [(UNKNOWN_LLM, gettext("unknown"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        return queryset.filter(**{self.parameter_name: "" if value == UNKNOWN_LLM else value})
+
+
+class ModelFilter(LlmFilter):
+    title = _("model")
+    parameter_name = LLM_MODEL_PARAM
+
+
+class PromptVersionFilter(LlmFilter):
+    title = _("prompt version")
+    parameter_name = LLM_PROMPT_PARAM
+
+
 # --- the "why" panel: everything a reviewer needs to see why a decision came out as it did ------------
 
 
@@ -166,6 +197,8 @@ class DecisionRecordAdmin(SessionLogAdmin):
         "ruled_by",
         "overridden",
         AgentFilter,
+        ModelFilter,
+        PromptVersionFilter,
         ("created_at", admin.DateFieldListFilter),
     )
     ordering = ("-created_at",)
@@ -183,6 +216,9 @@ class DecisionRecordAdmin(SessionLogAdmin):
                     "session_id",
                     "session_state",
                     "engine",
+                    "llm_model",
+                    "llm_prompt_version",
+                    "llm_latency_ms",
                     "idempotency_key",
                     "request_digest",
                 ],
@@ -197,6 +233,9 @@ class DecisionRecordAdmin(SessionLogAdmin):
         "session_id",
         "session_state",
         "engine",
+        "llm_model",
+        "llm_prompt_version",
+        "llm_latency_ms",
         "idempotency_key",
         "request_digest",
     )

@@ -31,6 +31,10 @@ class DecideRequest:
     facts: Mapping[str, Any] = field(default_factory=dict)
     tokens_prompt: int | None = None
     tokens_completion: int | None = None
+    # Which model and prompt made the candidate, as the agent names them ("" when not sent).
+    llm_model: str = ""
+    llm_prompt_version: str = ""
+    llm_latency_ms: int | None = None
     # With apply: the state the caller believes the session is in (the optimistic lock of a move).
     expected_state: str = ""
 
@@ -49,6 +53,8 @@ class DecideRequest:
         }
         if self.expected_state:  # only when sent: the digests of requests without it stay as they were
             body["expected_state"] = self.expected_state
+        if self.llm_model or self.llm_prompt_version or self.llm_latency_ms is not None:  # likewise
+            body["llm"] = [self.llm_model, self.llm_prompt_version, self.llm_latency_ms]
         return canonical_digest(body, text="ascii")  # ASCII: a body may hold lone surrogates
 
 

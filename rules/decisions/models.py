@@ -77,6 +77,23 @@ class DecisionRecord(models.Model):
     evaluated_us = models.PositiveIntegerField(default=0, verbose_name=_("evaluated us"))
     tokens_prompt = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("tokens prompt"))
     tokens_completion = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("tokens completion"))
+    # Which model and prompt made the candidate (the agent's own names, not personal data): the decision
+    # map breaks its rates down by them, so an upgrade shows as a new row (docs/report.md).
+    llm_model = models.CharField(
+        max_length=128, blank=True, help_text=_("The model the agent asked, as it names it."), verbose_name=_("model")
+    )
+    llm_prompt_version = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text=_("The version of the prompt the agent sent it."),
+        verbose_name=_("prompt version"),
+    )
+    llm_latency_ms = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=_("How long the model took to answer, in ms."),
+        verbose_name=_("model latency (ms)"),
+    )
     idempotency_key = models.CharField(max_length=200, blank=True, verbose_name=_("idempotency key"))
     request_digest = models.CharField(max_length=64, blank=True, verbose_name=_("request digest"))
     session_move = models.JSONField(

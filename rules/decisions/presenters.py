@@ -177,6 +177,18 @@ def record_body(record: DecisionRecord) -> dict[str, Any]:
         "engine": record.engine,
         "evaluated_us": record.evaluated_us,
         "tokens": {"prompt": record.tokens_prompt, "completion": record.tokens_completion},
+        "llm": llm_body(record),
+    }
+
+
+def llm_body(record: DecisionRecord) -> dict[str, Any] | None:
+    """Which model and prompt made the candidate, as the agent sent them; None when it sent nothing."""
+    if not record.llm_model and not record.llm_prompt_version and record.llm_latency_ms is None:
+        return None
+    return {
+        "model": record.llm_model or None,
+        "prompt_version": record.llm_prompt_version or None,
+        "latency_ms": record.llm_latency_ms,
     }
 
 

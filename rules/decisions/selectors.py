@@ -14,6 +14,20 @@ from django.db.models.sql.constants import MULTI
 from rules.errors import IdempotencyConflict, NotFound
 from rules.models import DecisionIdempotencyKey, DecisionRecord
 
+# The decision log's admin filters by the model and prompt version that made the candidate (query
+# parameters named as the columns); UNKNOWN_LLM selects the decisions whose agent named none, as the
+# map's "unknown" row counts them, so each row of the map links to its decisions.
+LLM_MODEL_PARAM = "llm_model"
+LLM_PROMPT_PARAM = "llm_prompt_version"
+UNKNOWN_LLM = "(unknown)"
+
+
+def decision_llm_names(*, column: str, recent: int = 2000) -> list[str]:
+    """The values of ``column`` (``llm_model`` or ``llm_prompt_version``) among the latest ``recent``
+    decisions: a bounded read of the time index, not a DISTINCT over the whole log."""
+    latest = DecisionRecord.objects.order_by("-created_at").values_list(column, flat=True)[:recent]
+    return sorted({name for name in latest if name})
+
 
 def decision_get_for_agent(*, agent_id: int, decision_id: str) -> DecisionRecord:
     """A logged decision made by this agent; ``NotFound`` for any other id, malformed ones included."""

@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 
 from decision_service.admin.forms import reason_shown
+from rules.decisions.selectors import LLM_MODEL_PARAM, LLM_PROMPT_PARAM, UNKNOWN_LLM
 from rules.errors import InvalidRequest, UnknownPoint
 from rules.models import ChangeRequestState, DecisionPoint, NoCandidatePolicy, RuleCategory, RuleMode
 from rules.reports import charts
@@ -68,8 +69,12 @@ class LogLinks:
         with_candidate: bool = False,
         avoided: bool = False,
         tokens: bool = False,
+        llm: tuple[str | None, str | None] | None = None,
     ) -> str:
         query = {"point": point, **self._bounds(day)}
+        if llm is not None:  # a row of the map's breakdown: None is "unknown", the log's filters say it so
+            query[LLM_MODEL_PARAM] = llm[0] if llm[0] is not None else UNKNOWN_LLM
+            query[LLM_PROMPT_PARAM] = llm[1] if llm[1] is not None else UNKNOWN_LLM
         if ruled_by:
             query["ruled_by__exact"] = ruled_by
         if overridden is not None:
@@ -129,6 +134,22 @@ def _last_change(change: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _pct(rate: float | None) -> str:
+    return "—" if rate is None else f"{100 * rate:.1f}%"
+
+
+def _by_model_rows(p: dict[str, Any], links: LogLinks) -> list[dict[str, Any]]:
+    return [
+        {
+            **m,
+            "override_pct": _pct(m["override_rate"]),
+            "anomaly_pct": _pct(m["anomaly_rate"]),
+            "decisions_url": links.decisions(point=p["key"], llm=(m["model"], m["prompt_version"])),
+        }
+        for m in p.get("by_model", [])
+    ]
+
+
 def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
     key = p["key"]
     rules = {r["key"]: r for r in p["rules"]}
@@ -166,6 +187,7 @@ def _point_view(p: dict[str, Any], links: LogLinks) -> dict[str, Any]:
             (charts.RULED_BY_LABELS[kind], n, links.decisions(point=key, ruled_by=kind))
             for kind, n in p["by_ruled_by"].items()
         ],
+        "by_model_rows": _by_model_rows(p, links),
         "top_rule_rows": [
             {
                 **r,

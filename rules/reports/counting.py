@@ -30,6 +30,9 @@ from rules.models import CandidateRequestCount, DecisionRecord, RuledBy
 
 RULED_BY = tuple(RuledBy.values)
 TICK = dt.timedelta(microseconds=1)
+# What is counted per (model, prompt version) of a point: enough for its override and anomaly rates.
+LLM_NUMBERS = ("decisions", "with_candidate", "overridden", "anomalies")
+LlmKey = tuple[str, str]  # (model, prompt version) as logged; "" where the agent sent none
 
 
 def report_time_zone() -> tuple[str, ZoneInfo]:
@@ -62,6 +65,11 @@ class DayCounts:
     anomalies: Counter[str] = field(default_factory=Counter)
     rule_hits: Counter[str] = field(default_factory=Counter)
     rule_decided: Counter[str] = field(default_factory=Counter)
+    # (model, prompt version) → LLM_NUMBERS: the rates by the model and prompt that made the candidates.
+    by_llm: dict[LlmKey, Counter[str]] = field(default_factory=dict)
+
+    def llm(self, key: LlmKey) -> Counter[str]:
+        return self.by_llm.setdefault(key, Counter())
 
     def add(self, other: DayCounts) -> None:
         for name in NUMBERS:
@@ -69,6 +77,8 @@ class DayCounts:
         self.anomalies.update(other.anomalies)
         self.rule_hits.update(other.rule_hits)
         self.rule_decided.update(other.rule_decided)
+        for key, numbers in other.by_llm.items():
+            self.llm(key).update(numbers)
 
     def subtract(self, other: DayCounts) -> None:
         """Take away a part counted on its own (the stretch of a rolled-up day outside a window); the
@@ -84,6 +94,11 @@ class DayCounts:
             mine.subtract(theirs)
             for key in [k for k, n in mine.items() if n == 0]:
                 del mine[key]
+        for llm, numbers in other.by_llm.items():
+            mine_llm = self.llm(llm)
+            mine_llm.subtract(numbers)
+            if not any(mine_llm.values()):
+                del self.by_llm[llm]
 
     def as_row(self) -> dict[str, Any]:
         """The columns of a ``DecisionRollup`` row."""
@@ -92,6 +107,10 @@ class DayCounts:
             "anomalies": dict(sorted(self.anomalies.items())),
             "rule_hits": dict(sorted(self.rule_hits.items())),
             "rule_decided": dict(sorted(self.rule_decided.items())),
+            "by_llm": [
+                {"model": model, "prompt_version": version, **{n: numbers[n] for n in LLM_NUMBERS}}
+                for (model, version), numbers in sorted(self.by_llm.items())
+            ],
         }
 
     @classmethod
@@ -101,6 +120,10 @@ class DayCounts:
             anomalies=Counter(row.anomalies or {}),
             rule_hits=Counter(row.rule_hits or {}),
             rule_decided=Counter(row.rule_decided or {}),
+            by_llm={
+                (r["model"], r["prompt_version"]): Counter({n: r.get(n, 0) for n in LLM_NUMBERS})
+                for r in row.by_llm or []
+            },
         )
 
 
@@ -142,7 +165,7 @@ def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | No
         records = records.filter(point__in=list(points))
     counts: dict[str, DayCounts] = defaultdict(DayCounts)
     rows = (
-        records.values("point", "ruled_by", "rule_key")
+        records.values("point", "ruled_by", "rule_key", "llm_model", "llm_prompt_version")
         .annotate(
             n=Count("id"),
             with_candidate=Count("id", filter=~Q(candidate_decision="")),
@@ -165,6 +188,10 @@ def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | No
         c.llm_calls_avoided += row["avoided"]
         c.tokens_prompt += row["prompt"] or 0
         c.tokens_completion += row["completion"] or 0
+        llm = c.llm((row["llm_model"], row["llm_prompt_version"]))
+        llm["decisions"] += row["n"]
+        llm["with_candidate"] += row["with_candidate"]
+        llm["overridden"] += row["overridden"]
     inner, params = records.values("point", "matched_rules").order_by().query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(_held_sql(inner), params)
@@ -173,8 +200,10 @@ def count_range(start: dt.datetime, end: dt.datetime, points: Sequence[str] | No
     answers = report_counting.ask(start=start, end=end - TICK, points=list(points) if points is not None else None)
     for answer in answers:
         if isinstance(answer, dict):
-            for point, codes in answer.items():
-                counts[point].anomalies.update(codes)
+            for point, raised in answer.items():
+                for code, model, version, n in raised:
+                    counts[point].anomalies[code] += n
+                    counts[point].llm((model, version))["anomalies"] += n
     return dict(counts)
 
 

@@ -175,7 +175,31 @@ def _traffic(total: DayCounts) -> dict[str, Any]:
             "completion": total.tokens_completion,
             "total": total.tokens_prompt + total.tokens_completion,
         },
+        "by_model": by_model(total),
     }
+
+
+def by_model(total: DayCounts) -> list[dict[str, Any]]:
+    """The point's rates per (model, prompt version) that made its candidates, most decisions first: after
+    an upgrade the old and the new model are two rows. Decisions logged without the model's name (and
+    anomalies raised by no decision) are the row whose model and prompt version are null ("unknown")."""
+    rows = []
+    for (model, version), n in total.by_llm.items():
+        if not any(n.values()):
+            continue
+        rows.append(
+            {
+                "model": model or None,
+                "prompt_version": version or None,
+                "decisions": n["decisions"],
+                "with_candidate": n["with_candidate"],
+                "overridden": n["overridden"],
+                "override_rate": _rate(n["overridden"], n["with_candidate"]),
+                "anomalies": n["anomalies"],
+                "anomaly_rate": _rate(n["anomalies"], n["decisions"]),
+            }
+        )
+    return sorted(rows, key=lambda r: (-r["decisions"], r["model"] or "", r["prompt_version"] or ""))
 
 
 def _ghost_failures(window: Window, points: list[str] | None) -> dict[str, dict[str, Any]]:

@@ -30,6 +30,7 @@ COLUMNS = (
     "llm_calls_avoided",
     "needs_candidate",
     "anomalies",
+    "by_model",
     "ghost_failures",
     "tokens_prompt",
     "tokens_completion",
@@ -61,6 +62,13 @@ def _modes(point: Mapping[str, Any], mode: str) -> int:
     return sum(modes.get(mode, 0) for modes in point["rules_by_category"].values())
 
 
+def _model_cell(m: Mapping[str, Any]) -> str:
+    """One row of the breakdown by model: ``model@prompt_version:decisions:override_rate:anomaly_rate``
+    (``unknown`` for a name the agent did not send; an empty rate when there is nothing to divide by)."""
+    rates = ("" if r is None else str(r) for r in (m["override_rate"], m["anomaly_rate"]))
+    return ":".join([f"{m['model'] or 'unknown'}@{m['prompt_version'] or 'unknown'}", str(m["decisions"]), *rates])
+
+
 def decision_map_csv(report: Mapping[str, Any]) -> str:
     """The report (``rules.reports.decision_map.decision_map``) as CSV text with a header row."""
     out = io.StringIO()
@@ -85,6 +93,7 @@ def decision_map_csv(report: Mapping[str, Any]) -> str:
             "llm_calls_avoided": p["llm_calls_avoided"],
             "needs_candidate": p["needs_candidate"],
             "anomalies": p["anomalies"],
+            "by_model": " ".join(_model_cell(m) for m in p.get("by_model", [])),
             "ghost_failures": p["ghost_failures"],
             "tokens_prompt": p["tokens"]["prompt"],
             "tokens_completion": p["tokens"]["completion"],

@@ -59,6 +59,12 @@ class DecisionRollup(models.Model):
     rule_decided = models.JSONField(
         default=dict, blank=True, help_text=_("Rule key → decisions it made."), verbose_name=_("rule decided")
     )
+    by_llm = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_("Per model and prompt version: decisions, with a candidate, overridden, anomalies."),
+        verbose_name=_("by model"),
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rollup_day", "point"], name="decision_rollup_point_unique")]

@@ -125,6 +125,13 @@ def snapshot_text(
             f"{by.get('llm_candidate', 0)}, default {by.get('default', 0)}); override rate {_pct(p['override_rate'])}; "
             f"{p['llm_calls_avoided']} LLM calls avoided; {p['anomalies']} anomalies"
         )
+        if len(p.get("by_model", [])) > 1:  # one row says nothing the line above does not
+            for m in p["by_model"]:
+                out.append(
+                    f"  model {m['model'] or 'unknown'}, prompt {m['prompt_version'] or 'unknown'}: "
+                    f"{m['decisions']} decisions; override rate {_pct(m['override_rate'])}; "
+                    f"anomaly rate {_pct(m['anomaly_rate'])}"
+                )
         for reason in p["reasons"]:
             out.append(f"  - {reason}")
         if p["dead_rules"]:

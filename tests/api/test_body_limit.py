@@ -116,7 +116,7 @@ def test_the_decision_request_is_the_longest_and_its_size_is_the_one_documented(
     sizes = {name: longest(spec, spec["components"]["schemas"][name])[0] for name in REQUESTS}
     assert max(sizes, key=sizes.get) == "DecideRequest"
     # decision_service/settings/base.py and docs/api.md quote this figure.
-    assert sizes["DecideRequest"] == 390_388, sizes
+    assert sizes["DecideRequest"] == 392_753, sizes
 
 
 # --- Over HTTP ----------------------------------------------------------------------------------------
@@ -128,6 +128,7 @@ def largest_decision(spec: dict[str, Any], session_id: str) -> dict[str, Any]:
     """A decision request with every bounded text at its longest (candidate_raw, not candidate: the
     schema allows only one of the two, and the raw text is the longer)."""
     props = spec["components"]["schemas"]["DecideRequest"]["properties"]
+    llm = spec["components"]["schemas"]["Llm"]["properties"]
     return {
         "point": "intent_routing",
         "session_id": session_id,
@@ -135,6 +136,11 @@ def largest_decision(spec: dict[str, Any], session_id: str) -> dict[str, Any]:
         "candidate_raw": EMOJI * props["candidate_raw"]["maxLength"],
         "facts": {},
         "tokens": {"prompt": 10_000_000, "completion": 10_000_000},
+        "llm": {
+            "model": EMOJI * llm["model"]["maxLength"],
+            "prompt_version": EMOJI * llm["prompt_version"]["maxLength"],
+            "latency_ms": llm["latency_ms"]["maximum"],
+        },
         "apply": False,
     }
 

@@ -21,11 +21,12 @@ from agents.sessions.models import Anomaly, Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
 from agents.tools.models import ToolCall
 from agents.traces.models import TraceEvent
-from examples.after_sales_agent.agent import TOOLS, AfterSalesAgent
+from examples.after_sales_agent.agent import PROMPT_VERSION, TOOLS, AfterSalesAgent
 from examples.after_sales_agent.config import AGENT_POINTS, agent_config_text
 from examples.after_sales_agent.conversations import HERE, conversation_load, conversation_paths
 from examples.after_sales_agent.llm import OpenAICompatibleModel, ScriptedModel
 from examples.after_sales_agent.run import conversation_run, summary
+from rules.models import DecisionRecord
 from tests.support import DEMO_TEXT
 
 
@@ -108,6 +109,15 @@ def test_the_phone_is_collected_into_the_session_field(bot) -> None:
     kinds = list(Transition.objects.filter(session=session).order_by("seq").values_list("kind", "to_state"))
     # The address on its own (a fields move); the phone with the event into executing, one move.
     assert kinds[-1][1] == "executing" and [k for k, _ in kinds].count("fields") == 1
+
+    # Each decide that carried the model's output named the model and the prompt's version.
+    with_model = DecisionRecord.objects.filter(session_id=session.key).exclude(candidate_decision="")
+    assert with_model.exists()
+    assert {(r.llm_model, r.llm_prompt_version) for r in with_model} == {("scripted-mock", PROMPT_VERSION)}
+    assert all(r.llm_latency_ms is not None for r in with_model)
+    assert not DecisionRecord.objects.filter(session_id=session.key, candidate_decision="", candidate_raw="").exclude(
+        llm_model=""
+    )
 
     first, second, third = (system for system, _user in model.prompts)
     assert "state awaiting_intent" in first and "Still missing" not in first  # nothing asked for yet
@@ -204,7 +214,7 @@ def test_the_agent_with_an_openai_compatible_model_from_the_environment(
         "turn-1",
         "intent_routing",
     )
-    assert event.prompt_version.startswith("intent_routing@r") and event.duration_ms is not None
+    assert event.prompt_version == PROMPT_VERSION and event.duration_ms is not None
     assert (event.attributes["gen_ai.usage.input_tokens"], event.attributes["gen_ai.usage.output_tokens"]) == (412, 23)
     assert event.attributes["gen_ai.provider.name"] == "openai"
 

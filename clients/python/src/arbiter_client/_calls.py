@@ -111,6 +111,7 @@ def decide(
     candidate_raw: str | None = None,
     facts: dict[str, Any] | None = None,
     tokens: dict[str, Any] | None = None,
+    llm: dict[str, Any] | None = None,
     apply: bool | None = None,
     expected_state: str | None = None,
     idempotency_key: str | None = None,
@@ -123,6 +124,7 @@ def decide(
         candidate_raw=candidate_raw,
         facts=facts,
         tokens=tokens,
+        llm=llm,
         apply=apply,
         expected_state=expected_state,
     )

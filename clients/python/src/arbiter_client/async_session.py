@@ -41,11 +41,12 @@ class AsyncSession(SessionState):
         candidate_raw: str | None = None,
         facts: Mapping[str, Any] | None = None,
         tokens: Mapping[str, Any] | None = None,
+        llm: Mapping[str, Any] | None = None,
         apply: bool = True,
         expected_state: str | None = None,
         idempotency_key: str | None = None,
     ) -> Decision | NeedsCandidate:
-        request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
+        request = self._decide_request(input, candidate, candidate_raw, facts, tokens, llm)
         self._last_decide = {"point": point, **request}
         sent = self._expected_state(apply, expected_state)
         try:

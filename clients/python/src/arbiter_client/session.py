@@ -129,6 +129,7 @@ class SessionState:
         candidate_raw: str | None,
         facts: Mapping[str, Any] | None,
         tokens: Mapping[str, Any] | None,
+        llm: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         return {
             "input": input,
@@ -136,6 +137,7 @@ class SessionState:
             "candidate_raw": candidate_raw,
             "facts": dict(facts) if facts is not None else None,
             "tokens": dict(tokens) if tokens is not None else None,
+            "llm": dict(llm) if llm is not None else None,
         }
 
     def _target(self, decision: Decision | NeedsCandidate, mapping: Mapping[str, str]) -> str | None:
@@ -164,6 +166,7 @@ class Session(SessionState):
         candidate_raw: str | None = None,
         facts: Mapping[str, Any] | None = None,
         tokens: Mapping[str, Any] | None = None,
+        llm: Mapping[str, Any] | None = None,
         apply: bool = True,
         expected_state: str | None = None,
         idempotency_key: str | None = None,
@@ -171,7 +174,7 @@ class Session(SessionState):
         """Decide at ``point`` for this session; with ``apply`` (the default) the server moves the
         session through the point's state map in the same call, provided the session is still in
         ``expected_state`` (the caller's, else ``self.state``; a stale one is ``StateMismatch``)."""
-        request = self._decide_request(input, candidate, candidate_raw, facts, tokens)
+        request = self._decide_request(input, candidate, candidate_raw, facts, tokens, llm)
         self._last_decide = {"point": point, **request}
         sent = self._expected_state(apply, expected_state)
         try:

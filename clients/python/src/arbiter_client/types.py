@@ -173,6 +173,17 @@ class Decision(TypedDict):
     session: NotRequired[Any]
 
 
+class DecisionMapModelRow(TypedDict):
+    model: str | None
+    prompt_version: str | None
+    decisions: int
+    with_candidate: int
+    overridden: int
+    override_rate: float | None
+    anomalies: int
+    anomaly_rate: float | None
+
+
 class RuledByCounts(TypedDict):
     hard_rule: int
     llm_candidate: int
@@ -200,6 +211,7 @@ class DecisionMapPoint(TypedDict):
     needs_candidate: int
     anomalies: int
     anomalies_by_code: dict[str, Any]
+    by_model: list[DecisionMapModelRow]
     tokens: dict[str, Any]
     ghost_failures: int
     ghost_failures_latest: list[dict[str, Any]]
@@ -219,6 +231,14 @@ class DecisionMap(TypedDict):
     ghost_failure_seconds: int
     points: list[DecisionMapPoint]
     since_snapshot: Any
+
+
+class LlmOut(TypedDict):
+    """What the agent said made the candidate; a member it did not send is null."""
+
+    model: str | None
+    prompt_version: str | None
+    latency_ms: int | None
 
 
 class RecordedMatch(TypedDict):
@@ -255,6 +275,7 @@ class DecisionRecord(TypedDict):
     engine: str
     evaluated_us: int
     tokens: dict[str, Any]
+    llm: LlmOut | None
 
 
 EventMove = TypedDict(
