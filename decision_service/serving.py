@@ -22,7 +22,8 @@ def usable_cores() -> int:
 
 bind = [env.ARBITER_ADDR]
 workers = env.WEB_CONCURRENCY or 2 * usable_cores() + 1
-worker_class = "sync"
+threads = max(1, env.ARBITER_THREADS)
+worker_class = "gthread" if threads > 1 else "sync"
 wsgi_app = "decision_service.wsgi:application"
 # Heartbeat files in memory rather than on a possibly slow disk.
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108

@@ -50,11 +50,15 @@ def connection_per_request(live_server: Any, path: Path) -> Iterator[None]:
     httpd = live_server.thread.httpd
     saved = httpd.connections_override
     httpd.connections_override = _ConnectionPerRequest(make)
+    # A thread a request starts (the long poll's watcher) opens its connection from the settings.
+    saved_settings = connections.settings[DEFAULT_DB_ALIAS]
+    connections.settings[DEFAULT_DB_ALIAS] = settings_dict
     mine = make()
     connections[DEFAULT_DB_ALIAS] = mine
     try:
         yield
     finally:
+        connections.settings[DEFAULT_DB_ALIAS] = saved_settings
         httpd.connections_override = saved
         mine.close()
         connections[DEFAULT_DB_ALIAS] = memory

@@ -63,6 +63,7 @@ class Call(Generic[R]):
     expect: str = "json"  # "json" or "text"
     repeatable: bool = False  # the body names the operation: a repeat is answered, not done again
     final_codes: frozenset[str] = frozenset()  # 429/503 codes raised at once, not retried here
+    timeout: float | None = None  # seconds for this call instead of the client's (a long poll waits longer)
 
     @property
     def replayable(self) -> bool:
@@ -130,7 +131,12 @@ def send(
         counter.requests += 1
         try:
             response = http.request(
-                call.method, call.path, json=call.json, params=_params(call), headers=dict(call.headers)
+                call.method,
+                call.path,
+                json=call.json,
+                params=_params(call),
+                headers=dict(call.headers),
+                timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
             )
         except (*_NOT_SENT, *_LOST) as exc:
             retryable = isinstance(exc, _NOT_SENT) or call.replayable
@@ -169,7 +175,12 @@ async def send_async(
         counter.requests += 1
         try:
             response = await http.request(
-                call.method, call.path, json=call.json, params=_params(call), headers=dict(call.headers)
+                call.method,
+                call.path,
+                json=call.json,
+                params=_params(call),
+                headers=dict(call.headers),
+                timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
             )
         except (*_NOT_SENT, *_LOST) as exc:
             retryable = isinstance(exc, _NOT_SENT) or call.replayable
