@@ -166,6 +166,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--wakes", type=int, default=3)
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds of uncounted decides per serving")
     parser.add_argument("--workers", type=int, default=0, help="server workers (0: bin/serve's default)")
     parser.add_argument("--output")
     args = parser.parse_args()
@@ -205,6 +206,9 @@ def main() -> None:
         name = "sync" if threads == 1 else f"gthread ×{threads}"
         server = serve(port, threads)
         try:
+            # Warm-up, not counted: each worker's first decides compile the configuration.
+            warm = wrk(port, DECIDE, token, seconds=args.warmup, connections=args.connections, offset=offset)
+            offset += warm.requests + 1000
             for count in waiter_counts:
                 pollers = Pollers(port, token, count)
                 pollers.start()
