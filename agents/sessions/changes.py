@@ -87,6 +87,9 @@ class ChangeWatch:
         finally:
             with self._lock:
                 self._waiters.discard(waiter)
+            # The answer's reads open a connection again; closed when the request ends (Django's
+            # close_old_connections at request_finished), not kept by a thread that mostly sleeps.
+            connection.close_at = time.monotonic()
 
     def _run(self) -> None:
         try:
