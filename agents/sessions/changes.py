@@ -87,9 +87,6 @@ class ChangeWatch:
         finally:
             with self._lock:
                 self._waiters.discard(waiter)
-            # The answer's reads open a connection again; closed when the request ends (Django's
-            # close_old_connections at request_finished), not kept by a thread that mostly sleeps.
-            connection.close_at = time.monotonic()
 
     def _run(self) -> None:
         try:
@@ -131,3 +128,11 @@ class ChangeWatch:
 
 
 changes_watch = ChangeWatch()
+
+
+def connection_release_when_done() -> None:
+    """After a wait, the answer's reads opened a connection again: closed when the request ends (Django's
+    ``close_old_connections`` at ``request_finished``), not kept by a thread that mostly sleeps. Called
+    after those reads (a new connection sets its own closing time)."""
+    if connection.connection is not None:
+        connection.close_at = time.monotonic()

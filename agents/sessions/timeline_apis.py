@@ -24,7 +24,7 @@ from rest_framework.response import Response
 
 from agents.errors import InvalidCursor
 from agents.sessions.apis import SessionApi
-from agents.sessions.changes import changes_watch
+from agents.sessions.changes import changes_watch, connection_release_when_done
 from agents.sessions.models import Session
 from agents.sessions.presenters import session_state
 from agents.sessions.selectors import session_get_for_agent
@@ -111,17 +111,19 @@ class SessionChangesApi(SessionApi):
         wait = _bounded(request, "wait", 0, 0, WAIT_MAX)
         limit = _bounded(request, "limit", LIMIT_DEFAULT, 1, LIMIT_MAX)
         events = session_events(session, after=after, limit=limit + 1)
-        if not events and changes_watch.wait(session, after=after, seconds=wait):
+        waited = not events and wait > 0
+        if waited and changes_watch.wait(session, after=after, seconds=wait):
             events = session_events(session, after=after, limit=limit + 1)
         page = events[:limit]
         if page:  # what it is now: the events may have moved it, or a person taken it
             session = Session.objects.select_related("machine", "claimed_by").get(pk=session.pk)
-        return Response(
-            {
-                "session_id": session.key,
-                "events": [event_body(e) for e in page],
-                "next": page[-1].sequence_id if page else after,
-                "has_more": len(events) > limit,
-                "session": session_state(session),
-            }
-        )
+        body = {
+            "session_id": session.key,
+            "events": [event_body(e) for e in page],
+            "next": page[-1].sequence_id if page else after,
+            "has_more": len(events) > limit,
+            "session": session_state(session),
+        }
+        if waited:
+            connection_release_when_done()
+        return Response(body)
