@@ -11,10 +11,15 @@ class AgentsConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from agents import receivers, tasks  # noqa: F401 - registers the tasks services queue by name
+        from agents.queue import timeline as queue_timeline
         from agents.queue.selectors import proposed_calls_asking
         from agents.runtimes import principal_cache
+        from agents.sessions import timeline_streams as sessions_timeline
         from agents.sessions.ghosts import ghost_failure_metrics, ghost_failures_by_point
+        from agents.sessions.timeline import timeline_stream_register
+        from agents.tools import timeline as tools_timeline
         from agents.tools.approvals import proposed_calls
+        from agents.traces import selectors as traces_timeline
         from agents.webhooks import emit as webhooks
         from decision_service.metrics import metrics_collecting
         from decision_service.sequence import ensure_event_sequence
@@ -40,3 +45,15 @@ class AgentsConfig(AppConfig):
         proposed_calls_asking.register(proposed_calls, uid="agents.tools.proposed_calls")
         # Change requests are rules'; webhook subscriptions are told of them here.
         hooks.change_request_stepped.register(webhooks.change_request_stepped, uid="agents.webhooks.change_requests")
+
+        # A session's timeline (GET …/timeline, …/changes): each room adds its own events; sessions import none of them.
+        for name, stream, newer in (
+            ("moves", sessions_timeline.moves_stream, sessions_timeline.moves_newer),
+            ("decisions", sessions_timeline.decisions_stream, sessions_timeline.decisions_newer),
+            ("anomalies", sessions_timeline.anomalies_stream, sessions_timeline.anomalies_newer),
+            ("queue_events", queue_timeline.queue_events_stream, queue_timeline.queue_events_newer),
+            ("tool_attempts", tools_timeline.attempts_stream, tools_timeline.attempts_newer),
+            ("tool_results", tools_timeline.results_stream, tools_timeline.results_newer),
+            ("reported", traces_timeline.trace_events_after, traces_timeline.trace_events_newer),
+        ):
+            timeline_stream_register(name, stream, newer=newer)

@@ -109,7 +109,8 @@ class SessionHandedOff(DomainError):
 
 
 class InvalidCursor(DomainError):
-    """A timeline's ``after`` that no page of it gave out (altered, truncated, or from another version)."""
+    """A timeline's or changes' ``after`` that is not a sequence id (the opaque cursors of the timeline's
+    earlier form included)."""
 
     code = "invalid_cursor"
     status = 422

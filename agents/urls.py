@@ -19,6 +19,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/resume", apis.SessionResumeApi.as_view(), name="session-resume"),
     path("sessions/<str:session_id>/timeline", timeline_apis.SessionTimelineApi.as_view(), name="session-timeline"),
     path("sessions/<str:session_id>/trace", trace_apis.SessionTraceApi.as_view(), name="session-trace"),
+    path("sessions/<str:session_id>/changes", timeline_apis.SessionChangesApi.as_view(), name="session-changes"),
     path("sessions/<str:session_id>/anomalies", apis.SessionAnomalyCreateApi.as_view(), name="session-anomaly"),
     path("sessions/<str:session_id>/tool-calls", tool_apis.ToolCallCreateApi.as_view(), name="tool-call-create"),
     path("tool-calls/<str:operation_id>/result", tool_apis.ToolCallResultApi.as_view(), name="tool-call-result"),

@@ -119,6 +119,9 @@ TIME_ZONE = _str("TIME_ZONE", "UTC")
 # Where gunicorn listens, and how many worker processes (0: two per usable core plus one).
 ARBITER_ADDR = _str("ARBITER_ADDR", "127.0.0.1:8000")
 WEB_CONCURRENCY = _int("WEB_CONCURRENCY", 0)
+# Threads per worker process (gunicorn's gthread workers): a long-polling GET …/changes sleeps in one of
+# them, not in a whole process (decision_service/serving.py, bench/changes). 1: sync workers.
+ARBITER_THREADS = _int("ARBITER_THREADS", 100)
 # Where collectstatic puts the files WhiteNoise serves.
 STATIC_ROOT = _str("STATIC_ROOT")
 # The header a TLS-terminating proxy sets to "https" (e.g. X-Forwarded-Proto). Unset: no header is

@@ -41,7 +41,8 @@ class NextSequenceId(models.Expression):
     """The column default: the sequence's next value on PostgreSQL; NULL on SQLite, where the insert
     trigger sets it."""
 
-    # Django's system check lets only expressions that say so be a column default (fields.E012).
+    # Django's database check (fields.E012, run by migrate, not by the tests) refuses an expression in a
+    # db_default unless it says it may be one; this one reads no column.
     allowed_default = True
 
     def __init__(self) -> None:

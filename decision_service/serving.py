@@ -1,8 +1,13 @@
 """gunicorn's configuration for bin/serve (``gunicorn -c python:decision_service.serving``).
 
-Sync workers: a decide is a short CPU-and-database request, and Django's ORM is synchronous. The
-default count is gunicorn's own rule of thumb, two per usable core plus one, so that a worker waiting
-on PostgreSQL leaves the core to another; bench/http/ measures it (bench/RESULTS.md).
+Worker processes: gunicorn's own rule of thumb, two per usable core plus one, so that a worker waiting
+on PostgreSQL leaves the core to another; bench/http/ measures it (bench/RESULTS.md). Each runs
+``ARBITER_THREADS`` threads (gthread workers; 1: sync workers, one request per process): a runtime's
+long poll (``GET …/changes``) sleeps for up to 30 s, and with sync workers a few hundred of them took
+every process and starved the decides; in a thread of its own, holding no database connection while it
+sleeps (agents.sessions.changes), it costs the decides little — bench/changes/ measures both
+(bench/RESULTS.md). Django's ORM is synchronous and the GIL lets one thread of a process run Python at a
+time, so a decide's CPU cost is the same either way.
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ def usable_cores() -> int:
 
 bind = [env.ARBITER_ADDR]
 workers = env.WEB_CONCURRENCY or 2 * usable_cores() + 1
-worker_class = "sync"
+threads = max(1, env.ARBITER_THREADS)
+worker_class = "gthread" if threads > 1 else "sync"
+# A gthread worker takes new connections while it has fewer than this, free threads or not: at its thread
+# count, a worker whose threads all wait in long polls leaves new connections to the others.
+worker_connections = threads
 wsgi_app = "decision_service.wsgi:application"
 # Heartbeat files in memory rather than on a possibly slow disk.
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108

@@ -151,12 +151,14 @@ def session_states() -> list[str]:
 
 @dataclass(frozen=True)
 class TimelineEntry:
-    """One event of a session: a transition, a decision, an anomaly, a queue event (claim, release) or a
-    tool-call attempt — its start (``tool_invocation``) or its failure (``error_handled``): exactly one of
-    the five is set."""
+    """One event of a session as the admin's page shows it (model rows, for links): a transition, a
+    decision, an anomaly, a queue event (claim, release) or a tool-call attempt — its start
+    (``tool_invocation``) or its failure (``error_handled``): exactly one of the five is set.
+    The agent API reads the same events through ``agents.sessions.timeline``."""
 
     kind: str  # "transition" | "decision" | "anomaly" | "queue" | "tool_invocation" | "error_handled"
     at: dt.datetime
+    sequence_id: int
     transition: Transition | None = None
     decision: DecisionRecord | None = None
     anomaly: Anomaly | None = None
@@ -180,61 +182,6 @@ class TimelineEntry:
 
 
 TOOL_INVOCATION, ERROR_HANDLED = "tool_invocation", "error_handled"
-# When two events share a timestamp: a decision comes before the anomaly it raised, and both before
-# the move it made (the decide service writes them in that order); an attempt's failure before the move
-# its give-up made (written in that order too), its start after all of them.
-_RANK = {"decision": 0, "anomaly": 1, ERROR_HANDLED: 2, "transition": 3, "queue": 4, TOOL_INVOCATION: 5}
-
-
-def _sort_key(entry: TimelineEntry) -> tuple[dt.datetime, int]:
-    return entry.at, _RANK[entry.kind]
-
-
-Position = tuple[dt.datetime, Any]
-
-
-@dataclass(frozen=True)
-class TimelineCursor:
-    """Where a page of a session's timeline ended: the last event it took from each of its streams
-    (moves by ``seq``; decisions, anomalies and queue events by time and primary key; tool-call attempts
-    by their start, and failed ones by their finish, each with the attempt's primary key). The next page
-    starts after each of them, so a page never repeats or skips an event, whatever its neighbours' clocks
-    said. ``TimelineCursor()`` is the beginning."""
-
-    seq: int = 0
-    decision: tuple[dt.datetime, str] | None = None
-    anomaly: tuple[dt.datetime, int] | None = None
-    queue: tuple[dt.datetime, int] | None = None
-    tool: tuple[dt.datetime, int] | None = None
-    tool_error: tuple[dt.datetime, int] | None = None
-
-    def following(self, entries: list[TimelineEntry]) -> TimelineCursor:
-        """The cursor after ``entries``, a page read from this cursor."""
-        seq, decision, anomaly, queue = self.seq, self.decision, self.anomaly, self.queue
-        tool, tool_error = self.tool, self.tool_error
-        for e in entries:
-            if e.transition is not None:
-                seq = e.transition.seq
-            elif e.decision is not None:
-                decision = (e.at, str(e.decision.pk))
-            elif e.anomaly is not None:
-                anomaly = (e.at, e.anomaly.pk)
-            elif e.kind == TOOL_INVOCATION:
-                tool = (e.at, e.attempt.pk)
-            elif e.kind == ERROR_HANDLED:
-                tool_error = (e.at, e.attempt.pk)
-            else:
-                queue = (e.at, e.queue_event.pk)
-        return TimelineCursor(
-            seq=seq, decision=decision, anomaly=anomaly, queue=queue, tool=tool, tool_error=tool_error
-        )
-
-
-def _after(position: Position | None, field: str = "created_at") -> Q:
-    if position is None:
-        return Q()
-    at, pk = position
-    return Q(**{f"{field}__gt": at}) | Q(**{field: at, "pk__gt": pk})
 
 
 def _attempts(session: Session) -> QuerySet[Any]:
@@ -242,64 +189,39 @@ def _attempts(session: Session) -> QuerySet[Any]:
     return apps.get_model("agents", "ToolAttempt").objects.filter(call__session=session).select_related("call")
 
 
-def session_timeline(
-    session: Session, *, limit: int | None = None, after: TimelineCursor | None = None
-) -> list[TimelineEntry]:
+def session_timeline(session: Session, *, limit: int | None = None) -> list[TimelineEntry]:
     """The session's transitions, decisions, anomalies, queue events and tool-call attempts in one list,
-    oldest first.
-
-    Ordered by time; transitions always keep their ``seq`` order among themselves (``heapq.merge``
-    never reorders one input), even if clocks disagree. Decisions and anomalies belong to the session
-    when they name its agent and session id. An attempt is an event when it starts (``tool_invocation``,
-    showing its outcome once reported) and, when it failed, one more when its result came
-    (``error_handled``). Without ``after`` (the admin's page): everything, or with ``limit`` only the
-    latest ``limit`` events. With ``after`` (the agent API's pages): the first ``limit`` events that
-    follow it. The order is the same either way: a merge of the streams.
-    """
-    transitions = session.transitions.select_related("decision")
-    decisions = DecisionRecord.objects.filter(agent_id=session.agent_id, session_id=session.key)
-    anomalies = Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key)
-    queue_events = session.queue_events.all()
+    oldest first, in the service-wide order (``sequence_id``, ``decision_service.sequence``); with
+    ``limit``, the latest ``limit`` events. Decisions and anomalies belong to the session when they name its
+    agent and session id. An attempt is an event when it starts (``tool_invocation``, showing its outcome
+    once reported) and, when it failed, one more when its result came (``error_handled``)."""
     attempts = _attempts(session)
     # A failed attempt: finished, and not "ok" (agents.tools.models.AttemptOutcome).
-    failures = attempts.filter(finished_at__isnull=False).exclude(outcome="ok")
-    if after is None:
-        streams: list[Any] = [
-            transitions.order_by("-seq"),
-            decisions.order_by("-created_at", "-pk"),
-            anomalies.order_by("-created_at", "-pk"),
-            queue_events.order_by("-created_at", "-pk"),
-            attempts.order_by("-started_at", "-pk"),
-            failures.order_by("-finished_at", "-pk"),
-        ]
-    else:
-        streams = [
-            transitions.filter(seq__gt=after.seq).order_by("seq"),
-            decisions.filter(_after(after.decision)).order_by("created_at", "pk"),
-            anomalies.filter(_after(after.anomaly)).order_by("created_at", "pk"),
-            queue_events.filter(_after(after.queue)).order_by("created_at", "pk"),
-            attempts.filter(_after(after.tool, "started_at")).order_by("started_at", "pk"),
-            failures.filter(_after(after.tool_error, "finished_at")).order_by("finished_at", "pk"),
-        ]
-    # An event among the first (or last) ``limit`` of the merge is among the first (last) ``limit`` of its own stream.
-    rows = [list(stream[:limit] if limit is not None else stream) for stream in streams]
-    if after is None:
-        rows = [list(reversed(r)) for r in rows]
-    moves, records, found, queued, started, failed = rows
+    failures = attempts.filter(result_sequence_id__isnull=False).exclude(outcome="ok")
+    streams: list[Any] = [
+        session.transitions.select_related("decision").order_by("-sequence_id"),
+        DecisionRecord.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by("-sequence_id"),
+        Anomaly.objects.filter(agent_id=session.agent_id, session_id=session.key).order_by("-sequence_id"),
+        session.queue_events.order_by("-sequence_id"),
+        attempts.order_by("-sequence_id"),
+        failures.order_by("-result_sequence_id"),
+    ]
+    # An event among the last ``limit`` of the merge is among the last ``limit`` of its own stream.
+    moves, records, found, queued, started, failed = [
+        list(reversed(stream[:limit] if limit is not None else stream)) for stream in streams
+    ]
     merged = list(
         heapq.merge(
-            [TimelineEntry("transition", t.created_at, transition=t) for t in moves],
-            [TimelineEntry("decision", d.created_at, decision=d) for d in records],
-            [TimelineEntry("anomaly", a.created_at, anomaly=a) for a in found],
-            [TimelineEntry("queue", q.created_at, queue_event=q) for q in queued],
-            [TimelineEntry(TOOL_INVOCATION, a.started_at, attempt=a) for a in started],
-            [TimelineEntry(ERROR_HANDLED, a.finished_at, attempt=a) for a in failed],
-            key=_sort_key,
+            [TimelineEntry("transition", t.created_at, t.sequence_id, transition=t) for t in moves],
+            [TimelineEntry("decision", d.created_at, d.sequence_id, decision=d) for d in records],
+            [TimelineEntry("anomaly", a.created_at, a.sequence_id, anomaly=a) for a in found],
+            [TimelineEntry("queue", q.created_at, q.sequence_id, queue_event=q) for q in queued],
+            [TimelineEntry(TOOL_INVOCATION, a.started_at, a.sequence_id, attempt=a) for a in started],
+            [TimelineEntry(ERROR_HANDLED, a.finished_at, a.result_sequence_id, attempt=a) for a in failed],
+            key=lambda e: e.sequence_id,
         )
     )
-    if limit is None:
-        return merged
-    return merged[:limit] if after is not None else merged[-limit:]
+    return merged if limit is None else merged[-limit:]
 
 
 def session_pk(*, agent_id: int | None, session_id: str) -> int | None:

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import QuerySet
+
 from agents.sessions.models import Session
+from agents.sessions.timeline import TimelineEvent
 from agents.traces.models import TraceEvent
-
-
-@dataclass(frozen=True)
-class TimelineEvent:
-    """One event in a session's timeline (the shape every timeline stream returns)."""
-
-    sequence_id: int
-    at: dt.datetime
-    type: str
-    data: dict[str, Any]
 
 
 def trace_event_data(event: TraceEvent) -> dict[str, Any]:
@@ -39,6 +30,11 @@ def trace_event_data(event: TraceEvent) -> dict[str, Any]:
         data.update(tool=event.name or None, duration_ms=event.duration_ms, error_code=event.error_code or None)
     data["reported"] = True  # told by the runtime, not seen by Arbiter
     return data
+
+
+def trace_events_newer(session: Session, after: int) -> QuerySet[Any]:
+    """For ``changes``: a row iff the session has a reported event above ``after`` (its index)."""
+    return TraceEvent.objects.filter(session=session, sequence_id__gt=after).values("pk")
 
 
 def trace_events_after(session: Session, after: int, limit: int) -> list[TimelineEvent]:

@@ -15,7 +15,9 @@
    session into that state — with the parameters as its ``updates`` when they are what completes it,
    one call (the server refuses the move, ``fields_missing``, while one is lacking);
 4. the reply is generated after the state is settled, from the state the session is in. Once a person
-   has the conversation (handed off), the bot stops replying.
+   has the conversation (handed off), the bot stops replying. Between turns the runtime long-polls the
+   session's changes (``watch``): a timeout, a model-failure handoff or an operator claiming it is known
+   before the customer's next message, not from a refused decide.
 The model's prompt carries the state summary, the fields collected and the ones missing (from the
 session object every answer carries), not the conversation's history (seed 003 §3.3).
 Each turn records who decided (rule, LLM, default, or the person who has it), the model calls, and the
@@ -288,6 +290,19 @@ class AfterSalesAgent:
             shown = ("tool", "outcome", "code", "errors", "tool_runs", "state", "arbiter_calls", "reply")
             self.out(json.dumps({k: getattr(turn, k) for k in shown}, ensure_ascii=False))
         return turn
+
+    def watch(self, session: Session, *, wait: int = 30) -> bool:
+        """While the customer types: wait up to ``wait`` seconds for what happens to the session
+        (``GET …/changes``, from the last event seen) and say whether a person has it now — handed off, or
+        claimed by an operator. The next ``turn`` then stays silent without deciding anything."""
+        if session.timeline_cursor is None:  # where to start: the session's story so far, read once
+            session.timeline()
+        events = session.changes(wait=wait)
+        taken = session.handed_off or session.claimed_by is not None
+        if self.out is not None and events:
+            shown = {"watched": [e["type"] for e in events], "handed_off": taken, "claimed_by": session.claimed_by}
+            self.out(json.dumps(shown, ensure_ascii=False))
+        return taken
 
     def prompt(self, point: str, revision: int, answer: Mapping[str, Any]) -> str:
         """What the model is told it may answer: from the answer's ``prompt`` when the server sends

@@ -53,6 +53,10 @@ def use_known_sessions(case: Any, decision_id: str) -> None:
         pick = _pick(params["session_id"], len(SESSION_IDS) + 1)
         if pick < len(SESSION_IDS):
             params["session_id"] = SESSION_IDS[pick]
+    query = case.query
+    if case.path.endswith("/changes") and isinstance(query, dict) and type(query.get("wait")) is int:
+        # A long poll's wait is real time (up to 30 s, over the fuzzer's read timeout): 0 or 1 s exercise it.
+        query["wait"] = min(query["wait"], 1) if query["wait"] >= 0 else query["wait"]
     body = case.body
     if case.path.endswith("/transitions") and isinstance(body, dict) and isinstance(body.get("decision_id"), str):
         try:  # only the spec's form (Python also takes other spellings, which are negative data)

@@ -28,6 +28,7 @@ from examples.after_sales_agent.llm import OpenAICompatibleModel, ScriptedModel
 from examples.after_sales_agent.run import conversation_run, summary
 from rules.models import DecisionRecord
 from tests.support import DEMO_TEXT
+from tests.support.live_sqlite import connection_per_request
 
 
 @pytest.fixture
@@ -229,3 +230,27 @@ def test_the_agent_reports_its_model_calls_once_per_conversation(bot) -> None:
         ("llm_call", "scripted-mock", "error", f"turn-{n}") for n in (1, 2, 3)
     ]
     assert {e.attributes["error.type"] for e in events} == {"invalid_candidate_output"}
+
+
+def test_the_agent_watching_between_turns_stops_talking_when_a_person_takes_the_session(
+    live, live_server, bot, tmp_path
+) -> None:
+    # One connection per request thread (SQLite): the long poll's watcher reads what the others commit.
+    with connection_per_request(live_server, tmp_path / "arbiter.sqlite3"):
+        ops = live.staff("ops", "queue_operators")
+        agent = AfterSalesAgent(bot, ScriptedModel([]), out=None)
+        session = agent.start()
+        assert agent.watch(session, wait=0) is False  # nothing has happened yet: at once
+        seen: list[bool] = []
+        watching = threading.Thread(target=lambda: seen.append(agent.watch(session, wait=30)), daemon=True)
+        watching.start()
+        # Another worker of the runtime hands it off; an operator takes it.
+        other = bot.session(session_id=session.session_id)
+        other.move("human_handoff")
+        watching.join(30)
+        assert seen == [True] and session.handed_off
+        ops.queue_claim(Session.objects.get(key=session.session_id).pk)
+        assert agent.watch(session, wait=30) is True and session.claimed_by == "ops"
+        turn = agent.turn(session, "还在吗？")
+    assert turn.reply is None and turn.model_calls == 0 and turn.state == "human_handoff"
+    assert not any("/decisions" in call for call in turn.calls)

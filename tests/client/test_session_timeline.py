@@ -28,7 +28,7 @@ def test_the_timeline_reads_every_page_and_then_only_what_is_new(bot: Arbiter) -
     s.move("received")
     _events(bot, s.session_id, 1)
     since = s.timeline(limit=2)
-    assert [e["type"] for e in since] == ["transition", "decision"]
+    assert [e["type"] for e in since] == ["state_transition", "decision"]
     assert s.timeline() == []
 
 

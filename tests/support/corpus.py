@@ -197,6 +197,11 @@ class Normaliser:
         "finished_at": lambda v: isinstance(v, str) and _ISO_UTC.fullmatch(v) is not None,
         "evaluated_us": lambda v: type(v) is int and v >= 0,
         "seconds_in_state": lambda v: type(v) in (int, float) and v >= 0,
+        # Places in the service-wide event sequence: on PostgreSQL a sequence no rollback gives back, so
+        # they depend on what ran before (a timeline's or changes' ``next`` likewise; a failed tool
+        # attempt's ``next`` is a word, kept).
+        "sequence_id": lambda v: type(v) is int and v > 0,
+        "next": lambda v: type(v) is int and v >= 0,
     }
 
     def __init__(self) -> None:
@@ -250,6 +255,9 @@ def answer_of(
         if not is_json:
             raise CorpusError(f"step {step['name']!r}: cannot save {var} from a body that is not JSON")
         value = dig(parsed, path)
+        if type(value) is int and value >= 0:  # a sequence id: sent on, masked by its key (VOLATILE_KEYS)
+            variables[var] = str(value)
+            continue
         if not isinstance(value, str) or not value:
             raise CorpusError(f"step {step['name']!r}: {path} is {value!r}, not a text to save")
         variables[var] = value

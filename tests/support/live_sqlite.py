@@ -50,11 +50,40 @@ def connection_per_request(live_server: Any, path: Path) -> Iterator[None]:
     httpd = live_server.thread.httpd
     saved = httpd.connections_override
     httpd.connections_override = _ConnectionPerRequest(make)
+    # A thread a request starts (the long poll's watcher) opens its connection from the settings.
+    saved_settings = connections.settings[DEFAULT_DB_ALIAS]
+    connections.settings[DEFAULT_DB_ALIAS] = settings_dict
     mine = make()
     connections[DEFAULT_DB_ALIAS] = mine
     try:
         yield
     finally:
+        connections.settings[DEFAULT_DB_ALIAS] = saved_settings
         httpd.connections_override = saved
+        mine.close()
+        connections[DEFAULT_DB_ALIAS] = memory
+
+
+@contextmanager
+def connection_per_thread(path: Path) -> Iterator[None]:
+    """Every thread started meanwhile (a request's, a watcher's) and this one on a file copy of the
+    SQLite test database, each with its own connection, as threads of a deployed server have; on
+    PostgreSQL it does nothing."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    memory = connections[DEFAULT_DB_ALIAS]
+    memory.ensure_connection()
+    target = sqlite3.connect(path)
+    memory.connection.backup(target)
+    target.close()
+    saved = connections.settings[DEFAULT_DB_ALIAS]
+    connections.settings[DEFAULT_DB_ALIAS] = {**saved, "NAME": str(path)}
+    mine = memory.__class__(connections.settings[DEFAULT_DB_ALIAS], DEFAULT_DB_ALIAS)
+    connections[DEFAULT_DB_ALIAS] = mine
+    try:
+        yield
+    finally:
+        connections.settings[DEFAULT_DB_ALIAS] = saved
         mine.close()
         connections[DEFAULT_DB_ALIAS] = memory

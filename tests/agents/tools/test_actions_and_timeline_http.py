@@ -55,7 +55,7 @@ def test_the_whitelist_comes_before_the_params(client, session):
 
 
 def timeline(client, session, after=None, limit=50):
-    query = f"?limit={limit}" + (f"&after={after}" if after else "")
+    query = f"?limit={limit}" + (f"&after={after}" if after is not None else "")
     answer = client.get(f"/api/v1/sessions/{session}/timeline{query}")
     assert answer.status_code == 200, answer.json()
     return answer.json()
@@ -72,6 +72,7 @@ def test_each_attempt_is_a_tool_invocation_and_each_failure_an_error_handled(cli
     # Polling with the last page's cursor: the failure follows, once.
     (failed,) = timeline(client, session, after=page["next"])["events"]
     assert failed == {
+        "sequence_id": failed["sequence_id"],
         "type": "error_handled",
         "at": failed["at"],
         "operation_id": "op-1",
@@ -90,10 +91,18 @@ def test_each_attempt_is_a_tool_invocation_and_each_failure_an_error_handled(cli
         ("tool_invocation", 1),
         ("error_handled", 1),
         ("tool_invocation", 2),
+        ("tool_result", 2),
     ]
-    first, _, second = events
+    assert [e["sequence_id"] for e in events] == sorted(e["sequence_id"] for e in events)
+    first, failure, second, result = events
+    assert failure["sequence_id"] == failed["sequence_id"]
     assert (first["outcome"], first["duration_ms"], first["late"]) == ("error", 40, False)
     assert (second["outcome"], second["output_summary"]) == ("ok", '{"note":"[phone]","verified":true}')
+    assert (result["outcome"], result["output_summary"], result["duration_ms"]) == (
+        "ok",
+        '{"note":"[phone]","verified":true}',
+        7,
+    )
 
 
 def test_pages_of_a_timeline_with_attempts_neither_repeat_nor_skip(client, session):
@@ -112,18 +121,18 @@ def test_pages_of_a_timeline_with_attempts_neither_repeat_nor_skip(client, sessi
             break
     assert seen == everything
     # The give-up's failure (undeclared: an anomaly too), then the move on_exhausted made.
-    assert [e["type"] for e in everything][-4:] == ["tool_invocation", "error_handled", "anomaly", "transition"]
+    assert [e["type"] for e in everything][-4:] == ["tool_invocation", "error_handled", "anomaly", "state_transition"]
     assert everything[-3]["next"] == "give_up"
 
 
-def test_a_cursor_from_before_tool_calls_still_reads(client, session):
+def test_a_cursor_of_the_timelines_earlier_form_is_refused_with_a_pointer_to_the_sequence(client, session):
     check(client, session, "flaky", {}, operation_id="op-1")
     old = {"t": 0, "d": None, "a": None, "q": None}  # the four-stream cursor pages gave out before
     text = base64.urlsafe_b64encode(json.dumps(old).encode()).decode().rstrip("=")
-    assert [e["type"] for e in timeline(client, session, after=text)["events"]] == ["tool_invocation"]
-    bad = base64.urlsafe_b64encode(json.dumps({**old, "i": ["x", 1]}).encode()).decode().rstrip("=")
-    answer = client.get(f"/api/v1/sessions/{session}/timeline?after={bad}")
+    answer = client.get(f"/api/v1/sessions/{session}/timeline?after={text}")
     assert (answer.status_code, answer.json()["code"]) == (422, "invalid_cursor")
+    assert "sequence id" in answer.json()["detail"]
+    assert [e["type"] for e in timeline(client, session, after=0)["events"]] == ["tool_invocation"]
 
 
 def test_the_admin_session_page_and_the_tool_call_admin_show_the_attempts(client, session, staff_user):

@@ -17,6 +17,7 @@ from arbiter_client.types import (
     AnomalyRecorded,
     ChangeRequest,
     ChangeRequestList,
+    Changes,
     ConfigDocument,
     Decision,
     DecisionMap,
@@ -54,6 +55,7 @@ OPERATIONS = {
     "pointDetail": "point",
     "machineDetail": "machine",
     "sessionTimeline": "session_timeline",
+    "sessionChanges": "session_changes",
     "sessionCreate": "session_create",
     "sessionDetail": "session_get",
     "sessionTransition": "session_move",
@@ -151,10 +153,24 @@ def machine(machine_key: str) -> Call[Machine]:
     return Call("GET", f"{API}/machines/{_segment(machine_key)}")
 
 
-def session_timeline(session_id: str, *, after: str | None = None, limit: int | None = None) -> Call[Timeline]:
-    """One page of the session's history; pass the page's ``next`` as ``after`` for the events that follow."""
+def session_timeline(session_id: str, *, after: int | None = None, limit: int | None = None) -> Call[Timeline]:
+    """One page of the session's history in the service-wide order; pass the page's ``next`` (a sequence id)
+    as ``after`` for the events that follow."""
     query = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
     return Call("GET", f"{API}/sessions/{_segment(session_id)}/timeline", params=query or None)
+
+
+LONG_POLL_MARGIN = 10.0  # seconds a long poll's answer may take beyond its wait (the server's own work, a queue)
+
+
+def session_changes(
+    session_id: str, *, after: int | None = None, wait: int | None = None, limit: int | None = None
+) -> Call[Changes]:
+    """The session's events after sequence id ``after`` and the session now; without any yet, the server
+    waits up to ``wait`` seconds (at most 30) for one. The read timeout is the wait plus a margin."""
+    query = {k: v for k, v in (("after", after), ("wait", wait), ("limit", limit)) if v is not None}
+    timeout = None if not wait else wait + LONG_POLL_MARGIN
+    return Call("GET", f"{API}/sessions/{_segment(session_id)}/changes", params=query or None, timeout=timeout)
 
 
 def session_create(

@@ -64,6 +64,7 @@ class Call(Generic[R]):
     expect: str = "json"  # "json" or "text"
     repeatable: bool = False  # the body names the operation: a repeat is answered, not done again
     final_codes: frozenset[str] = frozenset()  # 429/503 codes raised at once, not retried here
+    timeout: float | None = None  # seconds for this call instead of the client's (a long poll waits longer)
 
     @property
     def replayable(self) -> bool:
@@ -144,9 +145,15 @@ def send(
     while True:
         counter.requests += 1
         try:
-            response = _seen(
-                counter, http.request(call.method, call.path, json=call.json, params=_params(call), headers=headers)
+            sent = http.request(
+                call.method,
+                call.path,
+                json=call.json,
+                params=_params(call),
+                headers=headers,
+                timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
             )
+            response = _seen(counter, sent)
         except (*_NOT_SENT, *_LOST) as exc:
             retryable = isinstance(exc, _NOT_SENT) or call.replayable
             delay = policy.delay(attempt, None) if retryable else None
@@ -184,7 +191,14 @@ async def send_async(
     while True:
         counter.requests += 1
         try:
-            sent = await http.request(call.method, call.path, json=call.json, params=_params(call), headers=headers)
+            sent = await http.request(
+                call.method,
+                call.path,
+                json=call.json,
+                params=_params(call),
+                headers=headers,
+                timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
+            )
             response = _seen(counter, sent)
         except (*_NOT_SENT, *_LOST) as exc:
             retryable = isinstance(exc, _NOT_SENT) or call.replayable

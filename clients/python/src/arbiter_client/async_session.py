@@ -241,7 +241,7 @@ class AsyncSession(SessionState):
         self.absorb(answer)
         return answer
 
-    async def timeline(self, *, after: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    async def timeline(self, *, after: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         cursor = after if after is not None else self.timeline_cursor
         entries: list[dict[str, Any]] = []
         while True:
@@ -251,3 +251,7 @@ class AsyncSession(SessionState):
             if not more:
                 return entries
             cursor = self.timeline_cursor
+
+    async def changes(self, *, after: int | None = None, wait: int = 0) -> list[dict[str, Any]]:
+        cursor = after if after is not None else self.timeline_cursor
+        return self._changes_answer(await self.arbiter.session_changes(self.session_id, after=cursor, wait=wait))

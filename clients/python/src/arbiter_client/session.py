@@ -70,8 +70,8 @@ class SessionState:
         self.feedback: list[str] = []
         self._last_decide: dict[str, Any] | None = None
         self._state_maps: dict[tuple[str, int], dict[str, str] | None] = {}
-        # Where the next ``timeline()`` starts: the ``next`` cursor of the last page read.
-        self.timeline_cursor: str | None = None
+        # Where the next ``timeline()`` or ``changes()`` starts: the last sequence id read.
+        self.timeline_cursor: int | None = None
         self.absorb(answer)
 
     def __repr__(self) -> str:
@@ -104,15 +104,20 @@ class SessionState:
             return given
         return self.state
 
-    def _timeline_page(self, page: Mapping[str, Any], sent: str | None) -> tuple[list[dict[str, Any]], bool]:
+    def _timeline_page(self, page: Mapping[str, Any], sent: int | None) -> tuple[list[dict[str, Any]], bool]:
         """One page's events, and whether another page follows (``has_more``, with a ``next`` that moved on).
         The last ``next`` is kept even on the last page: the next call asks only for what happened since."""
         entries = [dict(e) for e in page.get("events") or []]
         following = page.get("next")
-        if isinstance(following, str) and following:
+        moved_on = isinstance(following, int) and following != sent
+        if isinstance(following, int):
             self.timeline_cursor = following
-        moved_on = isinstance(following, str) and bool(following) and following != sent
         return entries, bool(page.get("has_more")) and moved_on
+
+    def _changes_answer(self, answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """A changes answer's events; its ``next`` kept, the session's position and handoff taken."""
+        self.absorb(answer)
+        return self._timeline_page(answer, None)[0]
 
     def _refused(self, error: SessionRefused) -> None:
         self.absorb(error.problem)
@@ -375,10 +380,10 @@ class Session(SessionState):
         self.absorb(answer)
         return answer
 
-    def timeline(self, *, after: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """The session's timeline entries (moves, decisions, anomalies …) after the ``after`` cursor, or
-        after where the last call stopped (``timeline_cursor``), every page read: a runtime that calls
-        it again gets only what happened since."""
+    def timeline(self, *, after: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The session's events (moves, decisions, anomalies, tool calls …) after sequence id ``after``, or
+        after where the last call stopped (``timeline_cursor``), in the service-wide order, every page read:
+        a runtime that calls it again gets only what happened since."""
         cursor = after if after is not None else self.timeline_cursor
         entries: list[dict[str, Any]] = []
         while True:
@@ -388,3 +393,10 @@ class Session(SessionState):
             if not more:
                 return entries
             cursor = self.timeline_cursor
+
+    def changes(self, *, after: int | None = None, wait: int = 0) -> list[dict[str, Any]]:
+        """What happened since ``after`` (default: where the last ``timeline()`` or ``changes()`` stopped),
+        waiting up to ``wait`` seconds (at most 30) when nothing has yet; the session's state, ``handed_off``
+        and ``claimed_by`` taken from the answer — a runtime checks ``handed_off`` before it speaks."""
+        cursor = after if after is not None else self.timeline_cursor
+        return self._changes_answer(self.arbiter.session_changes(self.session_id, after=cursor, wait=wait))

@@ -127,6 +127,61 @@ class ChangeRequestList(TypedDict):
     change_requests: list[ChangeRequest]
 
 
+TimelineEvent = TypedDict(
+    "TimelineEvent",
+    {
+        "sequence_id": int,
+        "type": str,
+        "at": str,
+        "seq": NotRequired[int],
+        "from": NotRequired[str],
+        "to": NotRequired[str],
+        "kind": NotRequired[str],
+        "actor": NotRequired[str],
+        "reason": NotRequired[str],
+        "decision_id": NotRequired[str | None],
+        "fields": NotRequired[dict[str, Any]],
+        "id": NotRequired[str],
+        "point": NotRequired[str | None],
+        "input": NotRequired[str | Any],
+        "session_state": NotRequired[str | None],
+        "candidate": NotRequired[Any | None],
+        "candidate_invalid": NotRequired[bool],
+        "decision": NotRequired[str],
+        "ruled_by": NotRequired[str],
+        "rule": NotRequired[str | None],
+        "overridden": NotRequired[bool],
+        "revision": NotRequired[int],
+        "code": NotRequired[str],
+        "detail": NotRequired[str],
+        "raw": NotRequired[str],
+        "state": NotRequired[str],
+        "note": NotRequired[str],
+        "operation_id": NotRequired[str],
+        "tool": NotRequired[str],
+        "attempt": NotRequired[int],
+        "breaker_state": NotRequired[str],
+        "deadline": NotRequired[str],
+        "outcome": NotRequired[str | None],
+        "output_summary": NotRequired[str | None],
+        "finished_at": NotRequired[str | None],
+        "late": NotRequired[bool | None],
+        "duration_ms": NotRequired[int | None],
+        "declared": NotRequired[bool],
+        "message": NotRequired[str],
+        "next": NotRequired[str | None],
+    },
+)
+
+
+class Changes(TypedDict):
+    session_id: str
+    events: list[TimelineEvent]
+    next: int
+    has_more: bool
+    session: SessionState
+
+
 class ConfigDocument(TypedDict):
     """The configuration document (docs/config.md), as JSON."""
 
@@ -434,56 +489,10 @@ class Simulation(TypedDict):
     change_request: int | None
 
 
-TimelineEvent = TypedDict(
-    "TimelineEvent",
-    {
-        "type": str,
-        "at": str,
-        "seq": NotRequired[int],
-        "from": NotRequired[str],
-        "to": NotRequired[str],
-        "kind": NotRequired[str],
-        "actor": NotRequired[str],
-        "reason": NotRequired[str],
-        "decision_id": NotRequired[str | None],
-        "fields": NotRequired[dict[str, Any]],
-        "id": NotRequired[str],
-        "point": NotRequired[str | None],
-        "input": NotRequired[str | Any],
-        "session_state": NotRequired[str | None],
-        "candidate": NotRequired[Any | None],
-        "candidate_invalid": NotRequired[bool],
-        "decision": NotRequired[str],
-        "ruled_by": NotRequired[str],
-        "rule": NotRequired[str | None],
-        "overridden": NotRequired[bool],
-        "revision": NotRequired[int],
-        "code": NotRequired[str],
-        "detail": NotRequired[str],
-        "raw": NotRequired[str],
-        "state": NotRequired[str],
-        "note": NotRequired[str],
-        "operation_id": NotRequired[str],
-        "tool": NotRequired[str],
-        "attempt": NotRequired[int],
-        "breaker_state": NotRequired[str],
-        "deadline": NotRequired[str],
-        "outcome": NotRequired[str | None],
-        "output_summary": NotRequired[str | None],
-        "finished_at": NotRequired[str | None],
-        "late": NotRequired[bool | None],
-        "duration_ms": NotRequired[int | None],
-        "declared": NotRequired[bool],
-        "message": NotRequired[str],
-        "next": NotRequired[str | None],
-    },
-)
-
-
 class Timeline(TypedDict):
     session_id: str
     events: list[TimelineEvent]
-    next: str
+    next: int
     has_more: bool
 
 

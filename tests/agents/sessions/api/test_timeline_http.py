@@ -1,7 +1,8 @@
 """``GET /api/v1/sessions/<id>/timeline``: a session's history for its agent, over HTTP on the real database.
 
-The events are the admin's timeline (one selector): moves, decisions, anomalies and queue events, oldest
-first, page by page with an opaque cursor, the free text masked as the decision log masks its input.
+Moves, field changes, decisions, anomalies and queue events in the service-wide order (``sequence_id``),
+page by page after a sequence id, the free text masked as the decision log masks its input; the admin's
+page shows the same events in the same order.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def test_the_timeline_is_the_sessions_history_in_order_and_masked(client, ops):
     assert body["has_more"] is False
     events = body["events"]
     assert [e["type"] for e in events] == [
-        "decision", "anomaly", "transition", "transition", "anomaly", "decision", "transition", "queue",
+        "decision", "anomaly", "state_transition", "state_transition", "anomaly", "decision", "state_transition",
+        "queue",
     ]  # fmt: skip
+    assert [e["sequence_id"] for e in events] == sorted({e["sequence_id"] for e in events})
+    assert body["next"] == events[-1]["sequence_id"]
     refund, fell_back, fallback_move, move, reported, complaint, handoff, claim = events
     assert (refund["decision"], refund["ruled_by"], refund["rule"]) == ("refund_review", "hard_rule", "refund_trigger")
     assert (fell_back["code"], fell_back["decision_id"]) == ("rule_move_not_allowed", refund["id"])
@@ -84,7 +88,8 @@ def test_the_timeline_is_the_sessions_history_in_order_and_masked(client, ops):
     assert all(e["at"].endswith("Z") for e in events)
     # One selector: the admin's page reads the same events in the same order.
     admin = session_timeline(Session.objects.get(key="s1"))
-    assert [e.kind for e in admin] == [e["type"] for e in events]
+    assert [e.sequence_id for e in admin] == [e["sequence_id"] for e in events]
+    assert [e.kind for e in admin] == [e["type"].removeprefix("state_") for e in events]
 
 
 def test_pages_follow_each_other_without_gaps_or_repeats(client, ops):
@@ -92,7 +97,7 @@ def test_pages_follow_each_other_without_gaps_or_repeats(client, ops):
     whole = timeline(client, "s1")["events"]
     pages, after = [], None
     while True:
-        page = timeline(client, "s1", limit=3, **({"after": after} if after else {}))
+        page = timeline(client, "s1", limit=3, **({"after": after} if after is not None else {}))
         pages += page["events"]
         after = page["next"]
         if not page["has_more"]:
@@ -103,13 +108,17 @@ def test_pages_follow_each_other_without_gaps_or_repeats(client, ops):
     assert post(client, "/api/v1/sessions/s1/anomalies", {"code": "invalid_json"}).status_code == 201
     later = timeline(client, "s1", after=after)
     assert [(e["type"], e["code"]) for e in later["events"]] == [("anomaly", "invalid_json")]
+    assert later["next"] == later["events"][0]["sequence_id"] > after
 
 
 @pytest.mark.parametrize(
     ("query", "status", "code"),
     [
         ({"after": "nonsense"}, 422, "invalid_cursor"),
-        ({"after": "eyJ0IjotMSwiZCI6bnVsbCwiYSI6bnVsbCwicSI6bnVsbH0"}, 422, "invalid_cursor"),  # seq -1
+        ({"after": "eyJ0IjowLCJkIjpudWxsLCJhIjpudWxsLCJxIjpudWxsfQ"}, 422, "invalid_cursor"),  # an earlier cursor
+        ({"after": "-1"}, 422, "invalid_cursor"),
+        ({"after": "1.5"}, 422, "invalid_cursor"),
+        ({"after": "1" * 19}, 422, "invalid_cursor"),
         ({"after": ""}, 422, "invalid_cursor"),
         ({"limit": "0"}, 422, "invalid_request"),
         ({"limit": "201"}, 422, "invalid_request"),
@@ -131,3 +140,14 @@ def test_another_agents_session_is_unknown(client):
         answer = other.get("/api/v1/sessions/s1/timeline", query)
         assert (answer.status_code, answer.json()["code"]) == (404, "unknown_session")
     assert client.get("/api/v1/sessions/nope/timeline").json()["code"] == "unknown_session"
+
+
+def test_a_field_update_is_a_field_change_masked_as_written(client):
+    assert post(client, "/api/v1/sessions", {"machine": "change_address", "session_id": "s1"}).status_code == 201
+    patched = client.patch(
+        "/api/v1/sessions/s1/fields", {"updates": {"receiver_phone": PHONE}, "expected_state": "created"}, format="json"
+    )
+    assert patched.status_code == 200, patched.content
+    (event,) = timeline(client, "s1")["events"]
+    assert (event["type"], event["kind"], event["to"]) == ("field_change", "fields", "created")
+    assert PHONE not in str(event)
