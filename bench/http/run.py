@@ -448,7 +448,11 @@ def main() -> None:
     bare = closed["bare"].rps
     lines = [
         (
-            f"gunicorn {serving.workers} sync workers (bin/serve's configuration)"
+            (
+                f"gunicorn {serving.workers} gthread workers of {serving.threads} threads (bin/serve's configuration)"
+                if serving.worker_class == "gthread"
+                else f"gunicorn {serving.workers} sync workers (bin/serve's configuration, ARBITER_THREADS=1)"
+            )
             if args.server == "gunicorn"
             else f"granian {serving.workers} workers, WSGI interface, its default threads"
         )
