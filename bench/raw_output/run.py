@@ -18,9 +18,9 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
+
+from bench.demo_db import demo_database
 
 
 def main() -> None:
@@ -28,14 +28,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    os.environ["DJANGO_SETTINGS_MODULE"] = "decision_service.settings.test"
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = f"sqlite:///{Path(tempfile.mkdtemp(prefix='arbiter-raw-')) / 'bench.sqlite3'}"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    demo_database("arbiter-raw-")
     from django.db import connection
 
     from agents.runtimes.selectors import agent_principal
@@ -45,11 +38,7 @@ def main() -> None:
     from rules.config.records import point_save
     from rules.decisions.compute import DecideRequest
     from rules.models import DecisionPoint
-    from tests.support import load_demo
 
-    call_command("migrate", verbosity=0, interactive=False)
-    if not DecisionPoint.objects.filter(key="intent_routing").exists():
-        load_demo()
     agent, _ = agent_create(name=f"raw_{os.getpid()}", point_keys=["intent_routing"], actor=None, reason="bench")
     principal = agent_principal(agent)
     session = session_create(agent=principal, machine_key="after_sales")

@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
+
+from bench.demo_db import demo_database
 
 
 def main() -> None:
@@ -27,15 +27,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    os.environ["DJANGO_SETTINGS_MODULE"] = "decision_service.settings.test"
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = f"sqlite:///{Path(tempfile.mkdtemp(prefix='arbiter-guess-')) / 'bench.sqlite3'}"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    import django
-
-    django.setup()
+    demo_database("arbiter-guess-")
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
 
     from agents.runtimes.selectors import agent_principal
@@ -46,11 +39,7 @@ def main() -> None:
     from rules.decisions.compute import DecideRequest
     from rules.engine import Candidate
     from rules.models import DecisionPoint
-    from tests.support import load_demo
 
-    call_command("migrate", verbosity=0, interactive=False)
-    if not DecisionPoint.objects.filter(key="intent_routing").exists():
-        load_demo()
     agent, _ = agent_create(name=f"guess_{os.getpid()}", point_keys=["intent_routing"], actor=None, reason="bench")
     principal = agent_principal(agent)
     machine = DecisionPoint.objects.get(key="intent_routing").machine

@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
+
+from bench.demo_db import demo_database
 
 
 def main() -> None:
@@ -28,27 +28,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    os.environ["DJANGO_SETTINGS_MODULE"] = "decision_service.settings.test"
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = f"sqlite:///{Path(tempfile.mkdtemp(prefix='arbiter-hooks-')) / 'bench.sqlite3'}"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    import django
-
-    django.setup()
+    demo_database("arbiter-hooks-")
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
 
     from agents.runtimes.services import agent_create
     from agents.sessions import moves
     from agents.sessions.services import session_create, session_transition
     from agents.webhooks.services import webhook_subscription_create
-    from rules.models import DecisionPoint
-    from tests.support import load_demo
 
-    call_command("migrate", verbosity=0, interactive=False)
-    if not DecisionPoint.objects.filter(key="intent_routing").exists():
-        load_demo()
     settings.ARBITER_REVISION_CHECK_SECONDS = 0.5
     tag = os.getpid()
     agent, _ = agent_create(name=f"hooks_{tag}", point_keys=[], actor=None, reason="bench")
