@@ -7,7 +7,9 @@ long poll (``GET …/changes``) sleeps for up to 30 s, and with sync workers a f
 every process and starved the decides; in a thread of its own, holding no database connection while it
 sleeps (agents.sessions.changes), it costs the decides little — bench/changes/ measures both
 (bench/RESULTS.md). Django's ORM is synchronous and the GIL lets one thread of a process run Python at a
-time, so a decide's CPU cost is the same either way.
+time; the threads still cost every request some CPU (on two cores, bench/http: a decide's server CPU
+2.45 ms with sync workers against 3.32 with gthread ones, bare's 1.65 against 2.01). Each thread that
+served a request keeps its own database connection (README: PostgreSQL connections).
 """
 
 from __future__ import annotations
