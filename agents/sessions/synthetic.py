@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from agents.runtimes.models import AgentRuntime
 from agents.sessions.models import Anomaly
+from decision_service.sequence import SequenceIdField
 from rules.config.selectors import config_document, revision_latest
 from rules.models import CandidateRequestCount, DecisionRecord
 from rules.reports.rollups import decision_rollups_forget_between
@@ -137,6 +138,10 @@ def _row(
         "session_move": None,
         "candidate_invalid": invalid,
         "session_read": {},  # the generated points read nothing of a session beyond its state
+        # Which model made the candidate (decide's ``llm``): two, so the map's breakdown by model has rows.
+        "llm_model": rng.choice(("demo-model-a", "demo-model-b")) if candidate is not None else "",
+        "llm_prompt_version": "demo-prompt-1" if candidate is not None else "",
+        "llm_latency_ms": rng.randrange(300, 2500) if candidate is not None else None,
     }
 
 
@@ -168,8 +173,10 @@ _JSON = {f.attname for f in DecisionRecord._meta.concrete_fields if isinstance(f
 
 def _write(batch: list[dict[str, Any]]) -> None:
     if connection.vendor == "postgresql":
-        columns = [f.column for f in DecisionRecord._meta.concrete_fields]
-        attnames = [f.attname for f in DecisionRecord._meta.concrete_fields]
+        # The sequence id is the database's to fill (decision_service.sequence).
+        written = [f for f in DecisionRecord._meta.concrete_fields if not isinstance(f, SequenceIdField)]
+        columns = [f.column for f in written]
+        attnames = [f.attname for f in written]
         _copy(
             DecisionRecord,
             columns,

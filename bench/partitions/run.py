@@ -92,7 +92,7 @@ INSERT INTO bench_full.rules_decisionrecord (
     candidate_decision, candidate_confidence, candidate_reason, candidate_raw, decision, ruled_by, rule_key,
     rule_priority, rule_category, matched_rules, keyword_hits, overridden, reason, revision, engine,
     evaluated_us, tokens_prompt, tokens_completion, idempotency_key, request_digest, session_move,
-    candidate_invalid, masked_facts, session_read)
+    candidate_invalid, masked_facts, session_read, llm_model, llm_prompt_version)
 SELECT gen_random_uuid(), %(end)s - random() * interval '180 days',
     (ARRAY['intent_routing', 'refund_approval', 'change_address', 'order_status'])[1 + i %% 4],
     1 + i %% 20, 'bot_' || (i %% 20), 's' || (i %% 200000),
@@ -103,7 +103,8 @@ SELECT gen_random_uuid(), %(end)s - random() * interval '180 days',
     jsonb_build_array(jsonb_build_object('key', 'rule_' || (i %% 50), 'priority', i %% 1000,
         'category', 'enforce', 'outcome', 'general_query', 'shadow', false)),
     '{}'::jsonb, false, 'candidate general_query accepted (confidence 0.90)', 1, 'native', 40 + i %% 60,
-    NULL, NULL, '', md5((i * 7)::text) || md5(i::text), NULL, false, '{}'::jsonb, '{}'::jsonb
+    NULL, NULL, '', md5((i * 7)::text) || md5(i::text), NULL, false, '{}'::jsonb, '{}'::jsonb,
+    (ARRAY['model-a', 'model-b'])[1 + i %% 2], 'prompt-1'
 FROM generate_series(%(first)s, %(last)s) AS i
 """
 

@@ -122,7 +122,11 @@ class AfterSalesAgent:
         """Report the session's model calls made since the last report, in one request (each event names
         its turn, so the service samples turn by turn): off the turn's path, a turn costs no extra call."""
         events = self.traces.pop(session.session_id, [])
-        return session.trace(events) if events else None
+        if not events:
+            return None
+        # In a span of the agent's own, so that Arbiter's span for the report joins the agent's trace too.
+        with self.tracer.start_as_current_span("agent.report_model_calls"):
+            return session.trace(events)
 
     def _complete(self, session: Session, point: str, revision: int, system: str, user: str) -> str:
         """Ask the model, and keep its call to report (GenAI names; the prompt is the point's revision)."""

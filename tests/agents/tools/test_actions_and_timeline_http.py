@@ -120,9 +120,10 @@ def test_pages_of_a_timeline_with_attempts_neither_repeat_nor_skip(client, sessi
         if not page["has_more"]:
             break
     assert seen == everything
-    # The give-up's failure (undeclared: an anomaly too), then the move on_exhausted made.
-    assert [e["type"] for e in everything][-4:] == ["tool_invocation", "error_handled", "anomaly", "state_transition"]
-    assert everything[-3]["next"] == "give_up"
+    # In the order the give-up's request wrote them: the undeclared error's anomaly, the move on_exhausted
+    # made, then the attempt's result (its row is updated last: one statement with the call's).
+    assert [e["type"] for e in everything][-4:] == ["tool_invocation", "anomaly", "state_transition", "error_handled"]
+    assert everything[-1]["next"] == "give_up"
 
 
 def test_a_cursor_of_the_timelines_earlier_form_is_refused_with_a_pointer_to_the_sequence(client, session):

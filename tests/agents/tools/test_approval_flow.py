@@ -103,9 +103,9 @@ def test_approved_the_repeat_goes_ahead(world):
     assert (session["state"], session["handed_off"]) == ("confirming", False)
     events = bot.get("/api/v1/sessions/o1/timeline").body["events"]
     assert [(e["type"], e["kind"]) for e in events[-3:]] == [
-        ("transition", "approval"),
+        ("state_transition", "approval"),
         ("queue", "approve"),
-        ("transition", "approval"),
+        ("state_transition", "approval"),
     ]
     assert events[-2]["note"] == "customer asked twice" and events[-1]["actor"] == "operator:boss"
     going = _call(bot, "o1", "op-approve")

@@ -95,7 +95,7 @@ def test_approve_over_the_staff_api_and_the_agent_sees_the_outcome(agent):
     assert (seen["state"], seen["handed_off"]) == ("collecting_params", False)
     timeline = agent.api.get("/api/v1/sessions/c1/timeline").json()["events"]
     last = [(e["type"], e.get("kind")) for e in timeline][-3:]
-    assert last == [("transition", "approval"), ("queue", "approve"), ("transition", "approval")]
+    assert last == [("state_transition", "approval"), ("queue", "approve"), ("state_transition", "approval")]
     again = post(staff_api(approver("late")), f"/api/v1/queue/{session.pk}/approve", {})
     assert again.status_code == 409 and again.json()["code"] == "not_awaiting_approval"
     assert again["Content-Type"].startswith("application/problem+json")

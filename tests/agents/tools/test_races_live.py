@@ -118,4 +118,4 @@ def test_a_call_retried_after_a_rate_limit_succeeds_end_to_end(bot):
     assert (done.status, done.body["next"], done.body["attempt"]) == (200, "done", 2)
     timeline = bot.get("/api/v1/sessions/e2e/timeline").body["events"]
     kinds = [(e["type"], e.get("attempt")) for e in timeline]
-    assert kinds == [("tool_invocation", 1), ("error_handled", 1), ("tool_invocation", 2)], kinds
+    assert kinds == [("tool_invocation", 1), ("error_handled", 1), ("tool_invocation", 2), ("tool_result", 2)], kinds
