@@ -66,6 +66,7 @@ def test_every_configuration_model_with_history_has_an_admin_history_form():
         "rules.Rule",
         "rules.StateMachine",
         "agents.AgentRuntime",
+        "agents.WebhookSubscription",
     } <= labels
 
 
@@ -114,7 +115,7 @@ def test_a_queue_operator_cannot_bring_back_a_deactivated_agent_and_its_token_st
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("model_name", ["agentruntime", "keywordlist", "rule"])
+@pytest.mark.parametrize("model_name", ["agentruntime", "keywordlist", "rule", "webhooksubscription"])
 def test_a_disabled_revert_is_refused_even_to_a_superuser(model_name, staff_user):
     build_config(staff_user)
     model = next(m for m in HISTORY_ADMINS if m._meta.model_name == model_name)
