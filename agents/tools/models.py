@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from agents.runtimes.models import AgentRuntime
@@ -32,10 +33,15 @@ class ToolCall(models.Model):
     """One operation: a tool the agent asked to call with one input, from one state of one session."""
 
     operation_id = models.CharField(max_length=64, verbose_name=_("operation id"))
+    # No index of their own (db_index=False): the unique (agent, operation_id) and the (session, state,
+    # status) index lead with these columns and serve their look-ups and the deletes that follow them.
+    # Every index is one more entry per check (bench/RESULTS.md, "The check's PostgreSQL time").
     agent = models.ForeignKey(
-        AgentRuntime, on_delete=models.PROTECT, related_name="tool_calls", verbose_name=_("agent")
+        AgentRuntime, on_delete=models.PROTECT, related_name="tool_calls", verbose_name=_("agent"), db_index=False
     )
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("session"))
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("session"), db_index=False
+    )
     tool = models.CharField(max_length=64, verbose_name=_("tool"))
     state = models.CharField(
         max_length=64, help_text=_("The session's state when the call was asked for."), verbose_name=_("state")
@@ -61,6 +67,7 @@ class ToolCall(models.Model):
         related_name="+",
         help_text=_("The person who approved or rejected the call."),
         verbose_name=_("decided by"),
+        db_index=False,  # tool_call_decided_by_idx: partial, most calls have no decider
     )
     decision_note = models.TextField(blank=True, verbose_name=_("decision note"))
     decided_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
@@ -74,7 +81,11 @@ class ToolCall(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "operation_id"], name="tool_call_operation_unique_per_agent")
         ]
-        indexes = [models.Index(fields=["session", "state", "status"], name="tool_call_session_state_idx")]
+        indexes = [
+            models.Index(fields=["session", "state", "status"], name="tool_call_session_state_idx"),
+            # Only the calls a person decided: a user's deletion (SET_NULL) finds them; a check writes no entry.
+            models.Index(fields=["decided_by"], condition=Q(decided_by__isnull=False), name="tool_call_decided_by_idx"),
+        ]
         permissions = [("approve_tool_calls", "Can approve and reject tool calls that wait for a person")]
 
     def __str__(self) -> str:
@@ -91,7 +102,10 @@ class AttemptOutcome(models.TextChoices):
 class ToolAttempt(models.Model):
     """One attempt of an operation: started when the check let it go ahead, completed by its result."""
 
-    call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="attempts", verbose_name=_("call"))
+    # No index of its own: the unique (call, attempt) leads with it.
+    call = models.ForeignKey(
+        ToolCall, on_delete=models.CASCADE, related_name="attempts", verbose_name=_("call"), db_index=False
+    )
     attempt = models.PositiveIntegerField(verbose_name=_("attempt"))
     tool = models.CharField(max_length=64, verbose_name=_("tool"))
     started_at = models.DateTimeField(verbose_name=_("started at"))
@@ -102,7 +116,7 @@ class ToolAttempt(models.Model):
         help_text=_("The tool's breaker when the attempt started."),
         verbose_name=_("breaker"),
     )
-    finished_at = models.DateTimeField(null=True, blank=True, db_index=True, verbose_name=_("finished at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     outcome = models.CharField(
         max_length=16, choices=AttemptOutcome.choices, blank=True, default="", verbose_name=_("outcome")
     )
@@ -127,7 +141,16 @@ class ToolAttempt(models.Model):
         verbose_name_plural = _("tool attempts")
         ordering = ["call", "attempt"]
         constraints = [models.UniqueConstraint(fields=["call", "attempt"], name="tool_attempt_unique_per_call")]
-        indexes = [models.Index(fields=["tool", "finished_at"], name="tool_attempt_tool_finished_idx")]
+        # Read by tool and a time since (the breakers' recent failures), so only finished attempts: an
+        # attempt is written unfinished by its check, which then writes no entry here. No query reads
+        # attempts by ``finished_at`` alone (that index is gone).
+        indexes = [
+            models.Index(
+                fields=["tool", "finished_at"],
+                condition=Q(finished_at__isnull=False),
+                name="tool_attempt_tool_finished_idx",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool} #{self.attempt} ({self.outcome or 'in flight'})"
