@@ -78,6 +78,24 @@ def parse_database_url(url: str) -> dict[str, Any]:
     raise ValueError(f"DATABASE_URL: unsupported scheme {scheme!r} (use postgres:// or sqlite:///)")
 
 
+def database_pooled(database: dict[str, Any], *, max_size: int, timeout: float) -> dict[str, Any]:
+    """``database`` (PostgreSQL) with its connections taken from a pool of ``max_size`` at most: Django
+    returns a connection to it at the end of each request (``CONN_MAX_AGE`` 0, which Django's pool
+    requires), and a request that waits ``timeout`` seconds for one fails with psycopg's ``PoolTimeout``,
+    which the API answers ``503 database_unavailable`` (decision_service/api/errors.py). Each pooled
+    connection keeps its prepared statements (decision_service/db.py) from request to request."""
+    return {
+        **database,
+        "CONN_MAX_AGE": 0,
+        "OPTIONS": {
+            **database.get("OPTIONS", {}),
+            # Two are opened when the process first needs one; the pool grows on demand up to max_size
+            # and gives back what stayed idle for ten minutes (psycopg's max_idle).
+            "pool": {"min_size": min(2, max_size), "max_size": max_size, "timeout": timeout},
+        },
+    }
+
+
 def _local_secret_key() -> str:
     """A key generated once and kept beside the project, so local sessions survive restarts."""
     path = BASE_DIR / ".secret_key"
@@ -122,6 +140,14 @@ WEB_CONCURRENCY = _int("WEB_CONCURRENCY", 0)
 # Threads per worker process (gunicorn's gthread workers): a long-polling GET …/changes sleeps in one of
 # them, not in a whole process (decision_service/serving.py, bench/changes). 1: sync workers.
 ARBITER_THREADS = _int("ARBITER_THREADS", 100)
+# PostgreSQL connections of a process with the production settings (bin/serve's workers): at most this
+# many, shared by its threads through psycopg's pool; a thread takes one for a request and gives it back
+# at the request's end (decision_service/settings/production.py). 0: no pool, each thread keeps a
+# connection of its own for DATABASE_CONN_MAX_AGE, up to workers × threads of them.
+ARBITER_DB_POOL_MAX = _int("ARBITER_DB_POOL_MAX", 10)
+# Seconds a request waits for a pooled connection when all are taken, then 503 database_unavailable.
+ARBITER_DB_POOL_TIMEOUT = float(_str("ARBITER_DB_POOL_TIMEOUT", "5"))
+
 # Where collectstatic puts the files WhiteNoise serves.
 STATIC_ROOT = _str("STATIC_ROOT")
 # The header a TLS-terminating proxy sets to "https" (e.g. X-Forwarded-Proto). Unset: no header is

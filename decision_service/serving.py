@@ -8,8 +8,9 @@ every process and starved the decides; in a thread of its own, holding no databa
 sleeps (agents.sessions.changes), it costs the decides little — bench/changes/ measures both
 (bench/RESULTS.md). Django's ORM is synchronous and the GIL lets one thread of a process run Python at a
 time; the threads still cost every request some CPU (on two cores, bench/http: a decide's server CPU
-2.45 ms with sync workers against 3.32 with gthread ones, bare's 1.65 against 2.01). Each thread that
-served a request keeps its own database connection (README: PostgreSQL connections).
+2.45 ms with sync workers against 3.32 with gthread ones, bare's 1.65 against 2.01). On PostgreSQL the
+threads of a worker share a pool of ``ARBITER_DB_POOL_MAX`` connections (decision_service/settings/
+production.py; README: PostgreSQL connections), so the threads do not multiply the connections.
 """
 
 from __future__ import annotations

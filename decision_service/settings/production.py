@@ -32,6 +32,15 @@ SECURE_REDIRECT_EXEMPT = [r"^metrics$", r"^healthz$", r"^readyz$"]
 SECURE_HSTS_SECONDS = env.SECURE_HSTS_SECONDS
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.SECURE_HSTS_INCLUDE_SUBDOMAINS
 SECURE_HSTS_PRELOAD = env.SECURE_HSTS_PRELOAD
+# PostgreSQL connections bounded per process (ARBITER_DB_POOL_MAX): with gthread workers, each of a
+# worker's threads would otherwise keep a connection of its own (README, "Serve it in production").
+if env.ARBITER_DB_POOL_MAX > 0 and env.DATABASE["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES = {
+        "default": env.database_pooled(
+            env.DATABASE, max_size=env.ARBITER_DB_POOL_MAX, timeout=env.ARBITER_DB_POOL_TIMEOUT
+        )
+    }
+
 if env.SECURE_PROXY_SSL_HEADER:
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + env.SECURE_PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
 
