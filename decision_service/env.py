@@ -145,8 +145,10 @@ ARBITER_THREADS = _int("ARBITER_THREADS", 100)
 # at the request's end (decision_service/settings/production.py). 0: no pool, each thread keeps a
 # connection of its own for DATABASE_CONN_MAX_AGE, up to workers × threads of them.
 ARBITER_DB_POOL_MAX = _int("ARBITER_DB_POOL_MAX", 10)
-# Seconds a request waits for a pooled connection when all are taken, then 503 database_unavailable.
-ARBITER_DB_POOL_TIMEOUT = float(_str("ARBITER_DB_POOL_TIMEOUT", "5"))
+# Seconds a request waits for a pooled connection when all are taken, then 503 database_unavailable: as
+# long as a new connection may take (DATABASE_CONNECT_TIMEOUT). While the database is down every request
+# waits this long, where without the pool a refused connection is answered at once (bench/RESULTS.md).
+ARBITER_DB_POOL_TIMEOUT = float(_str("ARBITER_DB_POOL_TIMEOUT", "3"))
 
 # Where collectstatic puts the files WhiteNoise serves.
 STATIC_ROOT = _str("STATIC_ROOT")
