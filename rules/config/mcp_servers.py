@@ -10,6 +10,11 @@ upstream's tools its approved contracts do not cover). Both are per-process and 
 been read: the revision check is the engine cache's (``rules.config.runtime``), at most one indexed query
 every ``ARBITER_REVISION_CHECK_SECONDS``.
 
+``mcp_tools_seen`` also hands what it saw to the drift recorder governance registers from
+``RulesConfig.ready()`` (``rules.governance.mcp_drift``: a drift is recorded once, with a change request
+proposing the upstream's definition); the configuration side so does not import the change request
+workflow, as the four-eyes gate registers with the configuration-change seam.
+
 A server whose secret's environment variable is not set is listed **disabled** (``enabled=False``,
 ``headers={}``, ``missing_secret`` naming the variable): calling it without its credentials would only
 send unauthenticated requests upstream, so its tools are not offered until the variable is set and the
@@ -21,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -37,6 +42,17 @@ logger = logging.getLogger("arbiter.mcp")
 
 # The fields of a contract an upstream's tools/list describes and the gateway holds it to.
 DRIFT_FIELDS = ("input_schema", "output_schema", "risk")
+
+# What the drift recorder is given: the server, each upstream tool's name → (drift kind or None, its
+# definition), and the live contracts by full name.
+DriftRecorder = Callable[..., None]
+_drift_recorder: DriftRecorder | None = None
+
+
+def drift_recorder_register(recorder: DriftRecorder) -> None:
+    """Install the drift recorder (``RulesConfig.ready()``); a second call replaces the first."""
+    global _drift_recorder
+    _drift_recorder = recorder
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,15 +187,21 @@ def mcp_tool_drift(contract: Mapping[str, Any] | None, upstream: Mapping[str, An
 def mcp_tools_seen(server: str, tools: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     """The (un-namespaced) names of the upstream ``server``'s tools (its ``tools/list`` result's ``tools``)
     that the gateway must not offer: those with no approved contract ``server.name``, and those that differ
-    from it (``mcp_tool_drift``). Called at most once per ``tools_refresh_s`` per server per process."""
-    contracts = engines.current().tools
-    hidden = set()
+    from it (``mcp_tool_drift``). Called at most once per ``tools_refresh_s`` per server per process: what it
+    saw is recorded (a drift opened with its change request, or closed), which may write to the database."""
+    contracts = {name: compiled.contract for name, compiled in engines.current().tools.items()}
+    observed: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
     for tool in tools:
         name = tool.get("name")
-        if not isinstance(name, str):
+        if not isinstance(name, str) or name in observed:
             continue
-        full = f"{server}.{name}"
-        compiled = contracts.get(full)
-        if mcp_tool_drift(compiled.contract if compiled is not None else None, {**tool, "name": full}) is not None:
-            hidden.add(name)
-    return frozenset(hidden)
+        observed[name] = (mcp_tool_drift(contracts.get(f"{server}.{name}"), {**tool, "name": f"{server}.{name}"}), tool)
+    hidden = frozenset(name for name, (kind, _) in observed.items() if kind is not None)
+    if _drift_recorder is not None:
+        try:
+            _drift_recorder(server=server, observed=observed, contracts=contracts)
+        except Exception:
+            # What is offered is decided above, from the live contracts alone; failing to record a drift
+            # (the database unavailable) must not take a server's tools away or give drifted ones back.
+            logger.exception("MCP server %s: recording its tools' drift failed", server)
+    return hidden

@@ -33,6 +33,7 @@ from rules.governance.models.change_requests import (
     ImpactStatus,
     RegressionCase,
 )
+from rules.governance.models.mcp_drift import McpDriftKind, McpDriftStatus, McpToolDrift
 from rules.governance.models.tokens import StaffToken
 from rules.reports.models import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
 
@@ -59,7 +60,10 @@ __all__ = [
     "KeywordTerm",
     "MatchMode",
     "McpAuthKind",
+    "McpDriftKind",
+    "McpDriftStatus",
     "McpServer",
+    "McpToolDrift",
     "NoCandidatePolicy",
     "Operator",
     "RegressionCase",

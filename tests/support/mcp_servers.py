@@ -39,6 +39,10 @@ NAMESPACED_TOOLS = """\
         order_id: {type: string, pattern: "^[A-Z]{2}[0-9]{8}$"}
         address: {type: string}
       required: [order_id]
+    error_codes:
+      - code: ORDER_LOCKED
+        description: The order has shipped.
+    timeout_ms: 4000
     risk: write
   - name: kb.search
     input_schema:

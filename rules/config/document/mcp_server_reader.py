@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.config.document.readers import Reader, clause
+from rules.config.document.readers import clause
+from rules.config.document.tool_reader import ToolReader
 from rules.config.document.yamlload import Path
 from rules.config.mcp_server_definitions import (
     MCP_SERVER_KEYS,
@@ -15,8 +16,8 @@ from rules.config.mcp_server_definitions import (
 )
 
 
-class McpServerReader(Reader):
-    """The MCP server part of the document checker."""
+class McpServerReader(ToolReader):
+    """The MCP server part of the document checker (and, with the tools it builds on, the optional sections)."""
 
     def mcp_servers(self, items: list[Any]) -> list[dict[str, Any]]:
         servers: list[dict[str, Any]] = []
@@ -43,3 +44,10 @@ class McpServerReader(Reader):
             if not problems and all(key in MCP_SERVER_KEYS for key in record):
                 servers.append(canonical_mcp_server(record))
         return sorted(servers, key=lambda s: s["name"])
+
+    def optional_sections(self, sections: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
+        """The document's tools and MCP servers, each section only when it has records (as
+        ``config_document`` writes them: a configuration without any has the digest it had before them)."""
+        tools = self.tools(sections["tools"], sections["machines"])
+        servers = self.mcp_servers(sections["mcp_servers"])
+        return {name: records for name, records in (("tools", tools), ("mcp_servers", servers)) if records}

@@ -25,7 +25,6 @@ from rules.config.document.machine_reader import MachineReader
 from rules.config.document.mcp_server_reader import McpServerReader
 from rules.config.document.readers import clause, describe, one_of, or_default
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
-from rules.config.document.tool_reader import ToolReader
 from rules.config.validators import (
     MAX_TERM_LENGTH,
     NO_OUTCOMES,
@@ -116,7 +115,7 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     return document
 
 
-class _Checker(McpServerReader, ToolReader, MachineReader):
+class _Checker(McpServerReader, MachineReader):
     """Walks the data once, records every problem with its path and line, and builds the canonical form.
 
     Each record method (``threshold``, ``keyword_list``, ``point``, ``rule``, ``condition``, ``machine``)
@@ -161,8 +160,7 @@ class _Checker(McpServerReader, ToolReader, MachineReader):
         keyword_lists = self.section(sections["keyword_lists"], "keyword_lists", self.keyword_list)
         points = self.section(sections["points"], "points", self.point)
         machines = self.section(sections["machines"], "machines", self.machine)
-        tools = self.tools(sections["tools"], sections["machines"])
-        mcp_servers = self.mcp_servers(sections["mcp_servers"])
+        optional = self.optional_sections(sections)  # tools and MCP servers
         if self.count() > start:
             return None
         return {
@@ -171,8 +169,7 @@ class _Checker(McpServerReader, ToolReader, MachineReader):
             "keyword_lists": keyword_lists,
             "points": points,
             "machines": machines,
-            **({"tools": tools} if tools else {}),  # as config_document: only when there are tools
-            **({"mcp_servers": mcp_servers} if mcp_servers else {}),  # and servers
+            **optional,
         }
 
     def section(
