@@ -52,6 +52,11 @@ from rules.models import OPEN_STATES, ChangeRequest, ChangeRequestState, McpDrif
 logger = logging.getLogger("arbiter.mcp")
 
 UPSTREAM_USERNAME = "mcp-upstream"
+# Why a drift's status moved (its history's reasons, rendered in the reader's language by the admin).
+APPLIED = gettext_noop("its change request applied")
+WENT_BACK = gettext_noop("the upstream went back to the approved definition")
+CHANGED_AGAIN = gettext_noop("the upstream changed the tool again")
+REFILED = gettext_noop("its change request was superseded: filed again")
 ADOPTS = gettext_noop("adopts the definition its upstream MCP server now gives (a person approves every such change)")
 
 # name → (drift kind or None when the tool agrees with its contract, the upstream's definition)
@@ -116,12 +121,13 @@ def _close(drift: McpToolDrift, *, why: str) -> None:
     request = drift.change_request
     if request is not None and request.state == ChangeRequestState.APPLIED:
         drift.status = McpDriftStatus.ADOPTED
-        _save(drift, "its change request applied")
+        _save(drift, APPLIED)
         return
     drift.status = McpDriftStatus.RESOLVED
     _save(drift, why)
     if request is not None and request.state in OPEN_STATES:
-        change_request_withdraw(request=request, actor=mcp_upstream_user(), reason=why)
+        # No typed reason: the drift's history says why, in the reader's language.
+        change_request_withdraw(request=request, actor=mcp_upstream_user())
 
 
 def _open(server: str, name: str, kind: str, upstream: Mapping[str, Any], approved: Mapping[str, Any] | None) -> None:
@@ -137,7 +143,7 @@ def _open(server: str, name: str, kind: str, upstream: Mapping[str, Any], approv
         if current is not None:
             if current.fingerprint == fingerprint:
                 return  # another thread opened it meanwhile
-            _close(current, why="the upstream changed the tool again")
+            _close(current, why=CHANGED_AGAIN)
         try:
             with transaction.atomic():
                 drift = McpToolDrift.objects.create(
@@ -166,7 +172,7 @@ def _refile(drift: McpToolDrift) -> None:
         ):
             return
         drift.change_request = _file(drift)
-        _save(drift, "its change request was superseded: filed again")
+        _save(drift, REFILED)
 
 
 def mcp_drift_record(*, server: str, observed: Observed, contracts: Mapping[str, Mapping[str, Any]]) -> None:
@@ -190,7 +196,7 @@ def mcp_drift_record(*, server: str, observed: Observed, contracts: Mapping[str,
                         .first()
                     )
                     if locked is not None:
-                        _close(locked, why="the upstream went back to the approved definition")
+                        _close(locked, why=WENT_BACK)
             continue
         approved = contracts.get(f"{server}.{name}")
         proposed = mcp_tool_adopted(approved, {**upstream, "name": f"{server}.{name}"})

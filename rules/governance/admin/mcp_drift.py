@@ -82,7 +82,7 @@ class McpToolDriftAdmin(ReadOnlyAdmin):
         rows = obj.history.order_by("history_date", "history_id").values_list(
             "history_date", "status", "history_change_reason"
         )
-        lines = ((when(at), McpDriftStatus(status).label, why or "") for at, status, why in rows)
+        lines = ((when(at), McpDriftStatus(status).label, gettext(why) if why else "") for at, status, why in rows)
         return format_html('<ul id="drift-history">{}</ul>', format_html_join("", "<li>{}: {} {}</li>", lines))
 
     @admin.display(description=_("difference"))
