@@ -189,7 +189,8 @@ def mcp_tools_seen(server: str, tools: Sequence[Mapping[str, Any]]) -> frozenset
     that the gateway must not offer: those with no approved contract ``server.name``, and those that differ
     from it (``mcp_tool_drift``). Called at most once per ``tools_refresh_s`` per server per process: what it
     saw is recorded (a drift opened with its change request, or closed), which may write to the database."""
-    contracts = {name: compiled.contract for name, compiled in engines.current().tools.items()}
+    config = engines.current()
+    contracts = {name: compiled.contract for name, compiled in config.tools.items()}
     observed: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
     for tool in tools:
         name = tool.get("name")
@@ -197,7 +198,8 @@ def mcp_tools_seen(server: str, tools: Sequence[Mapping[str, Any]]) -> frozenset
             continue
         observed[name] = (mcp_tool_drift(contracts.get(f"{server}.{name}"), {**tool, "name": f"{server}.{name}"}), tool)
     hidden = frozenset(name for name, (kind, _) in observed.items() if kind is not None)
-    if _drift_recorder is not None:
+    # Drift is recorded for a server the configuration has: a name it does not have proposes nothing.
+    if _drift_recorder is not None and server in config.mcp_servers:
         try:
             _drift_recorder(server=server, observed=observed, contracts=contracts)
         except Exception:

@@ -163,7 +163,8 @@ def _open(server: str, name: str, kind: str, upstream: Mapping[str, Any], approv
         drift.save(update_fields=["change_request", "problem"])
 
 
-def _refile(drift: McpToolDrift) -> None:
+def _refile(drift: McpToolDrift, approved: Mapping[str, Any] | None) -> None:
+    """File a superseded request again, proposed on the contract as it is now (``approved``)."""
     with transaction.atomic():
         drift = McpToolDrift.objects.select_for_update(of=("self",)).select_related("change_request").get(pk=drift.pk)
         request = drift.change_request
@@ -171,6 +172,8 @@ def _refile(drift: McpToolDrift) -> None:
             request is not None and request.state != ChangeRequestState.SUPERSEDED
         ):
             return
+        drift.approved = dict(approved) if approved is not None else None
+        drift.proposed = mcp_tool_adopted(approved, {**drift.upstream, "name": drift.contract_name})
         drift.change_request = _file(drift)
         _save(drift, REFILED)
 
@@ -205,7 +208,7 @@ def mcp_drift_record(*, server: str, observed: Observed, contracts: Mapping[str,
             continue
         seen.append(drift.pk)
         if drift.change_request is not None and drift.change_request.state == ChangeRequestState.SUPERSEDED:
-            _refile(drift)
+            _refile(drift, approved)
     if seen:
         # A heartbeat, not a change of the drift: kept out of its history (``history`` excludes it).
         McpToolDrift.objects.filter(pk__in=seen).update(last_seen=timezone.now())

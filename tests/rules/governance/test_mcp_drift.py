@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from rules.config.mcp_servers import mcp_tools_seen
+from rules.config.tools import tool_save
 from rules.config.yaml_import import config_import
 from rules.governance.change_requests import change_request_approve, change_request_reject
 from rules.governance.mcp_drift import UPSTREAM_USERNAME
@@ -210,3 +211,24 @@ def test_the_admin_lists_drifts_and_shows_the_difference(served, client):
             reverse("admin:rules_mcptooldrift_change", args=[drift.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
         ).content.decode()
     assert "MCP 工具漂移" in chinese and "已批准的契约" in chinese
+
+
+def test_a_request_superseded_under_the_drift_is_filed_again(served, actor):
+    changed = _tools(update_order={"inputSchema": WIDER})
+    mcp_tools_seen("orders", changed)
+    first = McpToolDrift.objects.get().change_request
+    # Staff change the contract meanwhile (a timeout applies at once): the request no longer fits.
+    tool = ToolContract.objects.get(name="orders.update_order")
+    tool.timeout_ms = 6000
+    tool_save(tool=tool, actor=actor, reason="slower upstream")
+    first.refresh_from_db()
+    assert first.state == "superseded"
+    assert mcp_tools_seen("orders", changed) == {"update_order"}
+    drift = McpToolDrift.objects.get()
+    assert drift.change_request_id != first.pk and drift.change_request.state == "pending"
+    assert drift.change_request.changes[0]["after"]["timeout_ms"] == 6000  # proposed on the contract as it is now
+
+
+def test_a_server_the_configuration_does_not_have_records_nothing(served):
+    assert mcp_tools_seen("billing", ORDERS_TOOLS) == {"query_order", "update_order"}
+    assert not McpToolDrift.objects.exists() and not ChangeRequest.objects.exists()
