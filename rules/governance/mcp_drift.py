@@ -53,6 +53,9 @@ logger = logging.getLogger("arbiter.mcp")
 
 UPSTREAM_USERNAME = "mcp-upstream"
 # Why a drift's status moved (its history's reasons, rendered in the reader's language by the admin).
+SEEN = gettext_noop("seen upstream")
+FILED = gettext_noop("its change request filed")
+UNFILED = gettext_noop("no change request: the definition cannot be a contract")
 APPLIED = gettext_noop("its change request applied")
 WENT_BACK = gettext_noop("the upstream went back to the approved definition")
 CHANGED_AGAIN = gettext_noop("the upstream changed the tool again")
@@ -144,23 +147,24 @@ def _open(server: str, name: str, kind: str, upstream: Mapping[str, Any], approv
             if current.fingerprint == fingerprint:
                 return  # another thread opened it meanwhile
             _close(current, why=CHANGED_AGAIN)
+        drift = McpToolDrift(
+            server=server,
+            tool=name,
+            kind=kind,
+            upstream=dict(upstream),
+            fingerprint=fingerprint,
+            approved=approved,
+            proposed=proposed,
+            first_seen=now,
+            last_seen=now,
+        )
         try:
             with transaction.atomic():
-                drift = McpToolDrift.objects.create(
-                    server=server,
-                    tool=name,
-                    kind=kind,
-                    upstream=dict(upstream),
-                    fingerprint=fingerprint,
-                    approved=approved,
-                    proposed=proposed,
-                    first_seen=now,
-                    last_seen=now,
-                )
+                _save(drift, SEEN)
         except IntegrityError:
             return  # another thread or process opened it first: one drift, one request
         drift.change_request = _file(drift)
-        drift.save(update_fields=["change_request", "problem"])
+        _save(drift, FILED if drift.change_request is not None else UNFILED)
 
 
 def _refile(drift: McpToolDrift, approved: Mapping[str, Any] | None) -> None:

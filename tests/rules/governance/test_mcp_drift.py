@@ -89,6 +89,11 @@ def test_a_changed_tool_is_held_back_recorded_once_and_proposed(served):
     after = request.changes[0]["after"]
     assert after["input_schema"] == WIDER
     assert (after["timeout_ms"], after["error_codes"][0]["code"]) == (4000, "ORDER_LOCKED")
+    history = drift.history.order_by("history_id")
+    assert [(h.history_change_reason, h.history_user.username) for h in history] == [
+        ("seen upstream", UPSTREAM_USERNAME),
+        ("its change request filed", UPSTREAM_USERNAME),
+    ]
     first_seen = drift.last_seen
     # Seen again: still held back, the same drift and request, only last_seen moves.
     assert mcp_tools_seen("orders", changed) == {"update_order"}
