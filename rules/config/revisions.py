@@ -153,6 +153,16 @@ def _supersede_open_requests(change: ConfigChange) -> None:
         _registered_gate().applied(change)
 
 
+# django-simple-history's history_change_reason is a CharField(max_length=100): PostgreSQL refuses a longer
+# reason (an applied change request's "change request N: <its reason> (approved by …)" easily is). The whole
+# reason stays in the revision (500 characters) and the change request; the history row keeps its start.
+HISTORY_REASON_CHARS = 100
+
+
+def history_reason(reason: str) -> str:
+    return reason if len(reason) <= HISTORY_REASON_CHARS else reason[: HISTORY_REASON_CHARS - 1] + "…"
+
+
 def audited_save(instance: models.Model, *, actor: Actor, reason: str) -> models.Model:
     """Validate and save a configuration record, recording who and why in its history."""
     with config_change(actor=actor, reason=reason) as change:
@@ -160,7 +170,7 @@ def audited_save(instance: models.Model, *, actor: Actor, reason: str) -> models
         if not _differs_from_stored(instance):
             return instance  # a save that changes nothing writes no history and cuts no revision
         instance._history_user = actor  # type: ignore[attr-defined]
-        instance._change_reason = reason  # type: ignore[attr-defined]
+        instance._change_reason = history_reason(reason)  # type: ignore[attr-defined]
         instance.save()
         change.dirty = True
         change.touched.append(f"{instance._meta.model_name}:{instance.pk}")
@@ -180,7 +190,7 @@ def _differs_from_stored(instance: models.Model) -> bool:
 def audited_delete(instance: models.Model, *, actor: Actor, reason: str) -> None:
     with config_change(actor=actor, reason=reason) as change:
         instance._history_user = actor  # type: ignore[attr-defined]
-        instance._change_reason = reason  # type: ignore[attr-defined]
+        instance._change_reason = history_reason(reason)  # type: ignore[attr-defined]
         instance.delete()
         change.dirty = True
 

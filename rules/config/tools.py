@@ -93,6 +93,20 @@ def mcp_tool_document(contract: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def mcp_tool_adopted(contract: Mapping[str, Any] | None, mcp_tool: Mapping[str, Any]) -> dict[str, Any]:
+    """The contract (canonical document shape) that takes on what an MCP ``tools/list`` entry says of a
+    tool: its description, schemas and the risk its annotations give. What MCP does not describe — error
+    codes beyond the defaults, on_exhausted, limits, breaker, approval states — is kept from ``contract``
+    (an existing contract, canonical); with none, the contract is made from the entry alone."""
+    read = mcp_tool_contract(mcp_tool)
+    if contract is None:
+        return read
+    adopted = {**contract, "description": read.get("description", ""), "input_schema": read["input_schema"]}
+    adopted["output_schema"] = read.get("output_schema")
+    adopted["risk"] = read["risk"]
+    return canonical_tool(adopted)
+
+
 def tools_import_mcp(*, result: Mapping[str, Any], actor: Actor, reason: str) -> list[ToolContract]:
     """Create or update a contract for every tool of a ``tools/list`` result, in one change (one revision,
     or one change request when it changes a write or destructive tool's schemas, error policy or risk).
@@ -103,14 +117,14 @@ def tools_import_mcp(*, result: Mapping[str, Any], actor: Actor, reason: str) ->
     saved = []
     with config_change(actor=actor, reason=reason):
         for mcp_tool in result.get("tools", []):
-            read = mcp_tool_contract(mcp_tool)
-            tool = ToolContract.objects.filter(name=read["name"]).first()
+            tool = ToolContract.objects.filter(name=mcp_tool["name"]).first()
             if tool is None:
-                tool = tool_fill(ToolContract(), read)
+                tool = tool_fill(ToolContract(), mcp_tool_adopted(None, mcp_tool))
             else:
-                tool.description = read.get("description", "")
-                tool.input_schema = read["input_schema"]
-                tool.output_schema = read.get("output_schema")
-                tool.risk = read["risk"]
+                adopted = mcp_tool_adopted(canonical_tool(tool.document()), mcp_tool)
+                tool.description = adopted.get("description", "")
+                tool.input_schema = adopted["input_schema"]
+                tool.output_schema = adopted.get("output_schema")
+                tool.risk = adopted["risk"]
             saved.append(tool_save(tool=tool, actor=actor, reason=reason))
     return saved

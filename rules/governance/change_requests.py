@@ -162,8 +162,9 @@ def _enqueue(task: str, pk: int, *, preview: bool) -> None:
 
 
 def change_request_hold(*, proposal: Proposal, actor: Actor, reason: str) -> ChangeRequest:
-    """Record a change the gate held back as a pending request (called by ``config_change`` only).
-    ``DuplicateChangeRequest`` when an open request already proposes exactly this change."""
+    """Record a change the gate held back as a pending request (called by ``config_change``, and by
+    ``rules.governance.mcp_drift`` for an upstream's new tool definition, which waits for a person whatever
+    its risk). ``DuplicateChangeRequest`` when an open request already proposes exactly this change."""
     changes = [change_document(c) for c in proposal.changes]
     with transaction.atomic():
         config_writers_lock()

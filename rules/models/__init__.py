@@ -11,6 +11,7 @@ from rules.config.choices import (
     RuleMode,
 )
 from rules.config.models.machines import StateMachine
+from rules.config.models.mcp_servers import McpAuthKind, McpServer
 from rules.config.models.points import (
     Condition,
     DecisionPoint,
@@ -32,6 +33,7 @@ from rules.governance.models.change_requests import (
     ImpactStatus,
     RegressionCase,
 )
+from rules.governance.models.mcp_drift import McpDriftKind, McpDriftStatus, McpToolDrift
 from rules.governance.models.tokens import StaffToken
 from rules.reports.models import DecisionMapSnapshot, DecisionRollup, DecisionRollupDay, SnapshotTrigger
 
@@ -57,6 +59,11 @@ __all__ = [
     "KeywordList",
     "KeywordTerm",
     "MatchMode",
+    "McpAuthKind",
+    "McpDriftKind",
+    "McpDriftStatus",
+    "McpServer",
+    "McpToolDrift",
     "NoCandidatePolicy",
     "Operator",
     "RegressionCase",

@@ -39,6 +39,7 @@ from rest_framework.test import APIClient
 
 from agents.runtimes.services import agent_create
 from decision_service.admin.forms import DEFAULT_REASON, DEFAULT_REASONS
+from rules.config.mcp_servers import mcp_server_save, mcp_tools_seen
 from rules.config.records import threshold_save
 from rules.config.selectors import config_document
 from rules.decisions.compute import DecideRequest
@@ -47,7 +48,7 @@ from rules.decisions.replay import decision_replay
 from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve, change_request_propose
 from rules.governance.simulate import decision_simulate
-from rules.models import ChangeRequest, DecisionRecord, Threshold
+from rules.models import ChangeRequest, DecisionRecord, McpToolDrift, Threshold
 from tests.support import ROOT, load_demo, reviewed_digest
 
 pytestmark = [pytest.mark.browser]
@@ -360,6 +361,18 @@ def _build_data(user: Any) -> None:
             item["value"] = 900
     pending = change_request_propose(document=document, actor=user, reason="再提高一次")
     assert ChangeRequest.objects.get(pk=pending.pk).state == "pending"
+
+    # An MCP server and its tool's drifts: one adopted (its request approved), one resolved (the upstream
+    # went back, its request withdrawn), one open with its pending request.
+    mcp_server_save(user=user, reason="订单服务", name="orders", url="https://orders.example/mcp")
+    lookup = {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+    wider = {**lookup, "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
+    mcp_tools_seen("orders", [lookup])
+    new = McpToolDrift.objects.get().change_request
+    change_request_approve(request=new, actor=approver, reason="上游新工具", digest=reviewed_digest(new))
+    for upstream in (lookup, wider, lookup, {**wider, "description": "按编号查询"}):
+        mcp_tools_seen("orders", [upstream])
+    assert sorted(McpToolDrift.objects.values_list("status", flat=True)) == ["adopted", "open", "resolved"]
 
 
 def _visible_text(page: Any) -> str:

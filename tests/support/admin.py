@@ -13,6 +13,7 @@ from django.contrib.messages import get_messages
 from agents.runtimes.services import agent_create
 from agents.webhooks.services import webhook_subscription_create
 from rules.config.machines import machine_save
+from rules.config.mcp_servers import mcp_server_save, mcp_tools_seen
 from rules.config.records import (
     condition_save,
     keyword_list_save,
@@ -45,13 +46,17 @@ REASON = "Test configuration"
 
 def build_config(actor: Any) -> dict[str, Any]:
     """Two thresholds, two keyword lists (one regex), a point with two rules of several condition kinds,
-    a state machine, a read-only tool contract and an agent runtime; every write through a service, so history
-    rows exist too.
+    a state machine, a read-only tool contract, an MCP server, an agent runtime, and a drift of one of the
+    server's tools (a new tool whose schema cannot be a contract, so it files no change request); every write
+    through a service, so history rows exist too.
 
     The writes join one configuration change: on an empty database that is the installation's first
     configuration, one revision that applies at once with the four-eyes gate on (as a first import does)."""
     with config_change(actor=actor, reason=REASON):
-        return _build_config(actor)
+        built = _build_config(actor)
+    broken = {"name": "cancel_order", "inputSchema": {"type": "object", "properties": {"id": {"type": "strng"}}}}
+    assert mcp_tools_seen("orders", [broken]) == {"cancel_order"}
+    return built
 
 
 def _build_config(actor: Any) -> dict[str, Any]:
@@ -165,6 +170,7 @@ def _build_config(actor: Any) -> dict[str, Any]:
         ),
         **kw,
     )
+    mcp_server_save(user=actor, reason=REASON, name="orders", url="https://orders.example/mcp")
     agent, token = agent_create(name="support_bot", point_keys=["refund_approval"], **kw)
     webhook_subscription_create(
         agent=agent, url="https://hooks.example.com/arbiter", event_kinds=["session.handed_off"], **kw

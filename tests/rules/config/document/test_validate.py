@@ -298,7 +298,7 @@ def test_invalid_yaml_names_the_line():
 def test_a_document_that_is_not_a_mapping_or_is_empty():
     assert config_problems("- 1\n- 2\n") == [
         "document: expected a mapping with the keys version, thresholds, keyword_lists, points, machines, tools, "
-        "got a list (line 1)"
+        "mcp_servers, got a list (line 1)"
     ]
     assert config_problems("") == ["document: the file is empty (line 1)"]
     assert config_problems("# only a comment\n") == ["document: the file is empty (line 1)"]
