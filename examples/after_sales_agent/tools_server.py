@@ -6,15 +6,15 @@ It serves ``verify_phone``, ``query_order`` and ``update_order`` over the mock o
 declares a tool — ``inputSchema``, ``outputSchema``, annotations — with the schemas of the demo's contracts
 (demo/after_sales.yaml), so that importing this server's ``tools/list`` gives the contracts the demo approved.
 A failure is a tool result, not a protocol error (``isError: true``, ``structuredContent: {code, message}``),
-with the codes the demo's contracts declare — and ``UPSTREAM_UNAVAILABLE`` during an outage, which they do
-not declare, as a failing upstream really answers.
+with the codes the demo's contracts declare; during an outage ``UNAVAILABLE``, the transient code an MCP
+tool's imported contract declares (``rules.config.tools.MCP_TRANSIENT_CODES``).
 
 Faults are injected by a control route on the same app, so that a test or a benchmark running the server in
 another process can steer it: ``POST /control`` with any of
 
 - ``rate_limit_ratio`` (0..1, drawn from a random seeded by ``seed``) and ``rate_limited_tools`` (default:
   every tool): the call answers ``RATE_LIMIT_EXCEEDED``;
-- ``outage`` (bool): every call answers ``UPSTREAM_UNAVAILABLE``;
+- ``outage`` (bool): every call answers ``UNAVAILABLE``;
 - ``fail_next`` ``{tool: n}`` (``RATE_LIMIT_EXCEEDED`` n times) or ``{tool: [code, …]}`` (those codes, in order);
 - ``schema_version`` (1 or 2): 2 adds a property to ``query_order``'s ``inputSchema`` (an upstream's schema
   drift, which the gateway must hold back until a change request approves it);
@@ -54,10 +54,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from examples.after_sales_agent.tools import RATE_LIMITED, UNAVAILABLE, OrderSystem
+from examples.after_sales_agent.tools import RATE_LIMITED, OrderSystem
 
 MCP_PATH = "/mcp"
 INVALID_INPUT = "INVALID_INPUT"
+UNAVAILABLE = "UNAVAILABLE"
 _PHONE = {"type": "string", "pattern": "^1[3-9][0-9]{9}$"}
 _ORDER_ID = {"type": "string", "pattern": "^[A-Z]{2}[0-9]{8}$"}
 # Read-only and idempotent: asking twice changes nothing and answers the same.

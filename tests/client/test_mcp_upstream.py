@@ -103,7 +103,7 @@ def test_an_outage_fails_every_call_until_it_ends(upstream):
     upstream.control(outage=False)
     up = call(upstream, "verify_phone", {"phone": "13800138000"})
 
-    assert {(r.is_error, r.structured_content["code"]) for r in down} == {(True, "UPSTREAM_UNAVAILABLE")}
+    assert {(r.is_error, r.structured_content["code"]) for r in down} == {(True, "UNAVAILABLE")}
     assert (up.is_error, up.structured_content) == (False, {"verified": True})
 
 
