@@ -42,6 +42,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import mcp_types as types
 import uvicorn
 from arbiter_client import ToolError
@@ -293,6 +294,29 @@ def build_app(upstream: Upstream | None = None, *, host: str = "127.0.0.1") -> S
             Route("/control/calls", calls, methods=["GET"]),
         ],
     )
+
+
+class UpstreamControl:
+    """A client of the control routes of a server running elsewhere: ``url`` is its MCP endpoint."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.base = url.rsplit(MCP_PATH, 1)[0]
+
+    def control(self, **settings: Any) -> dict[str, Any]:
+        """Set its faults (this module's docstring says which); the faults now in force."""
+        response = httpx.post(f"{self.base}/control", json=settings, timeout=10)
+        response.raise_for_status()
+        return dict(response.json())
+
+    def calls(self) -> dict[str, Any]:
+        """The calls that reached its tools: ``{"counts": {tool: n}, "calls": [{tool, arguments, outcome}]}``."""
+        response = httpx.get(f"{self.base}/control/calls", timeout=10)
+        response.raise_for_status()
+        return dict(response.json())
+
+    def reset(self) -> None:
+        self.control(reset=True)
 
 
 async def _serve(host: str, port: int) -> None:

@@ -14,40 +14,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import IO, Any
-
-import httpx
+from typing import IO
 
 from decision_service.env import BASE_DIR
+from examples.after_sales_agent.tools_server import UpstreamControl
 
 
-@dataclass
-class McpUpstream:
-    """A running upstream: ``url`` is its MCP endpoint (``…/mcp``), ``base`` its origin."""
+class McpUpstream(UpstreamControl):
+    """A running upstream: ``url`` is its MCP endpoint (``…/mcp``), ``base`` its origin; ``control``,
+    ``calls`` and ``reset`` steer it (examples/after_sales_agent/tools_server.py)."""
 
-    url: str
-    process: subprocess.Popen[str]
-
-    @property
-    def base(self) -> str:
-        return self.url.rsplit("/mcp", 1)[0]
-
-    def control(self, **settings: Any) -> dict[str, Any]:
-        """Set its faults (``rate_limit_ratio``, ``outage``, ``fail_next``, ``schema_version``,
-        ``latency_ms``, ``reset`` …: tools_server's docstring); the faults now in force."""
-        response = httpx.post(f"{self.base}/control", json=settings, timeout=10)
-        response.raise_for_status()
-        return dict(response.json())
-
-    def calls(self) -> dict[str, Any]:
-        """The calls that reached its tools: ``{"counts": {tool: n}, "calls": [{tool, arguments, outcome}]}``."""
-        response = httpx.get(f"{self.base}/control/calls", timeout=10)
-        response.raise_for_status()
-        return dict(response.json())
-
-    def reset(self) -> None:
-        self.control(reset=True)
+    def __init__(self, url: str, process: subprocess.Popen[str]):
+        super().__init__(url)
+        self.process = process
 
 
 def _first_line(stream: IO[str], into: queue.Queue[str]) -> None:
