@@ -138,3 +138,14 @@ def test_latency_delays_each_answer(upstream):
 
     assert time.perf_counter() - started >= 0.3
     assert result.structured_content == {"verified": False}
+
+
+def test_the_generic_command_line_client_lists_and_calls(upstream, capsys):
+    from examples.mcp_client import main
+
+    assert main([upstream.url, "list"]) == 0
+    assert main([upstream.url, "call", "query_order", '{"order_id": "SO99999999"}']) == 1  # a tool error
+    printed = capsys.readouterr().out
+
+    assert printed.startswith("verify_phone  {") and "update_order" in printed
+    assert '"code": "ORDER_NOT_FOUND"' in printed
