@@ -35,8 +35,8 @@ class GatewayBusy(DomainError):
 
 def asgi_scope(request: HttpRequest, *, agent: Any) -> dict[str, Any]:
     """The ASGI scope of ``request``, with the authenticated agent for the handlers
-    (``agents.mcp.context``)."""
-    headers = [(name.lower().encode("latin-1"), str(value).encode("latin-1")) for name, value in request.headers.items()]
+    (``agents.mcp.server``)."""
+    headers = [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in request.headers.items()]
     host, _, port = request.get_host().partition(":")
     client = request.META.get("REMOTE_ADDR") or "127.0.0.1"
     return {

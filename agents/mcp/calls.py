@@ -81,7 +81,9 @@ def _result(caller: catalog.Caller, operation_id: str, forwarded: Forwarded) -> 
             agent=caller.agent, operation_id=operation_id, output=output, duration_ms=forwarded.duration_ms
         )
     error = {"code": forwarded.code, "message": forwarded.message[:2000]}
-    return tool_call_result(agent=caller.agent, operation_id=operation_id, error=error, duration_ms=forwarded.duration_ms)
+    return tool_call_result(
+        agent=caller.agent, operation_id=operation_id, error=error, duration_ms=forwarded.duration_ms
+    )
 
 
 def _sessionless_check(compiled: CompiledTool, arguments: Mapping[str, Any]) -> DomainError | None:

@@ -90,9 +90,7 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
     caller = _caller(ctx, meta)
     given = meta.get(catalog.META_OPERATION)
     if given is not None and not (isinstance(given, str) and catalog.OPERATION_ID.fullmatch(given)):
-        raise MCPError(
-            types.INVALID_PARAMS, f"_meta[{catalog.META_OPERATION!r}]: 1 to 64 letters, digits, _ . : or -."
-        )
+        raise MCPError(types.INVALID_PARAMS, f"_meta[{catalog.META_OPERATION!r}]: 1 to 64 letters, digits, _ . : or -.")
     tools = await in_thread(catalog.gateway_tools, await held_back())
     return await governed_call(caller, tools, params.name, params.arguments or {}, given)
 

@@ -72,6 +72,7 @@ class Upstream:
         self.spec = spec
         self._session: ClientSession | None = None
         self._stop: asyncio.Event | None = None
+        self._holder: asyncio.Task[None] | None = None  # kept: the loop holds only weak references to tasks
         self._lock = asyncio.Lock()
         self.listed_at = 0.0
         self.held_back: frozenset[str] = frozenset()
@@ -82,7 +83,7 @@ class Upstream:
                 return self._session
             ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
             self._stop = asyncio.Event()
-            asyncio.create_task(self._hold(ready, self._stop))
+            self._holder = asyncio.create_task(self._hold(ready, self._stop))
             self._session = await asyncio.wait_for(ready, timeout=max(1.0, self.spec.timeout_ms / 1000))
             return self._session
 
