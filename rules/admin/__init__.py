@@ -2,8 +2,18 @@
 admin modules so that each registers its models. The shared configuration-admin kit is
 ``rules.config.admin.base``."""
 
-from rules.config.admin import keywords, machines, points, revisions, thresholds, tools
+from rules.config.admin import keywords, machines, mcp_servers, points, revisions, thresholds, tools
 from rules.decisions import admin as decisions
 from rules.governance.admin import change_requests
 
-__all__ = ["change_requests", "decisions", "keywords", "machines", "points", "revisions", "thresholds", "tools"]
+__all__ = [
+    "change_requests",
+    "decisions",
+    "keywords",
+    "machines",
+    "mcp_servers",
+    "points",
+    "revisions",
+    "thresholds",
+    "tools",
+]

@@ -13,6 +13,7 @@ from rules.config.condition_kinds import adapter
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
 from rules.config.event_definitions import canonical_event, canonical_guards
 from rules.config.field_definitions import canonical_field
+from rules.config.mcp_server_definitions import canonical_mcp_server
 from rules.config.tool_definitions import canonical_tool
 from rules.engine import CompiledPoint
 from rules.engine.evasion import EVASION_OPTIONS
@@ -22,6 +23,7 @@ from rules.models import (
     ConfigRevision,
     DecisionPoint,
     KeywordList,
+    McpServer,
     Rule,
     StateMachine,
     Threshold,
@@ -55,6 +57,9 @@ def config_document() -> dict[str, Any]:
     tools = sorted(ToolContract.objects.all(), key=lambda t: t.name)
     if tools:
         document["tools"] = [canonical_tool(t.document()) for t in tools]
+    servers = sorted(McpServer.objects.all(), key=lambda s: s.name)
+    if servers:
+        document["mcp_servers"] = [canonical_mcp_server(s.document()) for s in servers]
     return document
 
 

@@ -25,6 +25,7 @@ from rules.config.condition_kinds.base import Records
 from rules.config.document.diff import RecordChange, config_diff, diff_lines, same
 from rules.config.document.validate import config_from_yaml
 from rules.config.machines import machine_delete, machine_save
+from rules.config.mcp_servers import mcp_server_delete, mcp_server_fill, mcp_server_store
 from rules.config.revisions import Actor, config_change
 from rules.config.selectors import condition_document, config_document, revision_latest
 from rules.config.tools import tool_delete, tool_fill, tool_save
@@ -38,6 +39,7 @@ from rules.models import (
     DecisionPoint,
     KeywordList,
     KeywordTerm,
+    McpServer,
     Rule,
     StateMachine,
     Threshold,
@@ -210,6 +212,11 @@ class _Applier:
         # 3b. Tool contracts, which name the machines' states and events.
         for change in by_kind[("tool", "add")] + by_kind[("tool", "change")] + by_kind[("tool", "remove")]:
             self.tool(change)
+        # 3c. Upstream MCP servers (their tools are the contracts named ``server.tool``).
+        for change in (
+            by_kind[("mcp_server", "add")] + by_kind[("mcp_server", "change")] + by_kind[("mcp_server", "remove")]
+        ):
+            self.mcp_server(change)
 
         # 4. Points and their rules.
         point_changes = {c.key: c for c in by_kind[("point", "add")] + by_kind[("point", "change")]}
@@ -409,3 +416,12 @@ class _Applier:
             assert change.new is not None
             tool = ToolContract.objects.get(name=change.key) if change.action == "change" else ToolContract()
             tool_save(tool=tool_fill(tool, change.new), actor=self.actor, reason=self.reason)
+
+    def mcp_server(self, change: RecordChange) -> None:
+        with _refusal(f"MCP server {change.label}"):
+            if change.action == "remove":
+                mcp_server_delete(user=self.actor, reason=self.reason, name=change.key)
+                return
+            assert change.new is not None
+            server = McpServer.objects.get(name=change.key) if change.action == "change" else McpServer()
+            mcp_server_store(server=mcp_server_fill(server, change.new), actor=self.actor, reason=self.reason)

@@ -81,6 +81,8 @@ class CompiledConfig:
     backend: str
     # Tool contracts with their schemas compiled (rules.engine.tools), by tool name.
     tools: Mapping[str, CompiledTool] = field(default_factory=dict)
+    # Upstream MCP servers by name, as the revision holds them (rules.config.mcp_server_definitions).
+    mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def point(self, key: str) -> CompiledPoint | None:
         return self.points.get(key)
@@ -221,5 +223,10 @@ def compile_snapshot(
             store_raw_output=raw.get("store_raw_output") is True,
         )
     return CompiledConfig(
-        revision=revision, points=points, thresholds=thresholds, backend=backend, tools=compile_tools(snapshot)
+        revision=revision,
+        points=points,
+        thresholds=thresholds,
+        backend=backend,
+        tools=compile_tools(snapshot),
+        mcp_servers={s["name"]: s for s in snapshot.get("mcp_servers", [])},
     )

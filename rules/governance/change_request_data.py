@@ -27,6 +27,7 @@ SECTION_OF = {
     "point": "points",
     "machine": "machines",
     "tool": "tools",
+    "mcp_server": "mcp_servers",
 }
 
 
@@ -146,6 +147,11 @@ def config_document_apply(live: Mapping[str, Any], changes: Iterable[Mapping[str
         "machines": [sections["machines"][k] for k in sorted(sections["machines"])],
         # As config_document: tools only when there are any.
         **({"tools": [sections["tools"][k] for k in sorted(sections["tools"])]} if sections["tools"] else {}),
+        **(
+            {"mcp_servers": [sections["mcp_servers"][k] for k in sorted(sections["mcp_servers"])]}
+            if sections["mcp_servers"]
+            else {}
+        ),
     }
 
 

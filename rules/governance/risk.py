@@ -24,7 +24,9 @@ past, so it is governed as the high-risk rule is. Concretely a change is high-ri
   field required in a state a high-risk rule sends sessions to changes (``field_risk.py`` says why); or
   removes or weakens a guard on a move into such a state (``guard_risk.py``);
 - changes a write or destructive tool's schemas, error policy, risk or approval states, or deletes its
-  contract (``tool_risk.py``).
+  contract (``tool_risk.py``);
+- changes the URL or authentication of an upstream MCP server that has a write or destructive tool,
+  enables such a server, or deletes it (``mcp_server_risk.py``).
 Every record is judged on both sides — as it was and as it would be — so switching a rule on ahead of a
 high-risk rule, turning one off, or moving a rule out of a high-risk category is high-risk too.
 Everything else (new points, thresholds, lists and machines; descriptions and names; new facts; rules
@@ -50,6 +52,7 @@ from rules.config.document.diff import KIND_LABELS, RecordChange
 from rules.engine.evasion import EVASION_OPTIONS
 from rules.governance.field_risk import field_risks
 from rules.governance.guard_risk import guard_risks
+from rules.governance.mcp_server_risk import mcp_server_approval_note, mcp_server_risks
 from rules.governance.tool_risk import tool_approval_note, tool_risks
 
 HIGH_RISK_CATEGORIES = frozenset({"compliance", "risk"})
@@ -197,6 +200,7 @@ class _View:
         self.lists = {kl["key"]: kl for kl in document.get("keyword_lists", [])}
         self.points = {p["key"]: p for p in document.get("points", [])}
         self.machines = {m["key"]: m for m in document.get("machines", [])}
+        self.tools = {t["name"]: t for t in document.get("tools", [])}
         self._indexed: dict[str, _Point] = {}
         self._uses: dict[str, _Use] | None = None
 
@@ -398,6 +402,8 @@ def _record_risks(change: RecordChange, old: _View, new: _View) -> Iterator[Risk
         yield from (reason(message, **params) for message, params in _machine_risks(change, fields, old, new))
     elif change.kind == "tool":
         yield from (reason(message, **params) for message, params in tool_risks(change))
+    elif change.kind == "mcp_server":
+        yield from (reason(message, **params) for message, params in mcp_server_risks(change, old.tools, new.tools))
 
 
 def _machine_risks(
@@ -488,4 +494,6 @@ def record_approval_note(kind: str, key: str, document: Mapping[str, Any], point
         )
     if kind == "tool":
         return tool_approval_note(next((t for t in document.get("tools", []) if t["name"] == key), None))
+    if kind == "mcp_server":
+        return mcp_server_approval_note(key, view.tools)
     return None

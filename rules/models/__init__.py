@@ -11,6 +11,7 @@ from rules.config.choices import (
     RuleMode,
 )
 from rules.config.models.machines import StateMachine
+from rules.config.models.mcp_servers import McpAuthKind, McpServer
 from rules.config.models.points import (
     Condition,
     DecisionPoint,
@@ -57,6 +58,8 @@ __all__ = [
     "KeywordList",
     "KeywordTerm",
     "MatchMode",
+    "McpAuthKind",
+    "McpServer",
     "NoCandidatePolicy",
     "Operator",
     "RegressionCase",

@@ -136,11 +136,12 @@ GROUP_MIGRATIONS = {
     "queue_operators": ("agents.migrations.0008_queue_claims", "create_group"),
 }
 
-# Permissions later migrations add to those groups.
-GROUP_GRANTS = {
-    "config_editors": ("rules.migrations.0026_tool_contract_permissions", "grant"),
-    "queue_operators": ("agents.migrations.0019_webhooks", "grant"),
-}
+# Permissions later migrations add to those groups: (group, migration, function).
+GROUP_GRANTS = [
+    ("config_editors", "rules.migrations.0026_tool_contract_permissions", "grant"),
+    ("config_editors", "rules.migrations.0031_ho_mcp_server_permissions", "grant"),
+    ("queue_operators", "agents.migrations.0019_webhooks", "grant"),
+]
 
 
 def groups_ensure() -> None:
@@ -156,8 +157,8 @@ def groups_ensure() -> None:
     missing = GROUP_MIGRATIONS.keys() - present
     for module, function in {GROUP_MIGRATIONS[name] for name in missing}:
         getattr(importlib.import_module(module), function)(apps, None)
-    if missing & GROUP_GRANTS.keys():
-        for module, function in GROUP_GRANTS.values():
+    if missing & {group for group, _, _ in GROUP_GRANTS}:
+        for _, module, function in GROUP_GRANTS:
             getattr(importlib.import_module(module), function)(apps, None)
 
 

@@ -19,7 +19,7 @@ import yaml
 from rules.engine.evasion import EVASION_DEFAULTS
 
 Action = Literal["add", "change", "remove"]
-Kind = Literal["threshold", "keyword_list", "point", "rule", "machine", "tool"]
+Kind = Literal["threshold", "keyword_list", "point", "rule", "machine", "tool", "mcp_server"]
 
 KIND_LABELS: dict[str, str] = {
     "threshold": "threshold",
@@ -28,6 +28,7 @@ KIND_LABELS: dict[str, str] = {
     "rule": "rule",
     "machine": "machine",
     "tool": "tool",
+    "mcp_server": "MCP server",
 }
 
 # Every field of a record (besides its key) with the value a document leaves out.
@@ -104,6 +105,14 @@ TOOL_FIELDS: dict[str, Any] = {
     "risk": None,
     "needs_approval_in": [],
 }
+MCP_SERVER_FIELDS: dict[str, Any] = {
+    "description": "",
+    "url": None,
+    "auth": None,
+    "timeout_ms": None,
+    "enabled": True,
+    "tools_refresh_s": None,
+}
 FIELDS: dict[str, dict[str, Any]] = {
     "threshold": THRESHOLD_FIELDS,
     "keyword_list": KEYWORD_LIST_FIELDS,
@@ -111,6 +120,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "rule": RULE_FIELDS,
     "machine": MACHINE_FIELDS,
     "tool": TOOL_FIELDS,
+    "mcp_server": MCP_SERVER_FIELDS,
 }
 
 
@@ -168,11 +178,14 @@ def config_diff(old: dict[str, Any], new: dict[str, Any]) -> list[RecordChange]:
     changes += _section(old["machines"], new["machines"], "machine")
     # Tools are keyed by their name (as MCP names them); a document without tools has none.
     changes += _section(old.get("tools", []), new.get("tools", []), "tool", key_field=RECORD_KEY["tool"])
+    changes += _section(
+        old.get("mcp_servers", []), new.get("mcp_servers", []), "mcp_server", key_field=RECORD_KEY["mcp_server"]
+    )
     return changes
 
 
-# The field that names a record of each kind: ``key``, but a tool's ``name``.
-RECORD_KEY: dict[str, str] = {kind: "key" for kind in FIELDS} | {"tool": "name"}
+# The field that names a record of each kind: ``key``, but a tool's or MCP server's ``name``.
+RECORD_KEY: dict[str, str] = {kind: "key" for kind in FIELDS} | {"tool": "name", "mcp_server": "name"}
 
 
 def _keys_in_order(old: list[dict[str, Any]], new: list[dict[str, Any]], key: str = "key") -> list[str]:
@@ -262,6 +275,8 @@ def _summary(kind: str, record: dict[str, Any]) -> str:
         return f"{len(record['states'])} states, initial {record['initial']}, handoff {record['handoff']}"
     if kind == "tool":
         return f"{record['risk']}, {len(record.get('error_codes', []))} error codes"
+    if kind == "mcp_server":
+        return f"{record['url']}, auth {record['auth']['kind']}{'' if record.get('enabled', True) else ', disabled'}"
     return ""
 
 

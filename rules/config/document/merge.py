@@ -6,15 +6,15 @@ canonical shape), nothing is read from the database.
 
 The rules of the merge:
 
-- A record (threshold, keyword list, point, machine) is named by its ``key``. A key the live
-  configuration has is *updated*: the fields given replace the live ones, the others stay. A new key is
-  a new record, given whole.
+- A record (threshold, keyword list, point, machine) is named by its ``key`` (a tool or MCP server by
+  its ``name``). A key the live configuration has is *updated*: the fields given replace the live ones,
+  the others stay. A new key is a new record, given whole.
 - A point's ``rules`` are merged the same way, by rule key, inside the point: ``points: [{key:
   refund_approval, rules: [{key: over_auto_refund_limit, priority: 15}]}]`` changes one rule's priority.
   A rule's ``conditions``, like every other list or mapping field, is replaced whole when given.
 - Nothing is deleted unless named under ``delete``: ``delete: {thresholds: [key, …], keyword_lists:
-  […], points: […], machines: […], rules: {point_key: [rule_key, …]}}``. A name that is not live is a
-  problem, and so is a record both given and deleted.
+  […], points: […], machines: […], tools: [name, …], mcp_servers: [name, …], rules: {point_key:
+  [rule_key, …]}}``. A name that is not live is a problem, and so is a record both given and deleted.
 - The merged document is then checked as a whole document is, so every problem a full document would
   have is found; each is reported at the partial's path and line where the partial wrote it (a problem
   in a live field the partial did not touch — a rule naming a threshold the partial deletes — keeps the
@@ -31,9 +31,9 @@ from rules.config.document.validate import TOP_KEYS, _Checker  # the one checker
 from rules.config.document.yamlload import LoadedYaml, Path, Problem, load_yaml
 from rules.errors import ConfigError
 
-SECTIONS = TOP_KEYS[1:]  # thresholds, keyword_lists, points, machines, tools
-# The field a section's records are merged and deleted by: ``key``, but a tool's ``name``.
-KEY_FIELD = {name: "name" if name == "tools" else "key" for name in SECTIONS}
+SECTIONS = TOP_KEYS[1:]  # thresholds, keyword_lists, points, machines, tools, mcp_servers
+# The field a section's records are merged and deleted by: ``key``, but a tool's or MCP server's ``name``.
+KEY_FIELD = {name: "name" if name in ("tools", "mcp_servers") else "key" for name in SECTIONS}
 DELETE_KEYS = (*SECTIONS, "rules")
 
 

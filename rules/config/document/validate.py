@@ -22,6 +22,7 @@ from rules.config.choices import MatchMode, NoCandidatePolicy, RuleCategory, Rul
 from rules.config.condition_kinds import ADAPTERS, DOCUMENT_KEYS, KINDS
 from rules.config.condition_kinds.base import DocumentContext
 from rules.config.document.machine_reader import MachineReader
+from rules.config.document.mcp_server_reader import McpServerReader
 from rules.config.document.readers import clause, describe, one_of, or_default
 from rules.config.document.spelling import CONFIG_FORMAT_VERSION, datetime_out, drop_empty, number_out
 from rules.config.document.tool_reader import ToolReader
@@ -45,8 +46,8 @@ from rules.errors import ConfigError
 
 from .yamlload import LoadedYaml, Path, load_yaml
 
-TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines", "tools")
-TOP_REQUIRED = TOP_KEYS[:5]  # tools are optional: a document from before them reads as it did
+TOP_KEYS = ("version", "thresholds", "keyword_lists", "points", "machines", "tools", "mcp_servers")
+TOP_REQUIRED = TOP_KEYS[:5]  # tools and MCP servers are optional: a document from before them reads as it did
 THRESHOLD_KEYS = ("key", "name", "description", "value", "unit", "min", "max", "high_risk")
 THRESHOLD_REQUIRED = ("key", "value")
 LIST_KEYS = ("key", "name", "description", "match", "fold_traditional", "ignore_cjk_gaps", *EVASION_OPTIONS, "terms")
@@ -115,7 +116,7 @@ def config_from_yaml(text: str) -> dict[str, Any]:
     return document
 
 
-class _Checker(ToolReader, MachineReader):
+class _Checker(McpServerReader, ToolReader, MachineReader):
     """Walks the data once, records every problem with its path and line, and builds the canonical form.
 
     Each record method (``threshold``, ``keyword_list``, ``point``, ``rule``, ``condition``, ``machine``)
@@ -161,6 +162,7 @@ class _Checker(ToolReader, MachineReader):
         points = self.section(sections["points"], "points", self.point)
         machines = self.section(sections["machines"], "machines", self.machine)
         tools = self.tools(sections["tools"], sections["machines"])
+        mcp_servers = self.mcp_servers(sections["mcp_servers"])
         if self.count() > start:
             return None
         return {
@@ -170,6 +172,7 @@ class _Checker(ToolReader, MachineReader):
             "points": points,
             "machines": machines,
             **({"tools": tools} if tools else {}),  # as config_document: only when there are tools
+            **({"mcp_servers": mcp_servers} if mcp_servers else {}),  # and servers
         }
 
     def section(

@@ -191,6 +191,7 @@ class ConfigDocument(TypedDict):
     points: list[dict[str, Any]]
     machines: list[dict[str, Any]]
     tools: NotRequired[list[dict[str, Any]]]
+    mcp_servers: NotRequired[list[dict[str, Any]]]
 
 
 class MatchedRule(TypedDict):
