@@ -12,10 +12,12 @@ allows), and has no session to DELETE.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from mcp_types import INVALID_REQUEST
 from rest_framework.request import Request
 
 from agents.mcp.serving import runner
@@ -57,8 +59,17 @@ def asgi_scope(request: HttpRequest, *, agent: Any) -> dict[str, Any]:
     }
 
 
+def jsonrpc_error(status: int, code: int, message: str) -> HttpResponse:
+    """A JSON-RPC error answered before the SDK sees the request (it has no id to answer)."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return HttpResponse(json.dumps(body), status=status, content_type="application/json")
+
+
 class McpGatewayApi(AgentApi):
     def post(self, request: Request) -> HttpResponse:
+        if not request.content_type.lower().startswith("application/json"):
+            # The SDK answers a bare text 400; a client of JSON-RPC reads a JSON-RPC error better.
+            return jsonrpc_error(415, INVALID_REQUEST, "Content-Type must be application/json.")
         limit = int(settings.ARBITER_MAX_REQUEST_BYTES)
         declared = request.META.get("CONTENT_LENGTH") or ""
         if declared.isdigit() and int(declared) > limit:
@@ -72,7 +83,7 @@ class McpGatewayApi(AgentApi):
             answer = runner.call(scope, bytes(body), wait_s=wait_s)
         except concurrent.futures.TimeoutError as exc:
             raise GatewayBusy(f"No answer within {wait_s:.0f} s; the call may still be running.") from exc
-        response = HttpResponse(bytes(answer.body), status=answer.status)
+        response = HttpResponse(bytes(answer.body), status=answer.status, content_type="application/json")
         for name, value in answer.headers:
             if name.lower() not in _HOP:
                 response[name] = value

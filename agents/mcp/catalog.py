@@ -68,15 +68,10 @@ def gateway_tools(held_back: Mapping[str, frozenset[str]]) -> dict[str, Compiled
         found = server_of(name)
         if found is None or found[0] not in servers:
             continue
-        if _held(name, found, held_back):
+        if found[1] in held_back.get(found[0], frozenset()):  # mcp_tools_seen names the upstream's own
             continue
         offered[name] = compiled
     return offered
-
-
-def _held(name: str, found: tuple[str, str], held_back: Mapping[str, frozenset[str]]) -> bool:
-    names = held_back.get(found[0], frozenset())
-    return name in names or found[1] in names  # namespaced or the upstream's own name
 
 
 def session_for(caller: Caller) -> Session:

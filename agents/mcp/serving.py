@@ -61,8 +61,9 @@ class _Runner:
             return self._loop, self._manager
 
     def _start(self) -> None:
-        from agents.mcp.server import gateway_server
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from agents.mcp.server import gateway_server
 
         ready = threading.Event()
         failed: list[BaseException] = []

@@ -112,7 +112,16 @@ def over_mcp(base: str, token: str, work: Callable[[ClientSession], Awaitable[T]
             await client.initialize()
             return await work(client)
 
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    except BaseExceptionGroup as group:  # the transport's task groups wrap what the work raised
+        raise _leaf(group) from group
+
+
+def _leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def tool_names(base: str, token: str, *, session: str | None = None) -> list[str]:

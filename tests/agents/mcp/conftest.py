@@ -8,7 +8,7 @@ import pytest
 
 from rules.config.mcp_servers import mcp_server_save
 from rules.config.yaml_import import config_import
-from tests.support import agent_token
+from tests.support import agent_token, approved
 from tests.support.breakers import breakers_forget, served, shared_database
 from tests.support.mcp_gateway import gateway_document, rest
 from tests.support.mcp_upstream import McpUpstream, mcp_upstream
@@ -49,7 +49,10 @@ def _gateway(tmp_path: Path, upstream: McpUpstream, count: int) -> Iterator[Gate
     breakers_forget(*TOOLS)
     with shared_database(tmp_path) as database:
         config_import(text=gateway_document(), source="mcp gateway test", actor=None, reason="mcp gateway")
-        mcp_server_save(user=None, reason="mcp gateway", name="orders", url=upstream.url, tools_refresh_s=1)
+        # A server with a write tool is high-risk: a second person approves it, as in production.
+        approved(
+            lambda: mcp_server_save(user=None, reason="mcp gateway", name="orders", url=upstream.url, tools_refresh_s=1)
+        )
         token = agent_token("mcp_bot", points=[])
         try:
             with served(database, tmp_path, count) as urls:
