@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import platform
 import secrets
@@ -257,6 +258,9 @@ def main() -> None:
         if not upstream_url:
             sys.exit("the upstream MCP server did not start")
         token = prepare(upstream_url)
+        # The production settings log every httpx request at INFO: not in this process's timed loops.
+        for name in ("httpx", "httpx2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         from decision_service import serving
 
         server = subprocess.Popen(  # noqa: S603 - bin/serve of this repository
