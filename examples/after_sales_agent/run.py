@@ -137,6 +137,8 @@ def _unexpected(where: str, turn: Any, expect: dict[str, Any] | None) -> list[st
 def summary(outcomes: list[Outcome]) -> dict[str, float]:
     """Per message turn (a tool call the model asked for is not a message: ``Outcome.tools``)."""
     turns = [t for o in outcomes for t in o.turns]
+    if not turns:  # tool steps only (``--only tool_…``)
+        return {"turns": 0}
     return {
         "turns": len(turns),
         "arbiter_calls_per_turn": sum(t.arbiter_calls for t in turns) / len(turns),
@@ -179,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         "--upstream",
         help="with --mcp: the MCP order server's URL (tools_server), to script its failures and count its runs",
     )
+    parser.add_argument("--only", default="", help="the conversations to run, by name, comma-separated (default: all)")
     args = parser.parse_args(argv)
+    wanted = {n for n in args.only.split(",") if n}
     model = OpenAICompatibleModel.from_environment() if args.model == "openai" else None
     outcomes = []
     points: dict[tuple[str, int], Any] = {}
@@ -189,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         upstream = UpstreamControl(args.upstream) if args.mcp and args.upstream else None
         try:
             for path in conversation_paths():
+                if wanted and path.stem not in wanted:
+                    continue
                 print(f"== {path.stem}")
                 outcomes.append(conversation_run(arbiter, path, model=model, points=points, mcp=mcp, upstream=upstream))
         finally:
