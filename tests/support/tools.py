@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import yaml
+
 from rules.config.document.validate import config_check
 from tests.support import DEMO_TEXT
 
@@ -76,7 +78,29 @@ tools:
 DEMO_WITHOUT_TOOLS = (
     DEMO_TEXT.split("\n# The after-sales tools the machines' actions name", 1)[0].split("\ntools:\n", 1)[0] + "\n"
 )
-DEMO_WITH_TOOLS = DEMO_TEXT if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
+
+
+class _Indented(yaml.SafeDumper):
+    """Lists indented under their key (``tools:\n  - name: …``), as the demo file writes them: tests append
+    entries to the ``tools:`` section as text."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        return super().increase_indent(flow, False)
+
+
+def _without_mcp(text: str) -> str:
+    """The demo without its MCP part (the ``orders`` server, its ``orders.*`` contracts and the actions
+    naming them): the plain contracts alone, ``tools:`` last, as the tests built on it expect."""
+    document = yaml.safe_load(text)
+    document.pop("mcp_servers", None)
+    document["tools"] = [t for t in document.get("tools", []) if "." not in t["name"]]
+    for machine in document["machines"]:
+        for state, actions in (machine.get("actions") or {}).items():
+            machine["actions"][state] = [a for a in actions if "." not in a]
+    return yaml.dump(document, Dumper=_Indented, allow_unicode=True, sort_keys=False)
+
+
+DEMO_WITH_TOOLS = _without_mcp(DEMO_TEXT) if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
 
 
 # A small document with one tool contract, for the YAML checker's tests.

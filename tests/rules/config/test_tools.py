@@ -35,7 +35,7 @@ def test_export_import_export_keeps_the_contracts_byte_for_byte(actor):
     # The demo with tools as the first configuration of an installation: it applies at once.
     _load(DEMO_WITH_TOOLS, actor)
     first = config_export()
-    assert "tools:\n  - name: orders.query_order\n" in first  # by name: the orders server's first
+    assert "tools:\n  - name: query_order\n" in first
     assert config_from_yaml(first) == config_document()
     again = _load(first, actor)
     assert again.changed is False and config_export() == first
@@ -55,8 +55,7 @@ def test_the_revision_snapshot_holds_the_contracts_and_the_engine_compiles_them_
     revision = revision_latest()
     assert revision.number == result.revision
     names = [t["name"] for t in revision.snapshot["tools"]]
-    plain = ["query_order", "update_order", "verify_phone"]
-    assert names == [f"orders.{n}" for n in plain] + plain
+    assert names == ["query_order", "update_order", "verify_phone"]
     compiled = engines.for_revision(revision.number)
     assert compiled is engines.for_revision(revision.number)  # compiled once, then shared
     verify = compiled.tools["verify_phone"]
