@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from agents.errors import UnknownSession
 from agents.mcp import answers, catalog
-from agents.mcp.serving import in_thread
+from agents.mcp.threads import in_thread
 from agents.mcp.upstreams import Forwarded, upstream
 from agents.tools import gate
 from agents.tools.contracts import pointer_errors
@@ -50,7 +50,7 @@ def _check(
     compiled: CompiledTool,
     arguments: Mapping[str, Any],
     given: str | None,
-    operation_id: str | None,
+    operation_id: str,
 ) -> tuple[str, Started | DomainError]:
     """The session read now, the call's operation id (derived on the first check), and the policy's check
     in the state the session is in."""
@@ -66,7 +66,7 @@ def _check(
             operation_id=operation_id,
         )
     except DomainError as refused:
-        return operation_id or "", refused
+        return operation_id, refused
     return operation_id, started
 
 
@@ -138,7 +138,7 @@ async def _governed(
     now = time.monotonic()
     deadline = now + settings.ARBITER_MCP_CALL_DEADLINE_S
     approval_until = now + settings.ARBITER_MCP_APPROVAL_WAIT_S
-    operation_id: str | None = None
+    operation_id = ""  # derived by the first check
     while True:
         operation_id, checked = await in_thread(_check, caller, compiled, arguments, given, operation_id)
         if isinstance(checked, UnknownSession):
