@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -14,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from agents.sessions.models import Session
 from agents.tools.models import ToolAttempt
 from rules.governance.tokens import staff_token_create
+from tests.support.breakers import SERVED_HEADERS
 from tests.support.mcp_gateway import call_tool, rest, tool_names
 
 ORDER = "SO20240002"  # paid, so it may change: in the demo's order book (examples/after_sales_agent/tools.py)
@@ -61,6 +63,12 @@ def test_tools_are_listed_per_state_and_calls_are_governed(gateway):
     assert status == 200, body
     assert tool_names(url, token, session="s1") == ["orders.query_order", "orders.update_order"]
 
+    # What the gateway answered and how long the upstream took, on the served /metrics.
+    scraped = httpx.get(f"{url}/metrics", headers=SERVED_HEADERS, timeout=60).text
+    assert 'arbiter_mcp_tool_calls_total{outcome="ok",tool="orders.query_order"} 1.0' in scraped
+    assert 'arbiter_mcp_tool_calls_total{outcome="tool_not_allowed",tool="orders.update_order"} 1.0' in scraped
+    assert 'arbiter_mcp_upstream_duration_seconds_count{server="orders"} 3.0' in scraped
+
 
 def test_a_call_that_needs_a_person_waits_and_goes_through_once_approved(gateway):
     url, token = gateway.url, gateway.token
@@ -82,7 +90,8 @@ def test_a_call_that_needs_a_person_waits_and_goes_through_once_approved(gateway
     person = get_user_model().objects.create_user(username="approver", password="pw-approver-1", is_staff=True)
     person.user_permissions.add(Permission.objects.get(codename="approve_tool_calls"))
     session_pk = Session.objects.get(key="s1").pk
-    status, body = rest(url, staff_token_create(user=person), "POST", f"/api/v1/queue/{session_pk}/approve", {})
+    staff_token = staff_token_create(user=person)
+    status, body = rest(url, staff_token, "POST", f"/api/v1/queue/{session_pk}/approve", {})
     assert status == 200, body
 
     done = call_tool(url, token, "orders.update_order", change, session="s1")
@@ -92,6 +101,21 @@ def test_a_call_that_needs_a_person_waits_and_goes_through_once_approved(gateway
     # The model's "let me do that again": the same operation, which has finished; the upstream is not called.
     repeated = call_tool(url, token, "orders.update_order", change, session="s1")
     assert repeated.is_error and repeated.structured_content["code"] == "operation_finished"
+    assert counts(gateway) == {"update_order": 1}
+
+    # A person's rejection: the repeated call is refused with their note, and never reaches the upstream.
+    gateway.session("s2", at="confirming")
+    other = {"order_id": ORDER, "receiver_phone": "13700137000"}
+    assert call_tool(url, token, "orders.update_order", other, session="s2").structured_content["code"] == (
+        "awaiting_approval"
+    )
+    session_pk = Session.objects.get(key="s2").pk
+    note = {"note": "The customer asked for no change."}
+    status, body = rest(url, staff_token, "POST", f"/api/v1/queue/{session_pk}/reject", note)
+    assert status == 200, body
+    rejected = call_tool(url, token, "orders.update_order", other, session="s2")
+    assert rejected.is_error and rejected.structured_content["code"] == "tool_call_rejected"
+    assert "The customer asked for no change." in rejected.content[0].text
     assert counts(gateway) == {"update_order": 1}
 
 

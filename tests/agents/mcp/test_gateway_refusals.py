@@ -4,6 +4,8 @@ level) or a JSON-RPC error (protocol level), never a server error."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from django.contrib.auth import get_user_model
@@ -27,8 +29,6 @@ def post(url: str, body: bytes | str, token: str | None, **headers: str) -> http
 
 def test_who_may_call_and_what_a_malformed_request_gets(gateway):
     url, token = gateway.url, gateway.token
-    import json
-
     body = json.dumps(LIST)
     no_token = post(url, body, None)
     assert no_token.status_code == 401
@@ -76,5 +76,8 @@ def test_a_session_of_another_agent_is_refused(gateway):
     with pytest.raises(MCPError) as called:
         call_tool(url, stranger, "orders.query_order", {"order_id": "SO20240002"}, session="theirs")
     assert called.value.data == {"code": "unknown_session"}
-    # The owner sees its state's tools.
+    # The owner sees its state's tools: the session named by the header, or by _meta on the request.
     assert tool_names(url, token, session="theirs") == ["orders.query_order"]
+    by_meta = {**LIST, "params": {"_meta": {"arbiter.dev/session": "theirs"}}}
+    listed = post(url, json.dumps(by_meta), token)
+    assert [t["name"] for t in listed.json()["result"]["tools"]] == ["orders.query_order"]
