@@ -11,8 +11,8 @@ not waited for: the answer is a tool error (``retry_later``) with the operation 
 made again continues the same operation once its wait is over. A call waiting for a person's approval is
 asked again every quarter second for at most ``ARBITER_MCP_APPROVAL_WAIT_S`` (0: answered at once).
 
-A caller without a session may call the read-only tools no state names: their input is checked against
-the contract and an open breaker refuses them, but nothing is recorded (there is no session to record an
+A caller without a session may call the read-only tools no state names: their input and output are checked
+against the contract and an open breaker refuses them, but nothing is recorded (there is no session to record an
 attempt against, and no retry).
 """
 
@@ -86,7 +86,18 @@ def _result(caller: catalog.Caller, operation_id: str, forwarded: Forwarded) -> 
     )
 
 
+class SessionRequired(DomainError):
+    code = "session_required"
+    status = 422
+    title = "The tool is called within a session"
+
+
 def _sessionless_check(compiled: CompiledTool, arguments: Mapping[str, Any]) -> DomainError | None:
+    if compiled.name not in catalog.unrestricted({compiled.name: compiled}):
+        return SessionRequired(
+            f"'{compiled.name}' is called only within a conversation: name the session "
+            f"(the {catalog.SESSION_HEADER} header, or _meta['{catalog.META_SESSION}'])."
+        )
     problems = compiled.input_errors(dict(arguments))
     if problems:
         errors = pointer_errors(problems)
@@ -134,6 +145,9 @@ async def _governed(
         if forwarded.code is not None:
             return answers.tool_error(forwarded.code, forwarded.message or forwarded.code)
         assert forwarded.result is not None
+        if problems := compiled.output_errors(forwarded.result.structured_content):
+            detail = "; ".join(f"{p.pointer or '(the output)'}: {p.message}" for p in problems)
+            return answers.tool_error("output_invalid", f"The upstream's answer does not match the contract: {detail}")
         return answers.succeeded(forwarded.result, operation_id=None, attempt=None)
     now = time.monotonic()
     deadline = now + settings.ARBITER_MCP_CALL_DEADLINE_S

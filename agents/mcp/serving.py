@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import os
 import threading
 from dataclasses import dataclass, field
@@ -84,9 +85,12 @@ class _Runner:
         self._pid = os.getpid()
 
     def call(self, scope: dict[str, Any], body: bytes, *, wait_s: float) -> Answer:
-        """Run one ASGI request through the session manager; its answer once complete."""
+        """Run one ASGI request through the session manager; its answer once complete. The request
+        thread's context variables (the request's trace span, its log record) go with it to the loop, and
+        from there to the handlers' threads (``agents.mcp.threads``)."""
         loop, manager = self._started()
-        future = asyncio.run_coroutine_threadsafe(_asgi_call(manager, scope, body), loop)
+        context = contextvars.copy_context()
+        future = asyncio.run_coroutine_threadsafe(_asgi_call(manager, scope, body, context), loop)
         try:
             return future.result(timeout=wait_s)
         except concurrent.futures.TimeoutError:
@@ -97,7 +101,9 @@ class _Runner:
 runner = _Runner()
 
 
-async def _asgi_call(manager: Any, scope: dict[str, Any], body: bytes) -> Answer:
+async def _asgi_call(manager: Any, scope: dict[str, Any], body: bytes, context: contextvars.Context) -> Answer:
+    for var, value in context.items():  # this task's own copy: the SDK's tasks for the request inherit it
+        var.set(value)
     answer = Answer()
     done = asyncio.Event()
     delivered = False

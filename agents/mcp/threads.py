@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import os
 import threading
@@ -50,4 +51,7 @@ def _with_connections(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn`` on the gateway's pool and await its answer."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_pool(), functools.partial(_with_connections, fn, *args, **kwargs))
+    # The executor does not carry context variables to its threads (asyncio.to_thread would, on an
+    # unbounded pool): a copy of the task's context is run there, the request's span and log record in it.
+    work = functools.partial(contextvars.copy_context().run, _with_connections, fn, *args, **kwargs)
+    return await loop.run_in_executor(_pool(), work)

@@ -62,6 +62,15 @@ def test_who_may_call_and_what_a_malformed_request_gets(gateway):
     assert bad_params.status_code < 500
     assert bad_params.json()["error"]["code"] == -32602  # invalid params: no tool name
 
+    # Without a session, the read-only tool no state names: checked against its contract, then called.
+    invalid = call_tool(url, token, "orders.verify_phone", {"phone": "abc"})
+    assert invalid.is_error and invalid.structured_content["code"] == "invalid_tool_input"
+    verified = call_tool(url, token, "orders.verify_phone", {"phone": "13800138000"})
+    assert not verified.is_error and verified.structured_content == {"verified": True}
+    restricted = call_tool(url, token, "orders.query_order", {"order_id": "SO20240002"})
+    assert restricted.is_error and restricted.structured_content["code"] == "session_required"
+    assert gateway.upstream.calls()["counts"] == {"verify_phone": 1}
+
     get = httpx.get(f"{url}/mcp", headers={**SERVED_HEADERS, "Authorization": f"Bearer {token}"}, timeout=60)
     assert get.status_code == 405
 
