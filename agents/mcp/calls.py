@@ -141,7 +141,8 @@ async def _governed(
     if caller.session_key is None:
         if refused := await in_thread(_sessionless_check, compiled, arguments):
             return answers.refusal(refused, operation_id=None)
-        forwarded = await client.forward(bare, arguments, timeout_s=spec.timeout_ms / 1000, declared={})
+        timeout_ms = int(compiled.contract.get("timeout_ms") or 0) or 10_000  # as the check's attempts
+        forwarded = await client.forward(bare, arguments, timeout_s=timeout_ms / 1000, declared=compiled.error_codes)
         if forwarded.code is not None:
             return answers.tool_error(forwarded.code, forwarded.message or forwarded.code)
         assert forwarded.result is not None

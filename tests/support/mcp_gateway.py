@@ -42,7 +42,7 @@ machines:
 
 # What the configuration adds to each upstream tool's imported contract: the policy MCP does not describe.
 POLICY: dict[str, dict[str, Any]] = {
-    "verify_phone": {},  # read-only and named by no state: offered without a session
+    "verify_phone": {"timeout_ms": 1000},  # read-only and named by no state: offered without a session
     "query_order": {
         "error_codes": [
             {"code": "ORDER_NOT_FOUND", "description": "No such order."},

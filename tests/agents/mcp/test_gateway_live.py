@@ -4,6 +4,7 @@ its token and session id, against Arbiter served by ``bin/serve``."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
 import httpx
@@ -13,7 +14,7 @@ from django.contrib.auth.models import Permission
 from mcp.shared.exceptions import MCPError
 
 from agents.sessions.models import Session
-from agents.tools.models import ToolAttempt
+from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
 from rules.governance.tokens import staff_token_create
 from tests.support.breakers import SERVED_HEADERS
 from tests.support.mcp_gateway import call_tool, rest, tool_names
@@ -149,3 +150,28 @@ def test_the_breaker_opened_through_one_process_refuses_on_the_other(two_gateway
     assert refused.is_error and refused.structured_content["code"] == "circuit_open"
     assert refused.structured_content["retry_after_ms"] > 0
     assert counts(two_gateways) == {"query_order": 2}
+
+
+def test_with_a_wait_set_the_call_waits_for_the_person_and_then_goes_through(patient_gateway):
+    # ARBITER_MCP_APPROVAL_WAIT_S=60: one tools/call, answered once a person has approved it.
+    gateway = patient_gateway
+    gateway.session("s1", at="confirming")
+    change = {"order_id": ORDER, "address": "2 Other Road, Hangzhou"}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(call_tool, gateway.url, gateway.token, "orders.update_order", change, session="s1")
+        deadline = time.monotonic() + 60
+        while not ToolCall.objects.filter(status=ToolCallStatus.AWAITING_APPROVAL).exists():
+            assert time.monotonic() < deadline and not pending.done(), "the call never waited for a person"
+            time.sleep(0.1)
+        assert not pending.done()
+        person = get_user_model().objects.create_user(username="approver", password="pw-approver-1", is_staff=True)
+        person.user_permissions.add(Permission.objects.get(codename="approve_tool_calls"))
+        session_pk = Session.objects.get(key="s1").pk
+        status, body = rest(
+            gateway.url, staff_token_create(user=person), "POST", f"/api/v1/queue/{session_pk}/approve", {}
+        )
+        assert status == 200, body
+        done = pending.result(timeout=60)
+    assert not done.is_error, done
+    assert done.structured_content["updated"] == ["address"]
+    assert counts(gateway) == {"update_order": 1}

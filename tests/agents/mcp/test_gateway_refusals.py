@@ -71,6 +71,11 @@ def test_who_may_call_and_what_a_malformed_request_gets(gateway):
     assert restricted.is_error and restricted.structured_content["code"] == "session_required"
     assert gateway.upstream.calls()["counts"] == {"verify_phone": 1}
 
+    # An upstream slower than the contract's timeout_ms (1 s): TIMEOUT, as the contract's policy names it.
+    gateway.upstream.control(latency_ms=3000)
+    slow = call_tool(url, token, "orders.verify_phone", {"phone": "13800138000"})
+    assert slow.is_error and slow.structured_content["code"] == "TIMEOUT", slow
+
     get = httpx.get(f"{url}/mcp", headers={**SERVED_HEADERS, "Authorization": f"Bearer {token}"}, timeout=60)
     assert get.status_code == 405
 
