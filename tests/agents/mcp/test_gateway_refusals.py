@@ -10,11 +10,12 @@ import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from rules.governance.tokens import staff_token_create
 from tests.support import agent_token
 from tests.support.breakers import SERVED_HEADERS
-from tests.support.mcp_gateway import call_tool, tool_names
+from tests.support.mcp_gateway import call_tool, tool_names, tool_names_negotiated
 
 MCP_HEADERS = {**SERVED_HEADERS, "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -95,3 +96,6 @@ def test_a_session_of_another_agent_is_refused(gateway):
     by_meta = {**LIST, "params": {"_meta": {"arbiter.dev/session": "theirs"}}}
     listed = post(url, json.dumps(by_meta), token)
     assert [t["name"] for t in listed.json()["result"]["tools"]] == ["orders.query_order"]
+    # A client that negotiates the newer per-request protocol gets the same answer.
+    version, names = tool_names_negotiated(url, token, session="theirs")
+    assert version not in HANDSHAKE_PROTOCOL_VERSIONS and names == ["orders.query_order"]
