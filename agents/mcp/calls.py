@@ -11,8 +11,8 @@ not waited for: the answer is a tool error (``retry_later``) with the operation 
 made again continues the same operation once its wait is over. A call waiting for a person's approval is
 asked again every quarter second for at most ``ARBITER_MCP_APPROVAL_WAIT_S`` (0: answered at once).
 
-A caller without a session may call the read-only tools no state names: their input is checked against
-the contract and an open breaker refuses them, but nothing is recorded (there is no session to record an
+A caller without a session may call the read-only tools no state names: their input and output are checked
+against the contract and an open breaker refuses them, but nothing is recorded (there is no session to record an
 attempt against, and no retry).
 """
 
@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from agents.errors import UnknownSession
 from agents.mcp import answers, catalog
-from agents.mcp.serving import in_thread
+from agents.mcp.threads import in_thread
 from agents.mcp.upstreams import Forwarded, upstream
 from agents.tools import gate
 from agents.tools.contracts import pointer_errors
@@ -50,7 +50,7 @@ def _check(
     compiled: CompiledTool,
     arguments: Mapping[str, Any],
     given: str | None,
-    operation_id: str | None,
+    operation_id: str,
 ) -> tuple[str, Started | DomainError]:
     """The session read now, the call's operation id (derived on the first check), and the policy's check
     in the state the session is in."""
@@ -66,7 +66,7 @@ def _check(
             operation_id=operation_id,
         )
     except DomainError as refused:
-        return operation_id or "", refused
+        return operation_id, refused
     return operation_id, started
 
 
@@ -86,7 +86,18 @@ def _result(caller: catalog.Caller, operation_id: str, forwarded: Forwarded) -> 
     )
 
 
+class SessionRequired(DomainError):
+    code = "session_required"
+    status = 422
+    title = "The tool is called within a session"
+
+
 def _sessionless_check(compiled: CompiledTool, arguments: Mapping[str, Any]) -> DomainError | None:
+    if compiled.name not in catalog.unrestricted({compiled.name: compiled}):
+        return SessionRequired(
+            f"'{compiled.name}' is called only within a conversation: name the session "
+            f"(the {catalog.SESSION_HEADER} header, or _meta['{catalog.META_SESSION}'])."
+        )
     problems = compiled.input_errors(dict(arguments))
     if problems:
         errors = pointer_errors(problems)
@@ -130,15 +141,19 @@ async def _governed(
     if caller.session_key is None:
         if refused := await in_thread(_sessionless_check, compiled, arguments):
             return answers.refusal(refused, operation_id=None)
-        forwarded = await client.forward(bare, arguments, timeout_s=spec.timeout_ms / 1000, declared={})
+        timeout_ms = int(compiled.contract.get("timeout_ms") or 0) or 10_000  # as the check's attempts
+        forwarded = await client.forward(bare, arguments, timeout_s=timeout_ms / 1000, declared=compiled.error_codes)
         if forwarded.code is not None:
             return answers.tool_error(forwarded.code, forwarded.message or forwarded.code)
         assert forwarded.result is not None
+        if problems := compiled.output_errors(forwarded.result.structured_content):
+            detail = "; ".join(f"{p.pointer or '(the output)'}: {p.message}" for p in problems)
+            return answers.tool_error("output_invalid", f"The upstream's answer does not match the contract: {detail}")
         return answers.succeeded(forwarded.result, operation_id=None, attempt=None)
     now = time.monotonic()
     deadline = now + settings.ARBITER_MCP_CALL_DEADLINE_S
     approval_until = now + settings.ARBITER_MCP_APPROVAL_WAIT_S
-    operation_id: str | None = None
+    operation_id = ""  # derived by the first check
     while True:
         operation_id, checked = await in_thread(_check, caller, compiled, arguments, given, operation_id)
         if isinstance(checked, UnknownSession):

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from agents.errors import UnknownSession
 from agents.mcp import catalog
 from agents.mcp.calls import governed_call, unknown_session
-from agents.mcp.serving import in_thread
+from agents.mcp.threads import in_thread
 from agents.mcp.upstreams import Upstream, upstream
 from decision_service.principals import AgentPrincipal
 from rules.config.mcp_servers import mcp_tools_seen

@@ -11,29 +11,24 @@ and nothing new to deploy.
   after loading the app, and a thread does not survive a fork. ``_Runner`` remembers the pid it started
   in and starts again in a child. ``manager.run()`` is entered once on the loop, for the process's life.
 - A request thread waits (``Future.result``) for the ASGI call's collected answer, at most
-  ``wait_s``; the handlers run Django work in a bounded pool of threads of their own (``in_thread``),
-  never on the loop.
-- Each pool thread keeps its database connection between calls, as a request thread does; it is
-  checked before and after each call (``close_old_connections``: ``CONN_MAX_AGE`` and broken connections
-  are honoured as Django's request signals honour them). The pool's threads live as long as the process,
-  so at most ``ARBITER_MCP_THREADS`` connections per process are held for the gateway.
+  ``wait_s``; the handlers run Django work in a bounded pool of threads of their own
+  (``agents.mcp.threads``), never on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
+import contextvars
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-T = TypeVar("T")
+from agents.mcp.server import gateway_server
 
 
 @dataclass
@@ -51,7 +46,6 @@ class _Runner:
         self._pid: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._manager: Any = None
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def _started(self) -> tuple[asyncio.AbstractEventLoop, Any]:
         with self._lock:
@@ -61,10 +55,6 @@ class _Runner:
             return self._loop, self._manager
 
     def _start(self) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-        from agents.mcp.server import gateway_server
-
         ready = threading.Event()
         failed: list[BaseException] = []
         manager = StreamableHTTPSessionManager(
@@ -72,9 +62,6 @@ class _Runner:
             stateless=True,
             json_response=True,
             max_request_body_size=settings.ARBITER_MAX_REQUEST_BYTES,
-        )
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(1, settings.ARBITER_MCP_THREADS), thread_name_prefix="arbiter-mcp"
         )
 
         async def main() -> None:
@@ -98,24 +85,25 @@ class _Runner:
         self._pid = os.getpid()
 
     def call(self, scope: dict[str, Any], body: bytes, *, wait_s: float) -> Answer:
-        """Run one ASGI request through the session manager; its answer once complete."""
+        """Run one ASGI request through the session manager; its answer once complete. The request
+        thread's context variables (the request's trace span, its log record) go with it to the loop, and
+        from there to the handlers' threads (``agents.mcp.threads``)."""
         loop, manager = self._started()
-        future = asyncio.run_coroutine_threadsafe(_asgi_call(manager, scope, body), loop)
+        context = contextvars.copy_context()
+        future = asyncio.run_coroutine_threadsafe(_asgi_call(manager, scope, body, context), loop)
         try:
             return future.result(timeout=wait_s)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise
 
-    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        assert self._pool is not None, "called on the loop, which starts the pool first"
-        return self._pool
-
 
 runner = _Runner()
 
 
-async def _asgi_call(manager: Any, scope: dict[str, Any], body: bytes) -> Answer:
+async def _asgi_call(manager: Any, scope: dict[str, Any], body: bytes, context: contextvars.Context) -> Answer:
+    for var, value in context.items():  # this task's own copy: the SDK's tasks for the request inherit it
+        var.set(value)
     answer = Answer()
     done = asyncio.Event()
     delivered = False
@@ -142,17 +130,3 @@ async def _asgi_call(manager: Any, scope: dict[str, Any], body: bytes) -> Answer
     finally:
         done.set()
     return answer
-
-
-def _with_connections(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    close_old_connections()
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        close_old_connections()
-
-
-async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run sync Django work (the ORM, the tool-call services) on the gateway's pool, off the loop."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(runner.pool(), functools.partial(_with_connections, fn, *args, **kwargs))

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 TIMEOUT = "TIMEOUT"
 UNAVAILABLE = "UNAVAILABLE"
 TOOL_ERROR = "TOOL_ERROR"
-_LEADING_CODE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_.:-]{0,63})")
+_LEADING_CODE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_.-]{0,63})")  # "CODE: message", "CODE - message"
 _CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
@@ -60,8 +60,8 @@ def error_code(result: types.CallToolResult, declared: Mapping[str, Any]) -> str
         code = structured["code"]
         return code if _CODE.fullmatch(code) else TOOL_ERROR
     leading = _LEADING_CODE.match(result_text(result))
-    if leading and leading.group(1) in declared:
-        return leading.group(1)
+    if leading and (code := leading.group(1).rstrip(".-")) in declared:
+        return code
     return TOOL_ERROR
 
 

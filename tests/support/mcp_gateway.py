@@ -42,7 +42,7 @@ machines:
 
 # What the configuration adds to each upstream tool's imported contract: the policy MCP does not describe.
 POLICY: dict[str, dict[str, Any]] = {
-    "verify_phone": {},  # read-only and named by no state: offered without a session
+    "verify_phone": {"timeout_ms": 1000},  # read-only and named by no state: offered without a session
     "query_order": {
         "error_codes": [
             {"code": "ORDER_NOT_FOUND", "description": "No such order."},
@@ -138,3 +138,20 @@ def call_tool(base: str, token: str, name: str, arguments: dict[str, Any], *, se
         return await client.call_tool(name, arguments)
 
     return over_mcp(base, token, call, session=session)
+
+
+def tool_names_negotiated(base: str, token: str, *, session: str) -> tuple[str, list[str]]:
+    """``tools/list`` through the SDK's unified ``Client``, which negotiates the protocol itself (it probes
+    the newer per-request protocol first); the version agreed on, and the names."""
+    from mcp.client.client import Client
+
+    async def run() -> tuple[str, list[str]]:
+        headers = {**SERVED_HEADERS, "Authorization": f"Bearer {token}", "Arbiter-Session": session}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120)) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+        ):
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            return str(client.protocol_version), names
+
+    return asyncio.run(run())

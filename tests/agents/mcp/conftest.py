@@ -44,7 +44,7 @@ class Gateway:
         return key
 
 
-def _gateway(tmp_path: Path, upstream: McpUpstream, count: int) -> Iterator[Gateway]:
+def _gateway(tmp_path: Path, upstream: McpUpstream, count: int, **env: str) -> Iterator[Gateway]:
     upstream.reset()
     breakers_forget(*TOOLS)
     with shared_database(tmp_path) as database:
@@ -55,7 +55,7 @@ def _gateway(tmp_path: Path, upstream: McpUpstream, count: int) -> Iterator[Gate
         )
         token = agent_token("mcp_bot", points=[])
         try:
-            with served(database, tmp_path, count) as urls:
+            with served(database, tmp_path, count, **env) as urls:
                 yield Gateway(urls=urls, token=token, upstream=upstream)
         finally:
             breakers_forget(*TOOLS)
@@ -71,3 +71,9 @@ def gateway(transactional_db, tmp_path, upstream) -> Iterator[Gateway]:
 def two_gateways(transactional_db, tmp_path, upstream) -> Iterator[Gateway]:
     """Two Arbiter processes on one database (and one Redis when this run has one)."""
     yield from _gateway(tmp_path, upstream, 2)
+
+
+@pytest.fixture
+def patient_gateway(transactional_db, tmp_path, upstream) -> Iterator[Gateway]:
+    """One Arbiter whose gateway waits up to 60 s for a person's approval before it answers."""
+    yield from _gateway(tmp_path, upstream, 1, ARBITER_MCP_APPROVAL_WAIT_S="60")

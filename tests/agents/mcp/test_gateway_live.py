@@ -4,16 +4,19 @@ its token and session id, against Arbiter served by ``bin/serve``."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
+import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from mcp.shared.exceptions import MCPError
 
 from agents.sessions.models import Session
-from agents.tools.models import ToolAttempt
+from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
 from rules.governance.tokens import staff_token_create
+from tests.support.breakers import SERVED_HEADERS
 from tests.support.mcp_gateway import call_tool, rest, tool_names
 
 ORDER = "SO20240002"  # paid, so it may change: in the demo's order book (examples/after_sales_agent/tools.py)
@@ -61,6 +64,12 @@ def test_tools_are_listed_per_state_and_calls_are_governed(gateway):
     assert status == 200, body
     assert tool_names(url, token, session="s1") == ["orders.query_order", "orders.update_order"]
 
+    # What the gateway answered and how long the upstream took, on the served /metrics.
+    scraped = httpx.get(f"{url}/metrics", headers=SERVED_HEADERS, timeout=60).text
+    assert 'arbiter_mcp_tool_calls_total{outcome="ok",tool="orders.query_order"} 1.0' in scraped
+    assert 'arbiter_mcp_tool_calls_total{outcome="tool_not_allowed",tool="orders.update_order"} 1.0' in scraped
+    assert 'arbiter_mcp_upstream_duration_seconds_count{server="orders"} 3.0' in scraped
+
 
 def test_a_call_that_needs_a_person_waits_and_goes_through_once_approved(gateway):
     url, token = gateway.url, gateway.token
@@ -82,7 +91,8 @@ def test_a_call_that_needs_a_person_waits_and_goes_through_once_approved(gateway
     person = get_user_model().objects.create_user(username="approver", password="pw-approver-1", is_staff=True)
     person.user_permissions.add(Permission.objects.get(codename="approve_tool_calls"))
     session_pk = Session.objects.get(key="s1").pk
-    status, body = rest(url, staff_token_create(user=person), "POST", f"/api/v1/queue/{session_pk}/approve", {})
+    staff_token = staff_token_create(user=person)
+    status, body = rest(url, staff_token, "POST", f"/api/v1/queue/{session_pk}/approve", {})
     assert status == 200, body
 
     done = call_tool(url, token, "orders.update_order", change, session="s1")
@@ -92,6 +102,21 @@ def test_a_call_that_needs_a_person_waits_and_goes_through_once_approved(gateway
     # The model's "let me do that again": the same operation, which has finished; the upstream is not called.
     repeated = call_tool(url, token, "orders.update_order", change, session="s1")
     assert repeated.is_error and repeated.structured_content["code"] == "operation_finished"
+    assert counts(gateway) == {"update_order": 1}
+
+    # A person's rejection: the repeated call is refused with their note, and never reaches the upstream.
+    gateway.session("s2", at="confirming")
+    other = {"order_id": ORDER, "receiver_phone": "13700137000"}
+    assert call_tool(url, token, "orders.update_order", other, session="s2").structured_content["code"] == (
+        "awaiting_approval"
+    )
+    session_pk = Session.objects.get(key="s2").pk
+    note = {"note": "The customer asked for no change."}
+    status, body = rest(url, staff_token, "POST", f"/api/v1/queue/{session_pk}/reject", note)
+    assert status == 200, body
+    rejected = call_tool(url, token, "orders.update_order", other, session="s2")
+    assert rejected.is_error and rejected.structured_content["code"] == "tool_call_rejected"
+    assert "The customer asked for no change." in rejected.content[0].text
     assert counts(gateway) == {"update_order": 1}
 
 
@@ -125,3 +150,28 @@ def test_the_breaker_opened_through_one_process_refuses_on_the_other(two_gateway
     assert refused.is_error and refused.structured_content["code"] == "circuit_open"
     assert refused.structured_content["retry_after_ms"] > 0
     assert counts(two_gateways) == {"query_order": 2}
+
+
+def test_with_a_wait_set_the_call_waits_for_the_person_and_then_goes_through(patient_gateway):
+    # ARBITER_MCP_APPROVAL_WAIT_S=60: one tools/call, answered once a person has approved it.
+    gateway = patient_gateway
+    gateway.session("s1", at="confirming")
+    change = {"order_id": ORDER, "address": "2 Other Road, Hangzhou"}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(call_tool, gateway.url, gateway.token, "orders.update_order", change, session="s1")
+        deadline = time.monotonic() + 60
+        while not ToolCall.objects.filter(status=ToolCallStatus.AWAITING_APPROVAL).exists():
+            assert time.monotonic() < deadline and not pending.done(), "the call never waited for a person"
+            time.sleep(0.1)
+        assert not pending.done()
+        person = get_user_model().objects.create_user(username="approver", password="pw-approver-1", is_staff=True)
+        person.user_permissions.add(Permission.objects.get(codename="approve_tool_calls"))
+        session_pk = Session.objects.get(key="s1").pk
+        status, body = rest(
+            gateway.url, staff_token_create(user=person), "POST", f"/api/v1/queue/{session_pk}/approve", {}
+        )
+        assert status == 200, body
+        done = pending.result(timeout=60)
+    assert not done.is_error, done
+    assert done.structured_content["updated"] == ["address"]
+    assert counts(gateway) == {"update_order": 1}

@@ -4,15 +4,18 @@ level) or a JSON-RPC error (protocol level), never a server error."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from rules.governance.tokens import staff_token_create
 from tests.support import agent_token
 from tests.support.breakers import SERVED_HEADERS
-from tests.support.mcp_gateway import call_tool, tool_names
+from tests.support.mcp_gateway import call_tool, tool_names, tool_names_negotiated
 
 MCP_HEADERS = {**SERVED_HEADERS, "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -27,8 +30,6 @@ def post(url: str, body: bytes | str, token: str | None, **headers: str) -> http
 
 def test_who_may_call_and_what_a_malformed_request_gets(gateway):
     url, token = gateway.url, gateway.token
-    import json
-
     body = json.dumps(LIST)
     no_token = post(url, body, None)
     assert no_token.status_code == 401
@@ -62,6 +63,20 @@ def test_who_may_call_and_what_a_malformed_request_gets(gateway):
     assert bad_params.status_code < 500
     assert bad_params.json()["error"]["code"] == -32602  # invalid params: no tool name
 
+    # Without a session, the read-only tool no state names: checked against its contract, then called.
+    invalid = call_tool(url, token, "orders.verify_phone", {"phone": "abc"})
+    assert invalid.is_error and invalid.structured_content["code"] == "invalid_tool_input"
+    verified = call_tool(url, token, "orders.verify_phone", {"phone": "13800138000"})
+    assert not verified.is_error and verified.structured_content == {"verified": True}
+    restricted = call_tool(url, token, "orders.query_order", {"order_id": "SO20240002"})
+    assert restricted.is_error and restricted.structured_content["code"] == "session_required"
+    assert gateway.upstream.calls()["counts"] == {"verify_phone": 1}
+
+    # An upstream slower than the contract's timeout_ms (1 s): TIMEOUT, as the contract's policy names it.
+    gateway.upstream.control(latency_ms=3000)
+    slow = call_tool(url, token, "orders.verify_phone", {"phone": "13800138000"})
+    assert slow.is_error and slow.structured_content["code"] == "TIMEOUT", slow
+
     get = httpx.get(f"{url}/mcp", headers={**SERVED_HEADERS, "Authorization": f"Bearer {token}"}, timeout=60)
     assert get.status_code == 405
 
@@ -76,5 +91,11 @@ def test_a_session_of_another_agent_is_refused(gateway):
     with pytest.raises(MCPError) as called:
         call_tool(url, stranger, "orders.query_order", {"order_id": "SO20240002"}, session="theirs")
     assert called.value.data == {"code": "unknown_session"}
-    # The owner sees its state's tools.
+    # The owner sees its state's tools: the session named by the header, or by _meta on the request.
     assert tool_names(url, token, session="theirs") == ["orders.query_order"]
+    by_meta = {**LIST, "params": {"_meta": {"arbiter.dev/session": "theirs"}}}
+    listed = post(url, json.dumps(by_meta), token)
+    assert [t["name"] for t in listed.json()["result"]["tools"]] == ["orders.query_order"]
+    # A client that negotiates the newer per-request protocol gets the same answer.
+    version, names = tool_names_negotiated(url, token, session="theirs")
+    assert version not in HANDSHAKE_PROTOCOL_VERSIONS and names == ["orders.query_order"]
