@@ -173,6 +173,12 @@ ARBITER_DECIDE_GUESS_SESSION_STATE = _bool("ARBITER_DECIDE_GUESS_SESSION_STATE",
 # Runtime-reported trace events (agents/traces/sampling.py): a turn without an error is kept at this ratio
 # (0 to 1); a failed turn is kept always. Seed 000 §3.4: 1%.
 ARBITER_TRACE_SAMPLE_RATIO = min(max(float(_str("ARBITER_TRACE_SAMPLE_RATIO", "0.01")), 0.0), 1.0)
+# The MCP gateway (agents/mcp, docs/mcp.md): how long a tools/call waits for a person's approval before it
+# answers (0: at once), the deadline of one tools/call with its retries, and the threads its handlers run
+# Django work in (per process; each keeps a database connection).
+ARBITER_MCP_APPROVAL_WAIT_S = float(_str("ARBITER_MCP_APPROVAL_WAIT_S", "0"))
+ARBITER_MCP_CALL_DEADLINE_S = float(_str("ARBITER_MCP_CALL_DEADLINE_S", "30"))
+ARBITER_MCP_THREADS = _int("ARBITER_MCP_THREADS", 8)
 LOG_LEVEL = _str("LOG_LEVEL", "INFO")
 # "json" (one JSON object a line) or "plain"; unset: JSON in the production settings, plain elsewhere.
 ARBITER_LOG_FORMAT = _str("ARBITER_LOG_FORMAT").lower()

@@ -109,6 +109,17 @@ TOOL_FAILURES = Counter(
     ["tool", "code"],
 )
 TOOL_RETRIES = Counter("arbiter_tool_retries", "Retries the error policy scheduled, by tool.", ["tool"])
+# The MCP gateway (agents/mcp): ``tool`` is a contract's name (configuration) or "unknown"; ``outcome`` is
+# "ok" or a refusal's or give-up's code (bounded like TOOL_FAILURES' codes).
+MCP_CALLS = Counter(
+    "arbiter_mcp_tool_calls", "tools/call requests the MCP gateway answered, by tool and outcome.", ["tool", "outcome"]
+)
+MCP_UPSTREAM_SECONDS = Histogram(
+    "arbiter_mcp_upstream_duration_seconds",
+    "Time an upstream MCP server took to answer one forwarded attempt, by upstream server.",
+    ["server"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
 RATE_LIMITED = Counter("arbiter_rate_limited_requests", "Requests refused with 429 rate_limited, by agent.", ["agent"])
 REQUEST_SECONDS = Histogram(
     "arbiter_http_request_duration_seconds",
@@ -197,6 +208,14 @@ def tool_attempt_failed(*, tool: str, code: str, declared: bool, retry: bool) ->
     TOOL_FAILURES.labels(tool, code if declared or code == "output_invalid" else "undeclared").inc()
     if retry:
         TOOL_RETRIES.labels(tool).inc()
+
+
+def mcp_call_answered(*, tool: str, outcome: str) -> None:
+    MCP_CALLS.labels(tool, _bounded(outcome)).inc()
+
+
+def mcp_upstream_observed(*, server: str, seconds: float) -> None:
+    MCP_UPSTREAM_SECONDS.labels(server).observe(seconds)
 
 
 def request_rate_limited(*, agent: str) -> None:

@@ -30,6 +30,8 @@ urlpatterns = [
     path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("api/v1/", include("rules.urls")),
     path("api/v1/", include("agents.urls")),
+    # The MCP gateway (agents/mcp, docs/mcp.md): agent tokens, like the agent API.
+    path("", include("agents.mcp.urls")),
     # Last: any other URL under /api/ is a problem+json 404 in every setting (with DEBUG on, Django
     # would show its technical page instead of calling handler404), and never a slash redirect.
     re_path(r"^api/", unknown_api_endpoint, name="api-unknown"),

@@ -145,6 +145,10 @@ ARBITER_GHOST_FAILURE_SECONDS = env.ARBITER_GHOST_FAILURE_SECONDS
 # INSERT and used only for points whose rules read nothing of a session but its state).
 ARBITER_DECIDE_GUESS_SESSION_STATE = env.ARBITER_DECIDE_GUESS_SESSION_STATE
 ARBITER_TRACE_SAMPLE_RATIO = env.ARBITER_TRACE_SAMPLE_RATIO
+# The MCP gateway at /mcp (agents/mcp, docs/mcp.md).
+ARBITER_MCP_APPROVAL_WAIT_S = env.ARBITER_MCP_APPROVAL_WAIT_S
+ARBITER_MCP_CALL_DEADLINE_S = env.ARBITER_MCP_CALL_DEADLINE_S
+ARBITER_MCP_THREADS = env.ARBITER_MCP_THREADS
 # The largest request body the API reads (413 beyond). Sized from the schema's character limits, not the
 # other way round: the longest request the schema bounds (a decision with every text field full: 32,704
 # characters) is 392,753 bytes when each character is written as a 12-byte JSON escape (an emoji as

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from rules.config import records
 from rules.errors import ApprovalRequired
 from rules.governance.change_requests import change_request_approve
-from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, Threshold
+from rules.models import OPEN_STATES, ChangeRequest, ConfigRevision, McpServer, Threshold, ToolContract
 from tests.support import approved, reviewed_digest
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +86,16 @@ def test_reset_withdraws_the_admins_open_requests_and_leaves_the_approver_one_to
 def test_demo_setup_refuses_one_account_for_both_roles():
     with pytest.raises(CommandError, match="another account"):
         run("--approver", "admin")
+
+
+def test_demo_setup_points_the_orders_mcp_server_where_it_is_told():
+    run("--orders-url", "http://127.0.0.1:9911/mcp")
+
+    assert McpServer.objects.get(name="orders").url == "http://127.0.0.1:9911/mcp"
+    assert ToolContract.objects.filter(name__startswith="orders.").count() == 3
+
+
+def test_demo_setup_without_an_orders_url_keeps_the_file_s():
+    run()
+
+    assert McpServer.objects.get(name="orders").url == "http://127.0.0.1:8765/mcp"

@@ -185,6 +185,14 @@ def two_servers(database: SharedDatabase, tmp_path: Path) -> Iterator[tuple[str,
     starts once it listens (polled with a deadline) and is stopped at the end. For tests of state the
     servers must share: tools' breakers and limits. Production settings redirect plain HTTP to HTTPS:
     send ``SERVED_HEADERS`` (as a TLS-terminating proxy would) with each request."""
+    with served(database, tmp_path, 2) as (one, two):
+        yield one, two
+
+
+@contextmanager
+def served(database: SharedDatabase, tmp_path: Path, count: int, **extra_env: str) -> Iterator[list[str]]:
+    """``count`` Arbiter servers as ``two_servers`` starts them (``extra_env`` added to their
+    environment); their base URLs."""
     import signal
     import socket
     import time
@@ -194,7 +202,7 @@ def two_servers(database: SharedDatabase, tmp_path: Path) -> Iterator[tuple[str,
     started: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     try:
-        for n in (1, 2):
+        for n in range(1, count + 1):
             port = free_port()
             home = tmp_path / f"server{n}"
             home.mkdir()
@@ -208,6 +216,7 @@ def two_servers(database: SharedDatabase, tmp_path: Path) -> Iterator[tuple[str,
                 SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto",
                 PYTHON=sys.executable,
                 **extra,
+                **extra_env,
             )
             env.pop("PROMETHEUS_MULTIPROC_DIR", None)
             log = (home / "serve.log").open("w")
@@ -226,7 +235,7 @@ def two_servers(database: SharedDatabase, tmp_path: Path) -> Iterator[tuple[str,
                     assert time.monotonic() < deadline, "bin/serve did not start listening"
                     time.sleep(0.2)
             urls.append(f"http://127.0.0.1:{port}")
-        yield urls[0], urls[1]
+        yield urls
     finally:
         for server in started:
             server.send_signal(signal.SIGTERM)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rules.config.document.validate import config_check
 from tests.support import DEMO_TEXT
 
@@ -76,7 +78,21 @@ tools:
 DEMO_WITHOUT_TOOLS = (
     DEMO_TEXT.split("\n# The after-sales tools the machines' actions name", 1)[0].split("\ntools:\n", 1)[0] + "\n"
 )
-DEMO_WITH_TOOLS = DEMO_TEXT if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
+
+
+# Where the demo's MCP part begins: its orders.* contracts, then its mcp_servers section, both last.
+_MCP_PART = "\n  # The same three tools served by the `orders` MCP server"
+
+
+def _without_mcp(text: str) -> str:
+    """The demo without its MCP part (the ``orders.*`` contracts, the ``orders`` server, the actions naming
+    them): the plain contracts alone and ``tools:`` last, as the tests built on it expect — in the demo's
+    own text (tests replace pieces of it), not a YAML dump of it."""
+    plain = re.sub(r",\s*orders\.\w+", "", text.split(_MCP_PART, 1)[0])
+    return plain.rstrip("\n") + "\n"
+
+
+DEMO_WITH_TOOLS = _without_mcp(DEMO_TEXT) if "\ntools:\n" in DEMO_TEXT else DEMO_TEXT.rstrip("\n") + "\n\n" + TOOLS_YAML
 
 
 # A small document with one tool contract, for the YAML checker's tests.

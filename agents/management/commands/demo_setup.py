@@ -4,6 +4,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -19,6 +20,17 @@ from rules.governance.notifications import APPROVERS_GROUP
 from rules.models import OPEN_STATES, ChangeRequest
 
 DEMO_FILE = Path(settings.BASE_DIR) / "demo" / "after_sales.yaml"
+ORDERS_SERVER = "orders"
+
+
+def demo_text_with_orders_url(text: str, url: str) -> str:
+    """The demo configuration with its ``orders`` MCP server at ``url`` (where the order system the
+    gateway forwards ``orders.*`` to really listens; the file says the tools server's default port)."""
+    document = yaml.safe_load(text)
+    for server in document.get("mcp_servers") or []:
+        if server.get("name") == ORDERS_SERVER:
+            server["url"] = url
+    return yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
 
 
 class Command(BaseCommand):
@@ -39,6 +51,14 @@ class Command(BaseCommand):
         parser.add_argument("--agent", default="demo_agent", help="Name of the demo agent runtime.")
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="Where the service is served.")
         parser.add_argument(
+            "--orders-url",
+            default="",
+            help=(
+                "Where the demo's order system listens as an MCP server (the `orders` upstream of the MCP "
+                "gateway); default: the file's, the tools server's default port."
+            ),
+        )
+        parser.add_argument(
             "--reset",
             action="store_true",
             help=(
@@ -53,6 +73,8 @@ class Command(BaseCommand):
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc}") from exc
+        if options["orders_url"]:
+            text = demo_text_with_orders_url(text, options["orders_url"])
 
         approvers = Group.objects.filter(name=APPROVERS_GROUP).first()
         if approvers is None:

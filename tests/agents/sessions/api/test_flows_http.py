@@ -40,7 +40,7 @@ def test_after_sales_refund_conversation(bot):
         "state": "init",
         "seq": 0,
         "allowed_transitions": ["intent_clarify", "received", "human_handoff"],
-        "allowed_actions": ["verify_phone", "query_order"],
+        "allowed_actions": ["verify_phone", "query_order", "orders.verify_phone", "orders.query_order"],
     }
 
     # Turn 1, "I want a refund": the refund rule decides refund_review, but init cannot go there; the

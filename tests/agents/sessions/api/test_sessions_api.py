@@ -320,7 +320,7 @@ def test_session_detail(world):
         "state": "escalated",
         "seq": 2,
         "allowed_transitions": ["closed"],
-        "allowed_actions": ["query_order", "transfer_to_human"],  # the demo's escalated state
+        "allowed_actions": ["query_order", "transfer_to_human", "orders.query_order"],  # the demo's escalated state
         "interrupt_stack": ["received"],
         "terminal": False,
         "anomalies": {"count": 1, "latest": ["invalid_json"]},

@@ -17,7 +17,7 @@ def test_create_move_and_read_a_session(client):
         "state": "init",
         "seq": 0,
         "allowed_transitions": ["intent_clarify", "received", "human_handoff"],
-        "allowed_actions": ["verify_phone", "query_order"],
+        "allowed_actions": ["verify_phone", "query_order", "orders.verify_phone", "orders.query_order"],
     }
     moved = post(client, "/api/v1/sessions/s1/transitions", {"to": "received", "expected_state": "init"})
     assert move_of(moved.json()) == {"from": "init", "state": "received", "seq": 1}

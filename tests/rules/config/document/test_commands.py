@@ -92,7 +92,7 @@ def test_import_config_prints_the_diff_and_the_revision(write, staff_user):
     out, _ = call("import_config", str(DEMO_FILE), "--user", "ops", "--reason", "demo")
     lines = out.splitlines()
     assert lines[0] == "+ threshold auto_refund_limit: value 500 CNY, bounds 0 … 100000, high risk"
-    assert lines[-1] == "Applied 16 change(s) as revision 1."
+    assert lines[-1] == "Applied 20 change(s) as revision 1."
     revision = ConfigRevision.objects.get()
     assert (revision.created_by, revision.reason) == (staff_user, "demo")
     assert Threshold.history.first().history_user == staff_user
@@ -108,7 +108,7 @@ def test_import_config_dry_run_writes_nothing(write, staff_user):
     before = db_state()
     out, _ = call("import_config", str(DEMO_FILE), "--dry-run")
     assert out.splitlines()[-1] == (
-        "Dry run: 16 change(s) checked; applying them would need no approval; nothing was written."
+        "Dry run: 20 change(s) checked; applying them would need no approval; nothing was written."
     )
     assert db_state() == before
 

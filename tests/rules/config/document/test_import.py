@@ -100,7 +100,8 @@ def test_the_diff_lists_what_is_added():
         "threshold: auto_refund_limit} → human_handoff" in result.diff
     )
     assert "+ machine change_address: 7 states, initial created, handoff human_handoff" in result.diff
-    assert result.diff[-1] == "+ tool verify_phone: read_only, 1 error codes"
+    assert "+ tool verify_phone: read_only, 1 error codes" in result.diff
+    assert result.diff[-1] == "+ MCP server orders: http://127.0.0.1:8765/mcp, auth none"
 
 
 def test_reimporting_the_same_file_writes_nothing(actor):
