@@ -139,8 +139,8 @@ GROUP_MIGRATIONS = {
 # Permissions later migrations add to those groups: (group, migration, function).
 GROUP_GRANTS = [
     ("config_editors", "rules.migrations.0026_tool_contract_permissions", "grant"),
-    ("config_editors", "rules.migrations.0031_ho_mcp_server_permissions", "grant"),
-    ("risk_approvers", "rules.migrations.0032_ho_mcp_tool_drift", "grant"),
+    ("config_editors", "rules.migrations.0031_mcp_server_permissions", "grant"),
+    ("risk_approvers", "rules.migrations.0032_mcp_tool_drift", "grant"),
     ("queue_operators", "agents.migrations.0019_webhooks", "grant"),
 ]
 

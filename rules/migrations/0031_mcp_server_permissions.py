@@ -28,6 +28,6 @@ def revoke(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("rules", "0030_ho_mcp_servers")]
+    dependencies = [("rules", "0030_mcp_servers")]
 
     operations = [migrations.RunPython(grant, revoke)]

@@ -27,7 +27,7 @@ def grant(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rules', '0031_ho_mcp_server_permissions'),
+        ('rules', '0031_mcp_server_permissions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
