@@ -26,12 +26,14 @@ from hypothesis import strategies as st
 from agents.sessions.models import Session, Transition
 from agents.sessions.timeouts import session_timeouts_sweep
 from tests.support import ADDRESS_FIELDS, DEMO
-from tests.support.breakers import DEMO_TOOLS
 from tests.support.contract import RESPONSE_CHECKS, problem_json_for_errors, schema
 
 DEMO_CONFIG = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
 MACHINES = {m["key"]: m for m in DEMO_CONFIG["machines"]}
 POINTS = {p["key"]: p for p in DEMO_CONFIG["points"]}
+# Actions that are tools with a contract (the demo's own and its MCP server's `orders.*`): their params
+# are checked against the contract, which tests/agents/tools and tests/agents/mcp cover.
+CONTRACT_TOOLS = frozenset(t["name"] for t in DEMO_CONFIG.get("tools", []))
 
 # Requests to the demo's points whose decision is known: (point, body fields, decision or None for
 # needs_candidate, (rule, overridden) when a hard rule overrode a candidate). No candidate here is
@@ -249,7 +251,7 @@ def step_action(data: st.DataObject, flow: Flow, model: Model) -> str:
     all_actions = sorted({a for acts in model.machine.get("actions", {}).values() for a in acts})
     action = data.draw(st.sampled_from(all_actions or ["request_param"]) | JUNK_STATES, label="action")
     body: dict[str, Any] = {"type": action}
-    if action.strip() not in DEMO_TOOLS:  # a tool's params are checked against its contract (tests/agents/tools)
+    if action.strip() not in CONTRACT_TOOLS:
         body["params"] = {"name": "new_address"}
     status, answer = flow.call("action", body)
     if action.strip() in whitelist:
