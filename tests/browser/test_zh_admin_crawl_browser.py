@@ -364,14 +364,15 @@ def _build_data(user: Any) -> None:
 
     # An MCP server and its tool's drifts: one adopted (its request approved), one resolved (the upstream
     # went back, its request withdrawn), one open with its pending request.
-    mcp_server_save(user=user, reason="订单服务", name="orders", url="https://orders.example/mcp")
+    # Not the demo's own `orders` server: its write tools make a change of its URL wait for a second person.
+    mcp_server_save(user=user, reason="客户服务系统", name="crm", url="https://crm.example/mcp")
     lookup = {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
     wider = {**lookup, "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
-    mcp_tools_seen("orders", [lookup])
+    mcp_tools_seen("crm", [lookup])
     new = McpToolDrift.objects.get().change_request
     change_request_approve(request=new, actor=approver, reason="上游新工具", digest=reviewed_digest(new))
     for upstream in (lookup, wider, lookup, {**wider, "description": "按编号查询"}):
-        mcp_tools_seen("orders", [upstream])
+        mcp_tools_seen("crm", [upstream])
     assert sorted(McpToolDrift.objects.values_list("status", flat=True)) == ["adopted", "open", "resolved"]
 
 
