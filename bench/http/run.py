@@ -40,6 +40,7 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.http.cpu import cpu_ms_per_request, cpu_ticks
 from bench.http.seed import attempts_in_flight, settle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,38 +194,6 @@ def counts() -> dict[str, int]:
     }
 
 
-def cpu_ticks(server_pid: int) -> dict[int, tuple[str, int]]:
-    """CPU time so far (clock ticks, user + system) of the server (bin/serve's process and its workers)
-    and of PostgreSQL's processes on this machine, by process, from /proc."""
-    ticks: dict[int, tuple[str, int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # the process ended meanwhile
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        pid, ppid, used = int(entry.name), int(fields[1]), int(fields[11]) + int(fields[12])
-        if pid == server_pid or ppid == server_pid:
-            ticks[pid] = ("server", used)
-        elif name.startswith("postgres"):
-            ticks[pid] = ("postgres", used)
-    return ticks
-
-
-def cpu_ms_per_request(
-    before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], requests: int
-) -> dict[str, float]:
-    """Where the time went between two ``cpu_ticks``: milliseconds a request for each group. A process
-    that ended in between (an autovacuum worker) is not counted: its last ticks are gone with it."""
-    used = {"server": 0, "postgres": 0}
-    for pid, (group, ticks) in after.items():
-        used[group] += ticks - before.get(pid, (group, 0))[1]
-    return {group: t / os.sysconf("SC_CLK_TCK") * 1000 / max(1, requests) for group, t in used.items()}
-
-
 def wrk(port: int, p: Path_, token: str, *, seconds: float, connections: int, offset: int) -> Result:
     env = {
         **os.environ,
@@ -318,6 +288,13 @@ def main() -> None:
         "interface (pip install granian; a comparison only, not a dependency)",
     )
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of wrk per path")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="closed-loop runs of every path, interleaved (bare first in odd rounds, last in even ones); each "
+        "path's share of bare is read per round, against the bare run of the same round, and the median given",
+    )
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--rate", type=float, default=0.0, help="fixed rate (0: half the slowest path's)")
     parser.add_argument("--paced-seconds", type=float, default=10.0)
@@ -360,7 +337,7 @@ def main() -> None:
         os.environ["WEB_CONCURRENCY"] = str(args.workers)
     # decide_session_first_seen uses each session once: enough for its warm-up, wrk and fixed-rate runs
     # at 4,000 req/s, well above what two cores serve; checked after the run.
-    first_seen = max(FIRST_SEEN_SESSIONS, round((3 + args.duration + args.paced_seconds) * 4000))
+    first_seen = max(FIRST_SEEN_SESSIONS, round((3 + args.duration * args.rounds + args.paced_seconds) * 4000))
     token = prepare(first_seen)
     settle()
     from decision_service import serving
@@ -399,29 +376,45 @@ def main() -> None:
             offsets[p.name] += used + 1000
 
         closed: dict[str, Result] = {}
+        per_round: dict[str, list[float]] = {p.name: [] for p in paths}
         cpu_ms: dict[str, dict[str, float]] = {}
-        checks: dict[str, tuple[int, int]] = {}
-        lost: dict[str, int] = {}
-        for p in paths:
-            before = counts()[rows[p.name]]
-            warm = wrk(port, p, token, seconds=3, connections=args.connections, offset=offsets[p.name])
-            advance(p, warm.requests)
-            ticks_before = cpu_ticks(server.pid)
-            closed[p.name] = wrk(
-                port, p, token, seconds=args.duration, connections=args.connections, offset=offsets[p.name]
-            )
-            ticks_after = cpu_ticks(server.pid)
-            cpu_ms[p.name] = cpu_ms_per_request(ticks_before, ticks_after, closed[p.name].requests)
-            advance(p, closed[p.name].requests)
-            print(f"{p.name}: {closed[p.name]}", file=sys.stderr)
-            answered = warm.statuses[str(p.expect)] + closed[p.name].statuses[str(p.expect)]
-            checks[p.name] = (answered, counts()[rows[p.name]] - before)
-            # Requests wrk gave up on (timeouts, resets) may still have been served and logged.
-            lost[p.name] = (
-                warm.errors
-                + closed[p.name].errors
-                + sum(v for k, v in (warm.statuses + closed[p.name].statuses).items() if k != str(p.expect))
-            )
+        checks: dict[str, tuple[int, int]] = {p.name: (0, 0) for p in paths}
+        lost: dict[str, int] = dict.fromkeys(per_round, 0)
+        ticks_used: dict[str, list[dict[str, float]]] = {p.name: [] for p in paths}
+        for number in range(args.rounds):
+            # Odd rounds run bare first, even ones last: a drift of the machine over the run (a checkpoint,
+            # the tables growing) falls on both sides of bare instead of always after it.
+            for p in paths if number % 2 == 0 else list(reversed(paths)):
+                before = counts()[rows[p.name]]
+                warm = Result()
+                if number == 0:
+                    warm = wrk(port, p, token, seconds=3, connections=args.connections, offset=offsets[p.name])
+                    advance(p, warm.requests)
+                ticks_before = cpu_ticks(server.pid)
+                run = wrk(port, p, token, seconds=args.duration, connections=args.connections, offset=offsets[p.name])
+                ticks_after = cpu_ticks(server.pid)
+                ticks_used[p.name].append(cpu_ms_per_request(ticks_before, ticks_after, run.requests))
+                advance(p, run.requests)
+                print(f"round {number + 1} {p.name}: {run}", file=sys.stderr)
+                per_round[p.name].append(run.rps)
+                total = closed.setdefault(p.name, Result())
+                total.requests += run.requests
+                total.seconds += run.seconds
+                total.statuses += run.statuses
+                total.errors += run.errors
+                # The latencies of the last round (wrk reports percentiles, which do not add up).
+                total.p50_ms, total.p99_ms = run.p50_ms, run.p99_ms
+                answered = warm.statuses[str(p.expect)] + run.statuses[str(p.expect)]
+                a, b = checks[p.name]
+                checks[p.name] = (a + answered, b + counts()[rows[p.name]] - before)
+                # Requests wrk gave up on (timeouts, resets) may still have been served and logged.
+                lost[p.name] += (
+                    warm.errors
+                    + run.errors
+                    + sum(v for k, v in (warm.statuses + run.statuses).items() if k != str(p.expect))
+                )
+        for name, used in ticks_used.items():
+            cpu_ms[name] = {group: statistics.median(u[group] for u in used) for group in used[0]}
         # At least 1 req/s: a path slower than 2 req/s would round to a rate of 0 and send nothing.
         rate = args.rate or max(1, round(min(r.rps for r in closed.values()) / 2))
         fixed: dict[str, Result] = {}
@@ -458,7 +451,13 @@ def main() -> None:
         )
         + f", PostgreSQL {pg} on loopback, "
         f"{os.cpu_count()} cores shared by server, database and load generator; wrk -t1 -c{args.connections}, "
-        f"{args.duration:g} s per path after a 3 s warm-up; fixed rate {rate:g} req/s for {args.paced_seconds:g} s.",
+        f"{args.duration:g} s per path after a 3 s warm-up"
+        + (
+            f", {args.rounds} interleaved rounds (req/s: all rounds; CPU: median; latency: last)"
+            if args.rounds > 1
+            else ""
+        )
+        + f"; fixed rate {rate:g} req/s for {args.paced_seconds:g} s.",
         "",
         "| path | req/s (wrk) | of bare | p50 / p99 ms (wrk, saturated) | p50 / p99 ms at "
         f"{rate:g} req/s | CPU ms a request (wrk run): server · PostgreSQL | answers | rows added − logged "
@@ -483,6 +482,14 @@ def main() -> None:
             f"{added:,} − {answered:,} = {added - answered} · "
             f"{p_added:,} − {p_answered:,} = {p_added - p_answered} {ok} |"
         )
+    if args.rounds > 1:
+        lines += ["", f"Share of bare per round ({args.rounds} rounds, each against the bare run of its round):", ""]
+        for p in paths[1:]:
+            shares = [rps / bare_rps for rps, bare_rps in zip(per_round[p.name], per_round["bare"], strict=True)]
+            lines.append(
+                f"- {p.name}: median **{statistics.median(shares):.0%}**, "
+                f"rounds {', '.join(f'{s:.0%}' for s in shares)}"
+            )
     report = "\n".join(lines)
     print(report)
     if args.output:
