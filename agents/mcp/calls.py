@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -30,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from agents.errors import UnknownSession
 from agents.mcp import answers, catalog
 from agents.mcp.threads import in_thread
-from agents.mcp.upstreams import Forwarded, upstream
+from agents.mcp.upstreams import Forwarded, held_back, held_back_known, upstream
 from agents.tools import gate
 from agents.tools.contracts import pointer_errors
 from agents.tools.errors import CircuitOpen, InvalidToolInput
@@ -38,6 +39,7 @@ from agents.tools.results import tool_call_result
 from agents.tools.services import Started, tool_call_check
 from decision_service import metrics
 from decision_service.errors import DomainError
+from rules.config.mcp_servers import McpServerSpec
 from rules.engine.tools import CompiledTool
 
 APPROVAL_POLL_S = 0.25
@@ -52,22 +54,59 @@ def _check(
     given: str | None,
     operation_id: str,
 ) -> tuple[str, Started | DomainError]:
-    """The session read now, the call's operation id (derived on the first check), and the policy's check
-    in the state the session is in."""
+    """The call's operation id (derived on the first check) and the policy's check in the state the session
+    is in once locked (no state is named by an MCP caller, so none is read beforehand)."""
     try:
-        session = catalog.session_for(caller)
-        operation_id = operation_id or catalog.operation_id_for(caller, session, compiled, arguments, given)
+        operation_id = operation_id or catalog.operation_id_for(caller, compiled, arguments, given)
         started = tool_call_check(
             agent=caller.agent,
-            session_id=session.key,
+            session_id=caller.session_key or "",
             tool=compiled.name,
             input=arguments,
-            expected_state=session.state,
+            expected_state=None,
             operation_id=operation_id,
         )
     except DomainError as refused:
         return operation_id, refused
     return operation_id, started
+
+
+@dataclass(frozen=True, slots=True)
+class _Due:
+    """An upstream's ``tools/list`` is due to be read again (on the loop) before the tool can be judged."""
+
+    servers: Mapping[str, McpServerSpec]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    compiled: CompiledTool | None  # None: the gateway offers no such tool
+    spec: McpServerSpec | None
+    operation_id: str
+    checked: Started | DomainError | None  # None: a call without a session that may go ahead
+
+
+def _prepare(
+    caller: catalog.Caller,
+    name: str,
+    arguments: Mapping[str, Any],
+    given: str | None,
+    held: Mapping[str, frozenset[str]] | None,
+) -> _Prepared | _Due:
+    """Everything a call needs before its forward, in one hop to the pool (each hop costs a thread switch and
+    a connection taken from the pool): the configured servers, the tools offered, the first check."""
+    servers = catalog.upstream_servers()
+    if held is None and (held := held_back_known(servers)) is None:
+        return _Due(servers)
+    compiled = catalog.gateway_tools(held, servers).get(name)
+    if compiled is None:
+        return _Prepared(None, None, "", None)
+    server, _ = catalog.server_of(compiled.name) or ("", compiled.name)
+    spec = servers[server]  # gateway_tools offers only the tools of these servers
+    if caller.session_key is None:
+        return _Prepared(compiled, spec, "", _sessionless_check(compiled, arguments))
+    operation_id, checked = _check(caller, compiled, arguments, given, "")
+    return _Prepared(compiled, spec, operation_id, checked)
 
 
 def _result(caller: catalog.Caller, operation_id: str, forwarded: Forwarded) -> dict[str, Any]:
@@ -112,35 +151,33 @@ def _sessionless_check(compiled: CompiledTool, arguments: Mapping[str, Any]) -> 
 
 
 async def governed_call(
-    caller: catalog.Caller,
-    tools: Mapping[str, CompiledTool],
-    name: str,
-    arguments: Mapping[str, Any],
-    given: str | None,
+    caller: catalog.Caller, name: str, arguments: Mapping[str, Any], given: str | None
 ) -> types.CallToolResult:
     """Answer one ``tools/call`` of ``name`` (see the module docstring); ``MCPError`` for a tool the gateway
     does not offer at all."""
-    compiled = tools.get(name)
-    if compiled is None:
+    prepared = await in_thread(_prepare, caller, name, arguments, given, None)
+    if isinstance(prepared, _Due):
+        prepared = await in_thread(_prepare, caller, name, arguments, given, await held_back(prepared.servers))
+    assert isinstance(prepared, _Prepared)
+    if prepared.compiled is None:
         metrics.mcp_call_answered(tool="unknown", outcome="unknown_tool")
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
-    result = await _governed(caller, compiled, arguments, given)
+    result = await _governed(caller, prepared, arguments, given)
     outcome = "ok" if not result.is_error else str((result.structured_content or {}).get("code", "error"))
     metrics.mcp_call_answered(tool=name, outcome=outcome)
     return result
 
 
 async def _governed(
-    caller: catalog.Caller, compiled: CompiledTool, arguments: Mapping[str, Any], given: str | None
+    caller: catalog.Caller, prepared: _Prepared, arguments: Mapping[str, Any], given: str | None
 ) -> types.CallToolResult:
-    server, bare = catalog.server_of(compiled.name) or ("", compiled.name)
-    spec = (await in_thread(catalog.upstream_servers)).get(server)
-    if spec is None:  # disabled since the list was made
-        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {compiled.name}")
+    compiled, spec = prepared.compiled, prepared.spec
+    assert compiled is not None and spec is not None
+    _, bare = catalog.server_of(compiled.name) or ("", compiled.name)
     client = upstream(spec)
     if caller.session_key is None:
-        if refused := await in_thread(_sessionless_check, compiled, arguments):
-            return answers.refusal(refused, operation_id=None)
+        if isinstance(prepared.checked, DomainError):
+            return answers.refusal(prepared.checked, operation_id=None)
         timeout_ms = int(compiled.contract.get("timeout_ms") or 0) or 10_000  # as the check's attempts
         forwarded = await client.forward(bare, arguments, timeout_s=timeout_ms / 1000, declared=compiled.error_codes)
         if forwarded.code is not None:
@@ -153,9 +190,9 @@ async def _governed(
     now = time.monotonic()
     deadline = now + settings.ARBITER_MCP_CALL_DEADLINE_S
     approval_until = now + settings.ARBITER_MCP_APPROVAL_WAIT_S
-    operation_id = ""  # derived by the first check
+    assert prepared.checked is not None
+    operation_id, checked = prepared.operation_id, prepared.checked
     while True:
-        operation_id, checked = await in_thread(_check, caller, compiled, arguments, given, operation_id)
         if isinstance(checked, UnknownSession):
             raise unknown_session(checked)
         if isinstance(checked, DomainError):
@@ -163,6 +200,7 @@ async def _governed(
             if wait is None:
                 return answers.refusal(checked, operation_id=operation_id or None)
             await asyncio.sleep(wait)
+            operation_id, checked = await in_thread(_check, caller, compiled, arguments, given, operation_id)
             continue
         left = deadline - time.monotonic()
         forwarded = await client.forward(
@@ -185,6 +223,7 @@ async def _governed(
                     failed_with=forwarded.code,
                 )
             await asyncio.sleep(wait_s)
+            operation_id, checked = await in_thread(_check, caller, compiled, arguments, given, operation_id)
             continue
         return answers.gave_up(forwarded.code or "output_invalid", forwarded.message, answer, forwarded.result)
 

@@ -59,10 +59,13 @@ def upstream_servers() -> dict[str, McpServerSpec]:
     return {name: spec for name, spec in mcp_servers_live().items() if spec.enabled}
 
 
-def gateway_tools(held_back: Mapping[str, frozenset[str]]) -> dict[str, CompiledTool]:
+def gateway_tools(
+    held_back: Mapping[str, frozenset[str]], servers: Mapping[str, McpServerSpec] | None = None
+) -> dict[str, CompiledTool]:
     """The approved contracts the gateway may offer anyone, by namespaced name (see the module docstring).
-    ``held_back``: per server, the names ``mcp_tools_seen`` answered for its last ``tools/list``."""
-    servers = upstream_servers()
+    ``held_back``: per server, the names ``mcp_tools_seen`` answered for its last ``tools/list``;
+    ``servers``: ``upstream_servers()`` when the caller has read it already."""
+    servers = upstream_servers() if servers is None else servers
     offered: dict[str, CompiledTool] = {}
     for name, compiled in active_config().tools.items():
         found = server_of(name)
@@ -102,6 +105,11 @@ def offered(caller: Caller, tools: Mapping[str, CompiledTool]) -> list[CompiledT
     return [tools[name] for name in session_allowed_actions(session) if name in tools]
 
 
+def offered_now(caller: Caller, held_back: Mapping[str, frozenset[str]]) -> list[CompiledTool]:
+    """``offered`` of ``gateway_tools``, in one hop to the pool."""
+    return offered(caller, gateway_tools(held_back))
+
+
 def state_visit(session: Session) -> int:
     """The session's last move that was not an approval's (0: none since it began)."""
     seq = (
@@ -114,13 +122,13 @@ def state_visit(session: Session) -> int:
     return int(seq or 0)
 
 
-def operation_id_for(
-    caller: Caller, session: Session, compiled: CompiledTool, arguments: Mapping[str, Any], given: str | None
-) -> str:
-    """The call's operation id (see the module docstring)."""
+def operation_id_for(caller: Caller, compiled: CompiledTool, arguments: Mapping[str, Any], given: str | None) -> str:
+    """The call's operation id (see the module docstring). Only a derived one reads the session (its visit):
+    ``UnknownSession`` for one this agent does not have."""
     if given:
         return given
     if compiled.risk == READ_ONLY:
         return new_operation_id()
+    session = session_for(caller)
     parts = [str(caller.agent.pk), session.key, compiled.name, input_digest(arguments), str(state_visit(session))]
     return "mcp-" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]

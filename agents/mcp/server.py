@@ -11,8 +11,6 @@ whose answer — the tools not to offer — holds until the next read.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,9 +23,8 @@ from agents.errors import UnknownSession
 from agents.mcp import catalog
 from agents.mcp.calls import governed_call, unknown_session
 from agents.mcp.threads import in_thread
-from agents.mcp.upstreams import Upstream, upstream
+from agents.mcp.upstreams import held_back
 from decision_service.principals import AgentPrincipal
-from rules.config.mcp_servers import mcp_tools_seen
 from rules.config.tools import mcp_tool_document
 
 INSTRUCTIONS = (
@@ -51,35 +48,13 @@ def _caller(ctx: ServerRequestContext[Any, Any], meta: Mapping[str, Any] | None)
     return catalog.Caller(agent=agent, session_key=key or None)
 
 
-async def _refreshed(client: Upstream, server: str) -> None:
-    client.listed_at = time.monotonic()  # first: concurrent requests do not all read it again
-    tools = await client.listed()
-    if tools is not None:
-        client.held_back = await in_thread(mcp_tools_seen, server, tools)
-
-
-async def held_back() -> dict[str, frozenset[str]]:
-    """Per upstream server, the tools its last ``tools/list`` holds back (read again when due)."""
-    servers = await in_thread(catalog.upstream_servers)
-    clients = {name: upstream(spec) for name, spec in servers.items()}
-    now = time.monotonic()
-    due = [
-        _refreshed(client, name)
-        for name, client in clients.items()
-        if not client.listed_at or now - client.listed_at >= servers[name].tools_refresh_s
-    ]
-    if due:
-        await asyncio.gather(*due)
-    return {name: client.held_back for name, client in clients.items()}
-
-
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     caller = _caller(ctx, ctx.meta)
-    tools = await in_thread(catalog.gateway_tools, await held_back())
+    held = await held_back(await in_thread(catalog.upstream_servers))
     try:
-        shown = await in_thread(catalog.offered, caller, tools)
+        shown = await in_thread(catalog.offered_now, caller, held)
     except UnknownSession as refused:
         raise unknown_session(refused) from None
     return types.ListToolsResult(tools=[types.Tool.model_validate(mcp_tool_document(t.contract)) for t in shown])
@@ -91,8 +66,7 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
     given = meta.get(catalog.META_OPERATION)
     if given is not None and not (isinstance(given, str) and catalog.OPERATION_ID.fullmatch(given)):
         raise MCPError(types.INVALID_PARAMS, f"_meta[{catalog.META_OPERATION!r}]: 1 to 64 letters, digits, _ . : or -.")
-    tools = await in_thread(catalog.gateway_tools, await held_back())
-    return await governed_call(caller, tools, params.name, params.arguments or {}, given)
+    return await governed_call(caller, params.name, params.arguments or {}, given)
 
 
 def gateway_server() -> Server[Any]:

@@ -27,8 +27,9 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from agents.mcp.threads import in_thread
 from decision_service import metrics
-from rules.config.mcp_servers import McpServerSpec
+from rules.config.mcp_servers import McpServerSpec, mcp_tools_seen
 
 logger = logging.getLogger(__name__)
 
@@ -154,10 +155,48 @@ _upstreams: dict[str, Upstream] = {}
 
 
 def upstream(spec: McpServerSpec) -> Upstream:
-    """The process's client of ``spec``'s server; a new one when its configuration changed."""
+    """The process's client of ``spec``'s server; a new one when its configuration changed. On the loop."""
     current = _upstreams.get(spec.name)
     if current is None or current.spec != spec:
         if current is not None:
             current.reset()
         current = _upstreams[spec.name] = Upstream(spec)
     return current
+
+
+def held_back_known(servers: Mapping[str, McpServerSpec]) -> dict[str, frozenset[str]] | None:
+    """Per server, the tools its last ``tools/list`` holds back — or None when a server's list is due to be
+    read again (or its client is not made yet): then ``held_back`` is awaited on the loop. Only reads, so it
+    may run on a pool thread, in the same hop as the check that needs its answer."""
+    now = time.monotonic()
+    known: dict[str, frozenset[str]] = {}
+    for name, spec in servers.items():
+        client = _upstreams.get(name)
+        if client is None or client.spec != spec or not client.listed_at:
+            return None
+        if now - client.listed_at >= spec.tools_refresh_s:
+            return None
+        known[name] = client.held_back
+    return known
+
+
+async def _refreshed(client: Upstream, server: str) -> None:
+    client.listed_at = time.monotonic()  # first: concurrent requests do not all read it again
+    tools = await client.listed()
+    if tools is not None:
+        client.held_back = await in_thread(mcp_tools_seen, server, tools)
+
+
+async def held_back(servers: Mapping[str, McpServerSpec]) -> dict[str, frozenset[str]]:
+    """Per upstream server, the tools its last ``tools/list`` holds back, each list read again when due
+    (``tools_refresh_s``) and given to ``mcp_tools_seen``, whose answer holds until the next read."""
+    clients = {name: upstream(spec) for name, spec in servers.items()}
+    now = time.monotonic()
+    due = [
+        _refreshed(client, name)
+        for name, client in clients.items()
+        if not client.listed_at or now - client.listed_at >= servers[name].tools_refresh_s
+    ]
+    if due:
+        await asyncio.gather(*due)
+    return {name: client.held_back for name, client in clients.items()}

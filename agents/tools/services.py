@@ -113,10 +113,12 @@ def tool_call_check(
     session_id: str,
     tool: str,
     input: Mapping[str, Any],
-    expected_state: str,
+    expected_state: str | None,
     operation_id: str | None = None,
 ) -> Started:
-    """Check a call of ``tool`` (see the module docstring); the attempt it starts, or the refusal."""
+    """Check a call of ``tool`` (see the module docstring); the attempt it starts, or the refusal.
+    ``expected_state`` None: the state the session is in once locked (the MCP gateway's calls, whose
+    caller names no state: read apart, it would cost a query and could only be older)."""
     with tracing.span("arbiter.tool_call.check") as span:
         operation_id = operation_id or new_operation_id()
         if span is not None:
@@ -130,9 +132,8 @@ def tool_call_check(
         config = active_config()
         with transaction.atomic():
             session, basis = locked_with_feedback(agent, session_id)
-            outcome = _check_locked(
-                session, agent, config, tool, dict(input), digest, expected_state, operation_id, basis
-            )
+            expected = session.state if expected_state is None else expected_state
+            outcome = _check_locked(session, agent, config, tool, dict(input), digest, expected, operation_id, basis)
         if isinstance(outcome, DomainError):
             raise outcome
         if span is not None:
