@@ -60,12 +60,11 @@ def upstream_servers() -> dict[str, McpServerSpec]:
 
 
 def gateway_tools(
-    held_back: Mapping[str, frozenset[str]], servers: Mapping[str, McpServerSpec] | None = None
+    held_back: Mapping[str, frozenset[str]], servers: Mapping[str, McpServerSpec]
 ) -> dict[str, CompiledTool]:
     """The approved contracts the gateway may offer anyone, by namespaced name (see the module docstring).
     ``held_back``: per server, the names ``mcp_tools_seen`` answered for its last ``tools/list``;
-    ``servers``: ``upstream_servers()`` when the caller has read it already."""
-    servers = upstream_servers() if servers is None else servers
+    ``servers``: ``upstream_servers()``, as the caller read it for ``held_back``."""
     offered: dict[str, CompiledTool] = {}
     for name, compiled in active_config().tools.items():
         found = server_of(name)
@@ -105,9 +104,11 @@ def offered(caller: Caller, tools: Mapping[str, CompiledTool]) -> list[CompiledT
     return [tools[name] for name in session_allowed_actions(session) if name in tools]
 
 
-def offered_now(caller: Caller, held_back: Mapping[str, frozenset[str]]) -> list[CompiledTool]:
+def offered_now(
+    caller: Caller, held_back: Mapping[str, frozenset[str]], servers: Mapping[str, McpServerSpec]
+) -> list[CompiledTool]:
     """``offered`` of ``gateway_tools``, in one hop to the pool."""
-    return offered(caller, gateway_tools(held_back))
+    return offered(caller, gateway_tools(held_back, servers))
 
 
 def state_visit(session: Session) -> int:

@@ -52,9 +52,10 @@ async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     caller = _caller(ctx, ctx.meta)
-    held = await held_back(await in_thread(catalog.upstream_servers))
+    servers = await in_thread(catalog.upstream_servers)
+    held = await held_back(servers)
     try:
-        shown = await in_thread(catalog.offered_now, caller, held)
+        shown = await in_thread(catalog.offered_now, caller, held, servers)
     except UnknownSession as refused:
         raise unknown_session(refused) from None
     return types.ListToolsResult(tools=[types.Tool.model_validate(mcp_tool_document(t.contract)) for t in shown])

@@ -109,6 +109,10 @@ class Upstream:
             if not ready.done():
                 ready.cancel()
 
+    def due(self, now: float) -> bool:
+        """Its ``tools/list`` is to be read (again): never read, or older than ``tools_refresh_s``."""
+        return not self.listed_at or now - self.listed_at >= self.spec.tools_refresh_s
+
     def reset(self) -> None:
         """Forget the session (it failed): the next use opens a new one."""
         self._session = None
@@ -172,9 +176,7 @@ def held_back_known(servers: Mapping[str, McpServerSpec]) -> dict[str, frozenset
     known: dict[str, frozenset[str]] = {}
     for name, spec in servers.items():
         client = _upstreams.get(name)
-        if client is None or client.spec != spec or not client.listed_at:
-            return None
-        if now - client.listed_at >= spec.tools_refresh_s:
+        if client is None or client.spec != spec or client.due(now):
             return None
         known[name] = client.held_back
     return known
@@ -192,11 +194,7 @@ async def held_back(servers: Mapping[str, McpServerSpec]) -> dict[str, frozenset
     (``tools_refresh_s``) and given to ``mcp_tools_seen``, whose answer holds until the next read."""
     clients = {name: upstream(spec) for name, spec in servers.items()}
     now = time.monotonic()
-    due = [
-        _refreshed(client, name)
-        for name, client in clients.items()
-        if not client.listed_at or now - client.listed_at >= servers[name].tools_refresh_s
-    ]
+    due = [_refreshed(client, name) for name, client in clients.items() if client.due(now)]
     if due:
         await asyncio.gather(*due)
     return {name: client.held_back for name, client in clients.items()}
