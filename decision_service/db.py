@@ -13,11 +13,12 @@ preparing off behind a pooler that cannot carry prepared statements; the cursor 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from psycopg.types.numeric import Int8Dumper
 
@@ -83,3 +84,73 @@ def built_per_database(build: Callable[[], T]) -> Callable[[], T]:
         return found
 
     return get
+
+
+# Field classes whose database form (``get_db_prep_save``) of a value of this Python type is the value
+# itself on every backend Arbiter runs on, and whose ``pre_save`` only reads the attribute. Exact classes:
+# a subclass (SequenceIdField, say) may change either. A foreign key whose target is a number is one too;
+# on PostgreSQL so is an aware datetime in a date-time field that sets no value itself (``_plan``).
+_UNCHANGED: dict[type[Any], type[Any]] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.IntegerField: int,
+    models.BigIntegerField: int,
+    models.PositiveIntegerField: int,
+    models.PositiveSmallIntegerField: int,
+    models.SmallIntegerField: int,
+    models.BooleanField: bool,
+}
+_NUMBER_KEYS = (models.AutoField, models.BigAutoField, models.IntegerField, models.BigIntegerField)
+_Plan = tuple[tuple[str, Any, "type[Any] | None", bool], ...]
+# Keyed by the id of the fields' list, which the plan holds (so the id cannot be reused while it is kept):
+# the callers pass the lists they built once per statement.
+_plans: dict[tuple[int, str, str], tuple[Any, _Plan]] = {}
+
+
+def _plan(fields: Any, prefix: str, vendor: str) -> _Plan:
+    """For each field: (parameter name, field, the type whose values it sends unchanged or None, whether
+    it sends None unchanged)."""
+    plan = []
+    for f in fields:
+        kind = type(f)
+        passes: type[Any] | None = _UNCHANGED.get(kind)
+        if kind is models.ForeignKey and type(f.target_field) in _NUMBER_KEYS:
+            passes = int
+        elif kind is models.DateTimeField and vendor == "postgresql" and not (f.auto_now or f.auto_now_add):
+            passes = dt.datetime  # and aware: a naive one is made aware (with a warning) the ORM's way
+        # A BooleanField that is not null refuses None: the ORM's way says so.
+        plan.append((prefix + f.attname, f, passes, passes is not None and (kind is not models.BooleanField or f.null)))
+    return tuple(plan)
+
+
+def db_values(fields: Any, instance: Any, *, add: bool, prefix: str = "") -> dict[str, Any]:
+    """``{prefix + attname: f.get_db_prep_save(f.pre_save(instance, add), connection)}`` for ``fields``, as
+    the ORM would send them. Most of a row's values are strings, numbers, keys and times sent as they are:
+    those are read off the instance (the ORM's way, each value's round of conversions cost a tool-call
+    check about a twentieth of its server time: bench/RESULTS.md, "The check's last cuts"); every other
+    value goes the ORM's way. tests/test_db_values.py checks that both ways agree."""
+    db = connections[DEFAULT_DB_ALIAS]
+    key = (id(fields), prefix, db.vendor)
+    found = _plans.get(key)
+    if found is None or found[0] is not fields:
+        found = _plans[key] = (fields, _plan(fields, prefix, db.vendor))
+    values: dict[str, Any] = {}
+    attributes = instance.__dict__
+    for name, f, passes, none_passes in found[1]:
+        if passes is not None:
+            value: Any = attributes.get(f.attname, _MISSING)
+            if value is None:
+                if none_passes:
+                    values[name] = None
+                    continue
+            else:
+                fits = type(value) is passes or (passes is str and isinstance(value, str))
+                # A naive time is made aware (with a warning) the ORM's way.
+                if fits and (passes is not dt.datetime or value.utcoffset() is not None):
+                    values[name] = value
+                    continue
+        values[name] = f.get_db_prep_save(f.pre_save(instance, add), db)
+    return values
+
+
+_MISSING = object()

@@ -21,15 +21,17 @@ admin.site.index_template = "admin/arbiter/index.html"
 admin.site.site_url = None
 
 urlpatterns = [
+    # The agent API first (its runtime's operations are most of the traffic, and Django tries the routes
+    # in order), then the staff API: no route of one matches a path of the other, nor any route below.
+    path("api/v1/", include("agents.urls")),
+    path("api/v1/", include("rules.urls")),
+    path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
     path("admin/", admin.site.urls),
     # set_language: the admin header's language switch posts here.
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
-    path("api/v1/openapi.yaml", OpenApiDocumentApi.as_view(), name="openapi-document"),
-    path("api/v1/", include("rules.urls")),
-    path("api/v1/", include("agents.urls")),
     # The MCP gateway (agents/mcp, docs/mcp.md): agent tokens, like the agent API.
     path("", include("agents.mcp.urls")),
     # Last: any other URL under /api/ is a problem+json 404 in every setting (with DEBUG on, Django

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import connection
 from django.db.models import Model
 
 from agents.sessions.codes import FEEDBACK_LIMIT
@@ -30,7 +30,7 @@ from agents.sessions.feedback import FeedbackBasis
 from agents.sessions.models import Anomaly, Session
 from agents.sessions.reads import session_from_row
 from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
-from decision_service.db import built_per_database, prepared_cursor
+from decision_service.db import built_per_database, db_values, prepared_cursor
 from decision_service.sequence import SequenceIdField
 from rules.decisions.statements import session_select_list
 from rules.models import StateMachine
@@ -40,13 +40,6 @@ M = TypeVar("M", bound=Model)
 
 def _q(name: str) -> str:
     return connection.ops.quote_name(name)
-
-
-def _db() -> Any:
-    """The connection itself, not ``django.db.connection``: that proxy looks the connection up again on
-    every attribute, and preparing a row's values touches it a few times for each column (profiled: about
-    a tenth of a check's server time went to those look-ups)."""
-    return connections[DEFAULT_DB_ALIAS]
 
 
 def folded() -> bool:
@@ -188,8 +181,7 @@ def update(instance: Model, fields: Sequence[str]) -> None:
     """``instance.save(update_fields=fields)`` without compiling it (an ``auto_now`` field is set, as by
     ``save``); no signals: neither model has receivers or history."""
     sql, chosen = _update_text(type(instance), tuple(fields))
-    db = _db()
-    params = {f.attname: f.get_db_prep_save(f.pre_save(instance, False), db) for f in chosen}
+    params = db_values(chosen, instance, add=False)
     params["pk"] = instance.pk
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
@@ -218,8 +210,7 @@ def insert(instance: Model) -> None:
     primary key (``auto_now_add`` and ``auto_now`` set, as by ``save``), the new key read back."""
     with_pk = instance.pk is not None
     sql, fields = _insert_text(type(instance), with_pk)
-    db = _db()
-    params = {f.attname: f.get_db_prep_save(f.pre_save(instance, True), db) for f in fields}
+    params = db_values(fields, instance, add=True)
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         if not with_pk:
@@ -273,10 +264,9 @@ def call_start_new(call: ToolCall, attempt: ToolAttempt, now: dt.datetime) -> bo
     statement, unless the session's state has a retry lease held at ``now`` or the agent has used the
     operation id (then nothing is written: False). The caller holds the session's lock."""
     sql, call_fields, attempt_fields = _start_text()
-    db = _db()
-    params = {f"c_{f.attname}": f.get_db_prep_save(f.pre_save(call, True), db) for f in call_fields}
+    params = db_values(call_fields, call, add=True, prefix="c_")
     attempt.call = call  # the key is the statement's; pre_save reads no key
-    params.update({f"a_{f.attname}": f.get_db_prep_save(f.pre_save(attempt, True), db) for f in attempt_fields})
+    params.update(db_values(attempt_fields, attempt, add=True, prefix="a_"))
     params["lease_status"], params["now"] = ToolCallStatus.RETRY_WAIT.value, now
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
@@ -344,9 +334,8 @@ def update_both(
     sql = _both.get(key)
     if sql is None:
         sql = _both[key] = f"WITH a AS ({a_sql.replace('%(', '%(a_')}) {c_sql.replace('%(', '%(c_')}"
-    db = _db()
-    params = {f"a_{f.attname}": f.get_db_prep_save(f.pre_save(attempt, False), db) for f in a_chosen}
-    params.update({f"c_{f.attname}": f.get_db_prep_save(f.pre_save(call, False), db) for f in c_chosen})
+    params = db_values(a_chosen, attempt, add=False, prefix="a_")
+    params.update(db_values(c_chosen, call, add=False, prefix="c_"))
     params["a_pk"], params["c_pk"] = attempt.pk, call.pk
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)

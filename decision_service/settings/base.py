@@ -113,6 +113,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "decision_service.api.errors.problem_exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "decision_service.api.negotiation.QuickNegotiation",
     # Per-agent rate limit (AgentRuntime.rate_per_minute): a token bucket, in Redis with a broker.
     "DEFAULT_THROTTLE_CLASSES": ["agents.runtimes.ratelimit.AgentRateThrottle"],
 }

@@ -26,6 +26,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import NOT_PROVIDED, Model
 
+from decision_service.db import db_values
 from decision_service.sequence import SequenceIdField
 from rules.models import CandidateRequestCount, DecisionIdempotencyKey, DecisionRecord, RuledBy, StateMachine
 
@@ -81,7 +82,7 @@ class LogInsert:
 
     def params(self, record: DecisionRecord) -> dict[str, Any]:
         """The row's values as the ORM would send them (``pre_save``, then the field's database form)."""
-        return {f"log_{f.attname}": f.get_db_prep_save(f.pre_save(record, True), connection) for f in self.fields}
+        return db_values(self.fields, record, add=True, prefix="log_")
 
     @staticmethod
     def key_params(record: DecisionRecord) -> dict[str, Any]:
