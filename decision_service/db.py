@@ -128,7 +128,7 @@ def db_values(fields: Any, instance: Any, *, add: bool, prefix: str = "") -> dic
     the ORM would send them. Most of a row's values are strings, numbers, keys and times sent as they are:
     those are read off the instance (the ORM's way, each value's round of conversions cost a tool-call
     check about a twentieth of its server time: bench/RESULTS.md, "The check's last cuts"); every other
-    value goes the ORM's way. tests/test_db_values.py checks that both ways agree."""
+    value goes the ORM's way. tests/test_db.py checks that both ways agree, field by field."""
     db = connections[DEFAULT_DB_ALIAS]
     key = (id(fields), prefix, db.vendor)
     found = _plans.get(key)
