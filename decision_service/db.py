@@ -20,18 +20,24 @@ from typing import Any, TypeVar
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.numeric import Int8Dumper
 
 
 class _PreparingCursor(psycopg.Cursor[Any]):
     """Server-side binding, and every statement prepared (psycopg keeps them per connection)."""
 
-    def __init__(self, connection: psycopg.Connection[Any], **kwargs: Any) -> None:
-        super().__init__(connection, **kwargs)
+    def __init__(self, connection: psycopg.Connection[Any], *, utc: bool) -> None:
+        super().__init__(connection)
         # psycopg prepares a statement once per text *and* set of parameter types, and types a Python int
         # as int2, int4 or int8 by its size: one type for every int keeps a statement to one prepared form
         # for each pattern of NULLs in its parameters, instead of one more for every size of a number.
         self.adapters.register_dumper(int, Int8Dumper)
+        if utc:
+            # Django reads a time with psycopg's loader in Python, then gives it Django's time zone; when
+            # both the connection's and Django's are UTC, psycopg's own loader (in C, a twentieth of the
+            # time) makes the same aware datetime, in ``datetime.timezone.utc``.
+            self.adapters.register_loader("timestamptz", TimestamptzLoader)
 
     def execute(
         self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
@@ -39,11 +45,64 @@ class _PreparingCursor(psycopg.Cursor[Any]):
         return super().execute(query, params, prepare=True, binary=binary)
 
 
-class _PreparedDebugWrapper(CursorDebugWrapper):
+# Each connection keeps one cursor for each hot statement it has run, on the connection object itself
+# (so a new connection starts afresh, and the cursors go with theirs). psycopg sets up a cursor's adapters,
+# and for each new statement text the loaders of its columns (a JSON and a time zone loader among them);
+# a cursor that runs the very same statement again keeps them (psycopg's ``_last_query``). That setting
+# up was about a twentieth of a tool-call check's server time (bench/RESULTS.md, "Kept cursors").
+_KEPT = "_arbiter_kept_cursors"
+_KEPT_MAX = 64  # statements a connection keeps a cursor for; the hot paths send about twenty
+
+
+def _kept_cursor(db: Any, sql: Any) -> tuple[_PreparingCursor, bool]:
+    """The connection's cursor for ``sql``, and whether it is kept (past ``_KEPT_MAX`` statements, a
+    cursor is made for this run only, and closed after it)."""
+    raw = db.connection
+    kept: dict[Any, _PreparingCursor] | None = getattr(raw, _KEPT, None)
+    if kept is None:
+        kept = {}
+        setattr(raw, _KEPT, kept)
+    cursor = kept.get(sql)
+    if cursor is not None and not cursor.closed:
+        return cursor, True
+    with db.wrap_database_errors:
+        utc = db.timezone is dt.UTC and raw.pgconn.parameter_status(b"TimeZone") == b"UTC"
+        cursor = _PreparingCursor(raw, utc=utc)
+    if len(kept) < _KEPT_MAX or sql in kept:
+        kept[sql] = cursor
+        return cursor, True
+    return cursor, False
+
+
+class _KeptCursorWrapper(CursorWrapper):
+    """Django's wrapper (its error translation) over the connection's kept cursor for the statement it
+    executes; closing it leaves that cursor open for the statement's next run."""
+
+    def __init__(self, db: Any) -> None:
+        super().__init__(None, db)
+        self._transient = False
+
+    def _use(self, sql: Any) -> None:
+        self.close()
+        self.cursor, kept = _kept_cursor(self.db, sql)
+        self._transient = not kept
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        self._use(sql)
+        return super().execute(sql, params)
+
+    def close(self) -> None:
+        if self._transient:
+            self.cursor.close()
+        self.cursor, self._transient = None, False
+
+
+class _KeptDebugWrapper(_KeptCursorWrapper, CursorDebugWrapper):
     """The query log (``DEBUG``, ``CaptureQueriesContext``) shows a prepared statement as written: the
     backend's "last executed query" reads what psycopg sent, which for a prepared statement is its name."""
 
     def execute(self, sql: Any, params: Any = None) -> Any:
+        self._use(sql)
         with self.debug_sql(sql, params):
             return CursorWrapper.execute(self, sql, params)
 
@@ -53,7 +112,8 @@ def prepared_cursor() -> Any:
 
     Wrapped as Django wraps its cursors: the same error translation and query log. Parameters are
     written ``%s`` as for any Django cursor; on the server they are typed from where they are used, so a
-    parameter whose use does not fix its type needs a cast in the statement.
+    parameter whose use does not fix its type needs a cast in the statement. One ``execute`` a cursor
+    (then its ``fetch…``): each statement runs on the connection's kept cursor for it.
     """
     # The connection itself, looked up once: ``django.db.connection`` looks it up again for every attribute.
     db = connections[DEFAULT_DB_ALIAS]
@@ -64,9 +124,7 @@ def prepared_cursor() -> Any:
     db.close_if_health_check_failed()
     db.ensure_connection()
     db.validate_thread_sharing()
-    with db.wrap_database_errors:
-        cursor = _PreparingCursor(db.connection)
-    return _PreparedDebugWrapper(cursor, db) if db.queries_logged else CursorWrapper(cursor, db)
+    return _KeptDebugWrapper(db) if db.queries_logged else _KeptCursorWrapper(db)
 
 
 T = TypeVar("T")
@@ -154,3 +212,21 @@ def db_values(fields: Any, instance: Any, *, add: bool, prefix: str = "") -> dic
 
 
 _MISSING = object()
+
+
+_instance_plans: dict[type[Any], tuple[tuple[str, Callable[[], Any]], ...]] = {}
+
+
+def new_instance(model: type[T], **values: Any) -> T:
+    """``model(**values)`` for a hot path, with ``values`` named by attribute (``session_id``, not
+    ``session``): the same instance, made the way the ORM makes one from a row (every concrete field in
+    order, the defaults filled in here), which skips the keyword path's work for each field. Django's own
+    keyword path was about a twentieth of a tool-call check's server time (bench/RESULTS.md, "Kept cursors").
+    tests/test_db.py checks both ways make the same instance."""
+    plan = _instance_plans.get(model)
+    if plan is None:
+        plan = _instance_plans[model] = tuple((f.attname, f.get_default) for f in model._meta.concrete_fields)  # type: ignore[attr-defined]
+    args = [values.pop(name) if name in values else default() for name, default in plan]
+    if values:
+        raise TypeError(f"{model.__name__} has no concrete fields {', '.join(sorted(values))}")
+    return model(*args)

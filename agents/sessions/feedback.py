@@ -60,6 +60,8 @@ class FeedbackBasis:
         overruled = list(self.overruled)
         if then is not None and then.overridden and then.ruled_by == RuledBy.HARD_RULE:
             overruled.insert(0, (then.rule_key, then.decision))
+        if len(self.anomalies) < 2 and len(overruled) < 2:
+            return []  # a hint is of a code or a rule seen twice at least
         # A rule's move the machine refused is not the model's doing: nothing to tell it.
         anomalies = Counter(code for code in self.anomalies[: self.limit] if code != RULE_MOVE_NOT_ALLOWED)
         counts = Counter(overruled[: self.limit])

@@ -67,6 +67,7 @@ from agents.tools.errors import (
 from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
 from agents.tools.policy import attempts_allowed, policy_for
 from decision_service import metrics, tracing
+from decision_service.db import new_instance
 from decision_service.errors import DomainError
 from rules.engine.compiler import CompiledConfig
 from rules.engine.tools import CompiledTool
@@ -251,10 +252,11 @@ def _start_plain(
     now = timezone.now()
     timeout_ms = int(contract.get("timeout_ms") or 0) or 10_000
     deadline = now + dt.timedelta(milliseconds=timeout_ms)
-    call = ToolCall(
+    call = new_instance(
+        ToolCall,
         operation_id=operation_id,
         agent_id=agent.pk,
-        session=session,
+        session_id=session.pk,
         tool=tool,
         state=state,
         revision=config.revision or None,
@@ -265,7 +267,10 @@ def _start_plain(
         attempt=1,
         deadline=deadline,
     )
-    current = ToolAttempt(attempt=1, tool=tool, started_at=now, deadline=deadline, breaker_state=gate.CLOSED)
+    ToolCall.session.field.set_cached_value(call, session)  # as ToolCall(session=session) would
+    current = new_instance(
+        ToolAttempt, attempt=1, tool=tool, started_at=now, deadline=deadline, breaker_state=gate.CLOSED
+    )
     if not statements.call_start_new(call, current, now):
         return None
     transaction.on_commit(partial(metrics.tool_attempt_started, tool=tool))
