@@ -1,18 +1,20 @@
-"""decision_service.db: the connection's kept cursors, the time loader they use, and ``new_instance``."""
+"""decision_service.db: the connection's kept cursors, the time loader they use, ``new_instance`` and
+``quick_converters``."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
-from django.db import DataError, connection, transaction
+from django.db import DataError, connection, models, transaction
 from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.sessions.models import Anomaly, Session, Transition
 from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
-from decision_service.db import new_instance, prepared_cursor
+from decision_service.db import new_instance, prepared_cursor, quick_converters
 from rules.models import DecisionRecord
 
 pytestmark = pytest.mark.django_db
@@ -142,3 +144,52 @@ def test_past_its_limit_a_connection_runs_a_new_statement_on_a_cursor_of_its_own
     assert answer == (4,) and once.closed  # made for that run and closed after it
     again, kept = _run(_ONE, 1)
     assert again == (2,) and not kept.closed  # the statements already kept are kept still
+
+
+# quick_converters: a plain JSONField's column read as Django reads it.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+_TEXTS = st.one_of(
+    _JSON.map(json.dumps),
+    _JSON.map(lambda v: json.dumps(v, indent=1)),
+    _JSON.map(lambda v: f" {json.dumps(v)}\\n"),  # whitespace around: json.loads takes it
+    _JSON.map(lambda v: "\ufeff" + json.dumps(v)),  # a byte order mark: json.loads refuses it
+    _JSON.map(lambda v: json.dumps(v) + " x"),  # extra data
+    st.sampled_from(["NaN", "-Infinity", "[NaN]", "", "{", "nul", "1e400", '"\\ud800"']),
+    st.text(max_size=12),
+    st.binary(max_size=8),
+    st.none(),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_TEXTS)
+def test_a_plain_json_column_is_read_as_django_reads_it(value):
+    field = Session._meta.get_field("context")
+    [django_way] = field.get_db_converters(connection)
+    [quick] = quick_converters([django_way])
+    assert quick is not django_way
+    col = field.get_col(Session._meta.db_table)
+
+    def outcome(convert):
+        try:
+            return convert(value, col, connection)
+        except ValueError as refused:  # undecodable bytes: refused alike
+            return type(refused)
+
+    expected, got = outcome(django_way), outcome(quick)
+    assert json.dumps(got, default=repr) == json.dumps(expected, default=repr)  # NaN equals NaN here
+    assert type(got) is type(expected)
+
+
+def test_only_a_plain_json_fields_converter_is_replaced():
+    class Decoded(json.JSONDecoder):
+        pass
+
+    own = models.JSONField(decoder=Decoded)
+    other = Session._meta.get_field("created_at")
+    converters = [own.from_db_value, *other.get_db_converters(connection), str]
+    assert quick_converters(converters) == converters

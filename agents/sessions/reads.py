@@ -30,7 +30,7 @@ from agents.errors import SessionBusy
 from agents.sessions.codes import FEEDBACK_LIMIT
 from agents.sessions.feedback import FeedbackBasis, feedback_basis
 from agents.sessions.models import Anomaly, Session
-from decision_service.db import prepared_cursor
+from decision_service.db import prepared_cursor, quick_converters
 from rules.decisions import statements
 from rules.decisions.session_data import recent_lists
 from rules.models import DecisionRecord, StateMachine
@@ -84,7 +84,10 @@ def _session_row() -> _SessionRow:
     found = _SessionRow(
         session_fields=tuple(f.attname for f in session_fields),
         machine_fields=tuple(f.attname for f in machine_fields),
-        converters=compiler.get_converters(cols),
+        converters={
+            i: (quick_converters(converters), expression)
+            for i, (converters, expression) in compiler.get_converters(cols).items()
+        },
     )
     setattr(_session_rows, connection.alias, found)
     return found

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model
 
 from agents.sessions.codes import FEEDBACK_LIMIT
@@ -30,7 +30,7 @@ from agents.sessions.feedback import FeedbackBasis
 from agents.sessions.models import Anomaly, Session
 from agents.sessions.reads import session_from_row
 from agents.tools.models import ToolAttempt, ToolCall, ToolCallStatus
-from decision_service.db import built_per_database, db_values, prepared_cursor
+from decision_service.db import built_per_database, db_values, prepared_cursor, quick_converters
 from decision_service.sequence import SequenceIdField
 from rules.decisions.statements import session_select_list
 from rules.models import StateMachine
@@ -63,7 +63,7 @@ def _chain(model: type[Model]) -> list[tuple[Any, list[Any]]]:
     if chain is None:
         fields: list[Any] = list(model._meta.concrete_fields)
         chain = _converters[key] = [
-            (col, connection.ops.get_db_converters(col) + f.get_db_converters(connection))
+            (col, quick_converters(connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
             for f in fields
             for col in (f.get_col(model._meta.db_table),)
         ]
@@ -265,8 +265,7 @@ def call_start_new(call: ToolCall, attempt: ToolAttempt, now: dt.datetime) -> bo
     operation id (then nothing is written: False). The caller holds the session's lock."""
     sql, call_fields, attempt_fields = _start_text()
     params = db_values(call_fields, call, add=True, prefix="c_")
-    attempt.call = call  # the key is the statement's; pre_save reads no key
-    params.update(db_values(attempt_fields, attempt, add=True, prefix="a_"))
+    params.update(db_values(attempt_fields, attempt, add=True, prefix="a_"))  # the call's key is the statement's
     params["lease_status"], params["now"] = ToolCallStatus.RETRY_WAIT.value, now
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
@@ -275,8 +274,11 @@ def call_start_new(call: ToolCall, attempt: ToolAttempt, now: dt.datetime) -> bo
         return False
     call.pk, attempt.pk = row[0], row[1]
     for saved in (call, attempt):
-        saved._state.adding, saved._state.db = False, connection.alias
-    attempt.call = call
+        # ``django.db.connection`` is the default database's (looked up anew for each attribute).
+        saved._state.adding, saved._state.db = False, DEFAULT_DB_ALIAS
+    # What ``attempt.call = call`` does, without its checks of the two instances (both just made here).
+    attempt.call_id = call.pk
+    ToolAttempt.call.field.set_cached_value(attempt, call)
     return True
 
 

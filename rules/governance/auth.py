@@ -21,6 +21,9 @@ class StaffTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[Any, StaffCredential] | None:
+        raw = request._request.META.get("HTTP_AUTHORIZATION", "")
+        if isinstance(raw, str) and STAFF_TOKEN_PREFIX not in raw:
+            return None  # no staff token can be in it: the agents' class reads it (every agent request)
         header = authentication.get_authorization_header(request).split()
         if len(header) != 2 or header[0].lower() != self.keyword.lower().encode():
             return None
