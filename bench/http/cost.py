@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import sys
 import time
-from collections.abc import Callable
+
+from bench.http import inprocess
 
 
 def _backend_ms(pid: int) -> float:
@@ -32,41 +32,16 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=300, help="requests a block")
     parser.add_argument("--warm", type=int, default=300)
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("Set DATABASE_URL to a PostgreSQL database this may empty.")
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "bench.http.settings",
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1,testserver",
-            "SECURE_SSL_REDIRECT": "false",
-        }
-    )
-    os.environ.pop("CELERY_BROKER_URL", None)
+    client = inprocess.prepare(args.warm + args.blocks * args.block)
+    from django.db import connection
+
     from bench.http import run
 
-    run.TRANSITION_SESSIONS = 10
-    token = run.prepare(args.warm + args.blocks * args.block)
-    run.settle()
-    from django.db import connection
-    from django.test import Client
-
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
     names = ["bare", *args.paths.split(",")]
     paths = {p.name: p for p in run.PATHS if p.name in names}
     if len(paths) != len(names):
         sys.exit(f"unknown path in {names}")
-
-    def sender(p: run.Path_) -> Callable[[int], None]:
-        def send(number: int) -> None:
-            number = number % p.mod if p.mod else number
-            body = p.body.replace("%d", str(number))
-            answer = client.post(p.path.replace("%d", str(number)), body, content_type="application/json")
-            assert answer.status_code == p.expect, (p.name, answer.status_code, answer.content[:300])
-
-        return send
-
-    senders = {name: sender(p) for name, p in paths.items()}
+    senders = {name: inprocess.sender(client, p) for name, p in paths.items()}
     for send in senders.values():
         for i in range(args.warm):
             send(i)

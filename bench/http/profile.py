@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
-import secrets
-import sys
 import time
 
-from bench.http.run import PATHS
+from bench.http import inprocess
 
 
 def main() -> None:
@@ -27,36 +24,12 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--sort", default="tottime")
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("Set DATABASE_URL to a PostgreSQL database this may empty.")
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "bench.http.settings",
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1,testserver",
-            "SECURE_SSL_REDIRECT": "false",
-        }
-    )
-    os.environ.pop("CELERY_BROKER_URL", None)
-    from bench.http import run
+    client = inprocess.prepare(args.warm + args.requests)
+    from bench.http.run import PATHS
 
-    # Fewer sessions to make; not fewer decide sessions: the session paths' numbers wrap at the count
-    # their ``Path_`` was built with (``mod``), and every one of those sessions must exist.
-    run.TRANSITION_SESSIONS = 10
-    token = run.prepare(args.warm + args.requests)
-    run.settle()
-    from django.test import Client
-
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
     wanted = args.paths.split(",")
     for p in (p for p in PATHS if p.name in wanted):
-
-        def send(number: int, p: run.Path_ = p) -> None:
-            number = number % p.mod if p.mod else number  # a session path reuses its sessions, as run.py does
-            body = p.body.replace("%d", str(number))
-            answer = client.post(p.path.replace("%d", str(number)), body, content_type="application/json")
-            assert answer.status_code == p.expect, (p.name, answer.status_code, answer.content[:300])
-
+        send = inprocess.sender(client, p)
         for i in range(args.warm):
             send(i)
         profile = cProfile.Profile(time.process_time)  # CPU: not the waits for PostgreSQL
